@@ -1,0 +1,37 @@
+# The two commands of the README's quickstart, and the checks CI runs.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+PYTHON ?= python3
+
+.PHONY: install up demo test lint typecheck unit clean
+
+$(STAMP): pyproject.toml sdk/pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e ./sdk -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+## make up: the whole stack against live Binance (needs internet)
+up: install
+	$(VENV)/bin/ladder up $(ARGS)
+
+## make demo: the whole stack against the built-in fake venue
+demo: install
+	$(VENV)/bin/ladder up --venue fake $(ARGS)
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+typecheck: install
+	$(VENV)/bin/mypy book_store ingest_nodes control_plane read_functions fake_venue sdk/ladder_sdk
+
+## make test: lint, type-check, then the whole suite in parallel against real servers
+test: lint typecheck
+	$(VENV)/bin/python -m pytest -n auto -q $(PYTEST_ARGS)
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

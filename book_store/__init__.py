@@ -1,0 +1,1 @@
+"""The contract between ingest nodes (writers) and read functions (readers)."""

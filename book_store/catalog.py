@@ -1,0 +1,68 @@
+"""The market catalog: which markets each exchange lists, as ingest nodes last read them.
+
+Ingest nodes own the venue connections, so they fetch each venue's exchangeInfo and write it here;
+the control plane validates subscriptions against it and read functions serve ``/v1/markets`` from
+it. Nothing downstream ever trusts a market name a caller typed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+
+import orjson
+import redis.asyncio as redis
+
+from book_store.keys import CATALOG_INDEX, catalog_key
+
+TRADING = "TRADING"
+
+
+@dataclass(frozen=True, slots=True)
+class MarketInfo:
+    """One market as its venue lists it."""
+
+    exchange: str
+    market: str
+    status: str
+    base: str
+    quote: str
+
+    @property
+    def tradable(self) -> bool:
+        return self.status == TRADING
+
+    def to_json(self) -> dict[str, str]:
+        return asdict(self)
+
+
+class MarketCatalog:
+    """Reads and replaces exchanges' market lists in the store."""
+
+    def __init__(self, client: redis.Redis) -> None:
+        self._client = client
+
+    async def replace(self, exchange: str, markets: Iterable[MarketInfo]) -> None:
+        """Make ``markets`` the exchange's whole list, atomically."""
+        mapping = {m.market: orjson.dumps(m.to_json()) for m in markets}
+        key = catalog_key(exchange)
+        async with self._client.pipeline(transaction=True) as pipe:
+            pipe.delete(key)
+            if mapping:
+                pipe.hset(key, mapping=mapping)  # type: ignore[arg-type]
+            pipe.sadd(CATALOG_INDEX, exchange)
+            await pipe.execute()
+
+    async def exchanges(self) -> list[str]:
+        """Exchanges that have a catalog, sorted."""
+        members: set[bytes] = await self._client.smembers(CATALOG_INDEX)  # type: ignore[misc]
+        return sorted(m.decode() for m in members)
+
+    async def get(self, exchange: str, market: str) -> MarketInfo | None:
+        raw: bytes | None = await self._client.hget(catalog_key(exchange), market)  # type: ignore[misc]
+        return None if raw is None else MarketInfo(**orjson.loads(raw))
+
+    async def markets(self, exchange: str) -> list[MarketInfo]:
+        """Every market of an exchange, sorted by name."""
+        raw: dict[bytes, bytes] = await self._client.hgetall(catalog_key(exchange))  # type: ignore[misc]
+        return sorted((MarketInfo(**orjson.loads(v)) for v in raw.values()), key=lambda m: m.market)

@@ -1,0 +1,71 @@
+"""The key schema shared by writers and readers.
+
+Every key of one book carries the hash tag ``{exchange|market}``, so on Redis Cluster (or ElastiCache
+in cluster mode) all of a book's replicas, and its change channel, live in one slot: a reader gets
+every replica of a book with one HGETALL, and a writer's pipeline for one book never crosses shards.
+
+    ladder:{binance.com|BTCUSDT}:snap     hash  replica id -> encoded snapshot (book_store.codec)
+    ladder:{binance.com|BTCUSDT}:chg      channel: one message per published snapshot
+    ladder:catalog:binance.com            hash  market -> market info JSON (book_store.catalog)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from book_store.errors import LadderError
+
+KEY_PREFIX = "ladder"
+
+# Characters that would break the hash tag or the key grammar. Venue symbols never contain them;
+# anything else (including non-ASCII symbols) is a valid part of a key.
+_FORBIDDEN = frozenset("{}|\r\n\x00 ")
+
+
+class InvalidBookIdError(LadderError, ValueError):
+    """An exchange or market contains characters that cannot be part of a key."""
+
+    code = "invalid_request"
+
+
+@dataclass(frozen=True, slots=True)
+class BookKey:
+    """A book, ``(exchange, market)``, and the store keys that belong to it."""
+
+    exchange: str
+    market: str
+
+    def __post_init__(self) -> None:
+        for part in (self.exchange, self.market):
+            if not part or len(part) > 64 or _FORBIDDEN.intersection(part):
+                raise InvalidBookIdError(f"not a valid exchange or market name: {part[:64]!r}")
+
+    @property
+    def tag(self) -> str:
+        return f"{{{self.exchange}|{self.market}}}"
+
+    @property
+    def snapshots(self) -> str:
+        """The hash holding one encoded snapshot per replica."""
+        return f"{KEY_PREFIX}:{self.tag}:snap"
+
+    @property
+    def channel(self) -> str:
+        """The channel a writer publishes each new snapshot on."""
+        return f"{KEY_PREFIX}:{self.tag}:chg"
+
+    @classmethod
+    def from_channel(cls, channel: str) -> BookKey:
+        """Inverse of :attr:`channel` (readers learn which book a message is for)."""
+        inner = channel[channel.index("{") + 1 : channel.rindex("}")]
+        exchange, _, market = inner.partition("|")
+        return cls(exchange, market)
+
+
+def catalog_key(exchange: str) -> str:
+    """The hash of an exchange's markets (market -> info JSON)."""
+    return f"{KEY_PREFIX}:catalog:{exchange}"
+
+
+CATALOG_INDEX = f"{KEY_PREFIX}:catalog:exchanges"
+"""The set of exchanges that have a catalog."""

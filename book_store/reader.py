@@ -1,0 +1,48 @@
+"""The read side: every replica of a book in one round trip, and the choice between them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import redis.asyncio as redis
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from book_store.codec import BookStatus, Snapshot
+from book_store.errors import StoreError, StoreUnavailableError
+from book_store.keys import BookKey
+
+
+class BookReader:
+    """Reads stored snapshots. The connection pool belongs to the caller."""
+
+    def __init__(self, client: redis.Redis) -> None:
+        self._client = client
+
+    async def replicas(self, book: BookKey) -> dict[int, Snapshot]:
+        """Every stored replica snapshot of ``book`` (empty when nobody keeps it)."""
+        try:
+            raw: dict[bytes, bytes] = await self._client.hgetall(book.snapshots)  # type: ignore[misc]
+        except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
+            raise StoreUnavailableError("book store unreachable") from exc
+        except RedisError as exc:
+            raise StoreError(f"book store read failed: {exc}") from exc
+        return {int(replica): Snapshot(value) for replica, value in raw.items()}
+
+
+def choose_replica(snapshots: Iterable[Snapshot], now_ms: int, max_silence_ms: int) -> Snapshot | None:
+    """The replica to serve: synced, heard from within ``max_silence_ms``, newest update id.
+
+    A replica whose ingest node has gone quiet for longer than ``max_silence_ms`` is not trusted even
+    if its last word was ``synced``: ingest nodes republish quiet books, so silence means trouble.
+    Ties on ``update_id`` go to the most recent publish.
+    """
+    best: Snapshot | None = None
+    for snap in snapshots:
+        meta = snap.meta
+        if meta.status is not BookStatus.SYNCED or now_ms - meta.publish_time > max_silence_ms:
+            continue
+        if best is None or (meta.update_id, meta.publish_time) > (best.meta.update_id, best.meta.publish_time):
+            best = snap
+    return best

@@ -1,0 +1,106 @@
+"""The write side: batch every snapshot of one event-loop turn into one pipeline.
+
+Theory of operation
+-------------------
+An ingest node may apply thousands of updates per second across hundreds of books. Writing each
+snapshot with its own round trip would cap it at a few thousand writes per second and add queueing
+latency. Instead :meth:`BookWriter.put` only records the latest snapshot per ``(book, replica)`` and
+makes sure a flush is scheduled; the flush sends everything recorded since the last one as one
+pipeline (``HSET`` + ``PUBLISH`` per snapshot). Only one flush is in flight at a time, so writes of
+one replica are never reordered; while a flush waits for the store, new snapshots of the same
+replica replace each other (conflation), so memory stays bounded by the number of replicas.
+
+The published message is ``<replica as 2 bytes><snapshot>``: a subscribed reader updates its cache
+from the message itself and never needs a round trip for a book it already follows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import struct
+from collections.abc import Callable
+
+import redis.asyncio as redis
+from redis.exceptions import RedisError
+
+from book_store.keys import BookKey
+
+log = logging.getLogger(__name__)
+
+_REPLICA = struct.Struct("<H")
+
+
+def encode_message(replica: int, snapshot: bytes) -> bytes:
+    """The change message: which replica, then its snapshot."""
+    return _REPLICA.pack(replica) + snapshot
+
+
+def decode_message(message: bytes) -> tuple[int, bytes]:
+    """Inverse of :func:`encode_message`."""
+    return _REPLICA.unpack_from(message)[0], message[_REPLICA.size :]
+
+
+class BookWriter:
+    """Writes snapshots of many replicas, one pipeline per event-loop turn."""
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        *,
+        on_flush: Callable[[int, float], None] | None = None,
+    ) -> None:
+        """``client`` is owned by the caller. ``on_flush(count, seconds)`` observes each batch."""
+        self._client = client
+        self._pending: dict[tuple[BookKey, int], bytes | None] = {}
+        self._flusher: asyncio.Task[None] | None = None
+        self._on_flush = on_flush
+
+    def put(self, book: BookKey, replica: int, snapshot: bytes) -> None:
+        """Record the newest snapshot of a replica; it is written at the end of this loop turn."""
+        self._pending[(book, replica)] = snapshot
+        self._wake()
+
+    def remove(self, book: BookKey, replica: int) -> None:
+        """Delete a replica's snapshot (the replica was stopped or moved)."""
+        self._pending[(book, replica)] = None
+        self._wake()
+
+    async def drain(self) -> None:
+        """Wait until everything recorded so far has been written."""
+        while self._flusher is not None and not self._flusher.done():
+            await asyncio.shield(self._flusher)
+
+    async def close(self) -> None:
+        """Write what is pending, then stop."""
+        await self.drain()
+
+    def _wake(self) -> None:
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.get_running_loop().create_task(self._flush_loop())
+
+    async def _flush_loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        # Yield once so that every put() of the current loop turn joins this batch.
+        await asyncio.sleep(0)
+        while self._pending:
+            batch, self._pending = self._pending, {}
+            started = loop.time()
+            pipe = self._client.pipeline(transaction=False)
+            for (book, replica), snapshot in batch.items():
+                if snapshot is None:
+                    pipe.hdel(book.snapshots, str(replica))
+                else:
+                    pipe.hset(book.snapshots, str(replica), snapshot)
+                    pipe.publish(book.channel, encode_message(replica, snapshot))
+            try:
+                await pipe.execute()
+            except (RedisError, OSError) as exc:
+                # Keep the newest version of each failed write unless a newer one arrived.
+                log.warning("book store write failed (%s); retrying %d snapshots", exc, len(batch))
+                for key, value in batch.items():
+                    self._pending.setdefault(key, value)
+                await asyncio.sleep(0.2)
+                continue
+            if self._on_flush is not None:
+                self._on_flush(len(batch), loop.time() - started)

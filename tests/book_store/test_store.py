@@ -1,0 +1,118 @@
+"""book_store against a real Valkey server."""
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import redis.asyncio as redis
+
+from book_store.catalog import MarketCatalog, MarketInfo
+from book_store.codec import BookStatus, Snapshot, SnapshotMeta, encode_snapshot
+from book_store.keys import BookKey, InvalidBookIdError
+from book_store.reader import BookReader, choose_replica
+from book_store.writer import BookWriter, decode_message
+
+BOOK = BookKey("binance.com", "ETHBTC")
+
+
+def snap(update_id: int, replica: int, status: BookStatus = BookStatus.SYNCED, publish_time: int = 1000) -> bytes:
+    meta = SnapshotMeta(update_id, 1, 1, publish_time, replica, status)
+    return encode_snapshot(meta, [f'["{update_id}","1"]'.encode()], [])
+
+
+def test_keys_share_one_hash_slot_per_book() -> None:
+    assert BOOK.snapshots == "ladder:{binance.com|ETHBTC}:snap"
+    assert BOOK.channel.count(BOOK.tag) == 1
+    assert BookKey.from_channel(BOOK.channel) == BOOK
+    assert BookKey("alpaca-crypto", "BTC/USD").tag == "{alpaca-crypto|BTC/USD}"
+
+
+@pytest.mark.parametrize("bad", ["", "A{B", "A}B", "A|B", "A B", "X" * 65])
+def test_keys_reject_names_that_break_the_schema(bad: str) -> None:
+    with pytest.raises(InvalidBookIdError):
+        BookKey("binance.com", bad)
+
+
+async def test_writer_batches_a_loop_turn_into_one_flush(redis_client: redis.Redis) -> None:
+    flushes: list[int] = []
+    writer = BookWriter(redis_client, on_flush=lambda n, _s: flushes.append(n))
+    pubsub = redis_client.pubsub()
+    await pubsub.subscribe(BOOK.channel)
+    await pubsub.get_message(timeout=1)  # the subscribe confirmation
+    for update_id in range(1, 6):  # five versions of replica 0 in one turn: conflated
+        writer.put(BOOK, 0, snap(update_id, 0))
+    writer.put(BOOK, 1, snap(4, 1))
+    await writer.drain()
+    assert flushes == [2]
+    replicas = await BookReader(redis_client).replicas(BOOK)
+    assert {r: s.meta.update_id for r, s in replicas.items()} == {0: 5, 1: 4}
+    message = await pubsub.get_message(timeout=1)
+    assert message is not None
+    replica, payload = decode_message(message["data"])
+    assert replica == 0 and Snapshot(payload).meta.update_id == 5
+    writer.remove(BOOK, 1)
+    await writer.drain()
+    assert set(await BookReader(redis_client).replicas(BOOK)) == {0}
+    await pubsub.aclose()
+
+
+def test_choose_replica_prefers_synced_fresh_newest() -> None:
+    synced_old = Snapshot(snap(10, 0, publish_time=1000))
+    synced_new = Snapshot(snap(12, 1, publish_time=1000))
+    resyncing = Snapshot(snap(50, 2, BookStatus.RESYNCING, publish_time=1000))
+    silent = Snapshot(snap(99, 3, publish_time=0))
+    chosen = choose_replica([synced_old, synced_new, resyncing, silent], now_ms=1500, max_silence_ms=1000)
+    assert chosen is synced_new
+    assert choose_replica([resyncing, silent], now_ms=1500, max_silence_ms=1000) is None
+
+
+async def test_catalog_replace_and_read(redis_client: redis.Redis) -> None:
+    catalog = MarketCatalog(redis_client)
+    eth = MarketInfo("binance.com", "ETHBTC", "TRADING", "ETH", "BTC")
+    halted = MarketInfo("binance.com", "OLDBTC", "BREAK", "OLD", "BTC")
+    await catalog.replace("binance.com", [eth, halted])
+    assert await catalog.exchanges() == ["binance.com"]
+    assert await catalog.get("binance.com", "ETHBTC") == eth
+    assert not halted.tradable
+    await catalog.replace("binance.com", [eth])
+    assert await catalog.markets("binance.com") == [eth]
+    assert await catalog.get("binance.com", "OLDBTC") is None
+
+
+def test_embedded_server_dies_with_its_parent() -> None:
+    """SIGKILL the process that started Valkey: the server must not survive it."""
+    script = "from book_store.server import main; import signal; signal.pthread_sigmask(signal.SIG_BLOCK, {2, 15}); main()"
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    assert parent.stdout is not None
+    assert parent.stdout.readline().startswith("LADDER_REDIS_URL=redis://127.0.0.1:")
+    pids = subprocess.run(["pgrep", "-P", str(parent.pid)], capture_output=True, text=True).stdout.split()
+    assert pids, "the server should be running"
+    os.kill(parent.pid, signal.SIGKILL)
+    parent.wait()
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and any(_alive(int(p)) for p in pids):
+        time.sleep(0.05)
+    assert not any(_alive(int(p)) for p in pids)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split()[2] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+async def test_reader_reports_unreachable_store() -> None:
+    from book_store.errors import StoreUnavailableError
+    from book_store.server import free_port
+
+    client = redis.Redis(port=free_port(), socket_connect_timeout=0.2)
+    with pytest.raises(StoreUnavailableError):
+        await BookReader(client).replicas(BOOK)
+    await client.aclose()
+    await asyncio.sleep(0)

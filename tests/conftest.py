@@ -1,0 +1,44 @@
+"""Shared test servers: one real Valkey per test session (per xdist worker), never a fake."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+import redis.asyncio as redis
+
+from book_store.server import EmbeddedValkey
+
+# Database 0 belongs to session-wide stacks; each test that wants a clean slate gets database 1,
+# flushed before it runs (tests within one xdist worker run one after another).
+CLEAN_DB = 1
+
+
+@pytest.fixture(scope="session")
+def valkey_server() -> Iterator[EmbeddedValkey]:
+    with EmbeddedValkey() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def valkey_url(valkey_server: EmbeddedValkey) -> str:
+    """URL of the session's Valkey server, database 0."""
+    return valkey_server.url
+
+
+@pytest.fixture
+async def clean_redis_url(valkey_server: EmbeddedValkey) -> str:
+    """URL of a database that is empty when the test starts."""
+    url = f"redis://{valkey_server.host}:{valkey_server.port}/{CLEAN_DB}"
+    client = redis.Redis.from_url(url)
+    await client.flushdb()
+    await client.aclose()
+    return url
+
+
+@pytest.fixture
+async def redis_client(clean_redis_url: str) -> AsyncIterator[redis.Redis]:
+    """An async client on an empty database, closed after the test."""
+    client = redis.Redis.from_url(clean_redis_url)
+    yield client
+    await client.aclose()
