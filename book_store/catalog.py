@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
+from typing import cast
 
 import orjson
 import redis.asyncio as redis
@@ -55,14 +56,18 @@ class MarketCatalog:
 
     async def exchanges(self) -> list[str]:
         """Exchanges that have a catalog, sorted."""
-        members: set[bytes] = await self._client.smembers(CATALOG_INDEX)  # type: ignore[misc]
+        members = cast(set[bytes], await self._client.smembers(CATALOG_INDEX))
         return sorted(m.decode() for m in members)
 
+    async def count(self, exchange: str) -> int:
+        """How many markets the exchange's catalog holds (0: none yet)."""
+        return int(await self._client.hlen(catalog_key(exchange)))
+
     async def get(self, exchange: str, market: str) -> MarketInfo | None:
-        raw: bytes | None = await self._client.hget(catalog_key(exchange), market)  # type: ignore[misc]
+        raw = cast(bytes | None, await self._client.hget(catalog_key(exchange), market))
         return None if raw is None else MarketInfo(**orjson.loads(raw))
 
     async def markets(self, exchange: str) -> list[MarketInfo]:
         """Every market of an exchange, sorted by name."""
-        raw: dict[bytes, bytes] = await self._client.hgetall(catalog_key(exchange))  # type: ignore[misc]
+        raw = cast(dict[bytes, bytes], await self._client.hgetall(catalog_key(exchange)))
         return sorted((MarketInfo(**orjson.loads(v)) for v in raw.values()), key=lambda m: m.market)

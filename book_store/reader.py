@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import cast
 
 import redis.asyncio as redis
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -14,6 +16,17 @@ from book_store.errors import StoreError, StoreUnavailableError
 from book_store.keys import BookKey
 
 
+@contextmanager
+def store_errors() -> Iterator[None]:
+    """Translate redis-py's errors into Ladder's, at this one boundary."""
+    try:
+        yield
+    except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
+        raise StoreUnavailableError("book store unreachable") from exc
+    except RedisError as exc:
+        raise StoreError(f"book store call failed: {exc}") from exc
+
+
 class BookReader:
     """Reads stored snapshots. The connection pool belongs to the caller."""
 
@@ -22,13 +35,23 @@ class BookReader:
 
     async def replicas(self, book: BookKey) -> dict[int, Snapshot]:
         """Every stored replica snapshot of ``book`` (empty when nobody keeps it)."""
-        try:
-            raw: dict[bytes, bytes] = await self._client.hgetall(book.snapshots)  # type: ignore[misc]
-        except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
-            raise StoreUnavailableError("book store unreachable") from exc
-        except RedisError as exc:
-            raise StoreError(f"book store read failed: {exc}") from exc
+        with store_errors():
+            raw = cast(dict[bytes, bytes], await self._client.hgetall(book.snapshots))
         return {int(replica): Snapshot(value) for replica, value in raw.items()}
+
+    async def many(self, books: Sequence[BookKey]) -> dict[BookKey, dict[int, Snapshot]]:
+        """Every replica of many books in one pipelined round trip."""
+        if not books:
+            return {}
+        with store_errors():
+            async with self._client.pipeline(transaction=False) as pipe:
+                for book in books:
+                    pipe.hgetall(book.snapshots)
+                results: list[dict[bytes, bytes]] = await pipe.execute()
+        return {
+            book: {int(replica): Snapshot(value) for replica, value in raw.items()}
+            for book, raw in zip(books, results, strict=True)
+        }
 
 
 def choose_replica(snapshots: Iterable[Snapshot], now_ms: int, max_silence_ms: int) -> Snapshot | None:
@@ -43,6 +66,9 @@ def choose_replica(snapshots: Iterable[Snapshot], now_ms: int, max_silence_ms: i
         meta = snap.meta
         if meta.status is not BookStatus.SYNCED or now_ms - meta.publish_time > max_silence_ms:
             continue
-        if best is None or (meta.update_id, meta.publish_time) > (best.meta.update_id, best.meta.publish_time):
+        if best is None or (meta.update_id, meta.publish_time) > (
+            best.meta.update_id,
+            best.meta.publish_time,
+        ):
             best = snap
     return best

@@ -41,7 +41,8 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(sock.getsockname()[1])
 
 
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+def die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    """Run in a child before exec: it gets SIGTERM when its parent dies, however that happens."""
     # A blocked signal mask survives exec: the server must be able to receive SIGTERM.
     signal.pthread_sigmask(signal.SIG_SETMASK, set())
     if sys.platform.startswith("linux"):
@@ -84,7 +85,7 @@ class EmbeddedValkey:
                 "--logfile", str(directory / "valkey.log"), *persistence,
             ]  # fmt: skip
             self._proc = subprocess.Popen(  # noqa: S603 - fixed binary, our own arguments
-                args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, preexec_fn=_die_with_parent
+                args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, preexec_fn=die_with_parent
             )
             if self._wait_ready(timeout_s):
                 atexit.register(self.stop)

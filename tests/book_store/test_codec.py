@@ -4,8 +4,9 @@ import pytest
 from book_store.codec import BookStatus, Snapshot, SnapshotMeta, encode_snapshot
 from book_store.errors import StoreError
 
-META = SnapshotMeta(update_id=42, event_time=1000, ingest_time=1001, publish_time=1002, replica=3,
-                    status=BookStatus.SYNCED)
+META = SnapshotMeta(
+    update_id=42, event_time=1000, ingest_time=1001, publish_time=1002, replica=3, status=BookStatus.SYNCED
+)
 BIDS = [b'["100.10","1.5"]', b'["100.00","2"]', b'["99.5","0.001"]']
 ASKS = [b'["100.20","3"]']
 
@@ -34,8 +35,9 @@ def test_empty_and_zero_depth() -> None:
 
 
 def test_unknown_times_roundtrip_as_none() -> None:
-    meta = SnapshotMeta(update_id=1, event_time=None, ingest_time=None, publish_time=5, replica=0,
-                        status=BookStatus.RESYNCING)
+    meta = SnapshotMeta(
+        update_id=1, event_time=None, ingest_time=None, publish_time=5, replica=0, status=BookStatus.RESYNCING
+    )
     assert Snapshot(encode_snapshot(meta, [], [])).meta == meta
 
 

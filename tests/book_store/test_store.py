@@ -19,7 +19,9 @@ from book_store.writer import BookWriter, decode_message
 BOOK = BookKey("binance.com", "ETHBTC")
 
 
-def snap(update_id: int, replica: int, status: BookStatus = BookStatus.SYNCED, publish_time: int = 1000) -> bytes:
+def snap(
+    update_id: int, replica: int, status: BookStatus = BookStatus.SYNCED, publish_time: int = 1000
+) -> bytes:
     meta = SnapshotMeta(update_id, 1, 1, publish_time, replica, status)
     return encode_snapshot(meta, [f'["{update_id}","1"]'.encode()], [])
 
@@ -85,7 +87,10 @@ async def test_catalog_replace_and_read(redis_client: redis.Redis) -> None:
 
 def test_embedded_server_dies_with_its_parent() -> None:
     """SIGKILL the process that started Valkey: the server must not survive it."""
-    script = "from book_store.server import main; import signal; signal.pthread_sigmask(signal.SIG_BLOCK, {2, 15}); main()"
+    script = (
+        "from book_store.server import main; import signal; "
+        "signal.pthread_sigmask(signal.SIG_BLOCK, {2, 15}); main()"
+    )
     parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     assert parent.stdout is not None
     assert parent.stdout.readline().startswith("LADDER_REDIS_URL=redis://127.0.0.1:")
@@ -116,3 +121,17 @@ async def test_reader_reports_unreachable_store() -> None:
         await BookReader(client).replicas(BOOK)
     await client.aclose()
     await asyncio.sleep(0)
+
+
+async def test_many_reads_every_book_in_one_round_trip(redis_client: redis.Redis) -> None:
+    other = BookKey("binance.com-futures", "BTCUSDT")
+    writer = BookWriter(redis_client)
+    writer.put(BOOK, 0, snap(7, 0))
+    writer.put(other, 2, snap(9, 2))
+    await writer.drain()
+    result = await BookReader(redis_client).many([BOOK, other, BookKey("binance.com", "NONE")])
+    assert {b: {r: s.meta.update_id for r, s in reps.items()} for b, reps in result.items()} == {
+        BOOK: {0: 7},
+        other: {2: 9},
+        BookKey("binance.com", "NONE"): {},
+    }
