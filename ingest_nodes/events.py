@@ -1,0 +1,67 @@
+"""The venue-neutral values that venue parsers produce and the sync machines consume.
+
+Parsers turn wire frames into these at the edge, so nothing past a parser ever reads a dict.
+Prices and quantities stay the venue's exact strings: the order book converts them to Decimal
+only for ordering and for the zero test, and publishes the strings unchanged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+Level = tuple[str, str]
+"""One price level, ``(price, quantity)``, exactly as the venue wrote them."""
+
+
+@dataclass(frozen=True, slots=True)
+class DepthUpdate:
+    """One diff event: a Binance ``depthUpdate`` or an Alpaca ``"o"`` message.
+
+    Quantities are absolute (the level's new size, not a delta); a quantity that is numerically
+    zero removes the level. Alpaca has no update ids, so its ids are 0 and ``reset`` marks a
+    message that carries the whole book.
+    """
+
+    symbol: str
+    first_update_id: int
+    """``U``: the first update id folded into this event (Alpaca: 0)."""
+    final_update_id: int
+    """``u``: the last update id folded into this event (Alpaca: 0)."""
+    prev_final_update_id: int | None
+    """``pu``: ``u`` of the previous event of the symbol; Binance futures only."""
+    event_time: int
+    """Venue time of the event, ms since the epoch."""
+    ingest_time: int
+    """When the frame reached this process, ms since the epoch (stamped by the caller)."""
+    bids: tuple[Level, ...]
+    asks: tuple[Level, ...]
+    reset: bool = False
+    """Alpaca ``r: true``: the levels are the venue's whole book, replacing ours."""
+
+
+@dataclass(frozen=True, slots=True)
+class DepthSnapshot:
+    """A REST depth snapshot (Binance ``/api/v3/depth`` or ``/fapi/v1/depth``).
+
+    ``limit`` is the depth that was requested: a side that came back with fewer levels than that
+    is the venue's whole side, while a full side is cut off and says nothing about deeper prices.
+    """
+
+    symbol: str
+    last_update_id: int
+    bids: tuple[Level, ...]
+    asks: tuple[Level, ...]
+    limit: int
+    event_time: int | None = None
+    """Futures ``E``; spot snapshots carry no time."""
+    ingest_time: int = 0
+
+    @property
+    def bids_complete(self) -> bool:
+        """True when the bid side is the venue's whole side (shorter than the limit)."""
+        return len(self.bids) < self.limit
+
+    @property
+    def asks_complete(self) -> bool:
+        """True when the ask side is the venue's whole side (shorter than the limit)."""
+        return len(self.asks) < self.limit

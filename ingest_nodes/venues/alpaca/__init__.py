@@ -1,0 +1,1 @@
+"""Alpaca crypto market data: wire schemas and pure parsers."""

@@ -1,0 +1,138 @@
+"""Pure parser for Alpaca's crypto market-data stream frames (JSON text frames).
+
+Alpaca writes prices and sizes as JSON numbers. They are decoded with ``parse_float=Decimal`` (a
+float would turn ``0.1`` into a binary approximation) and rendered back as plain decimal strings
+without an exponent, so the rest of Ladder sees strings exactly like Binance's. Timestamps are
+RFC-3339 with up to nanosecond precision and are truncated to milliseconds.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from typing import Final, cast
+
+from ingest_nodes.events import DepthUpdate, Level
+from ingest_nodes.venues.alpaca.schemas import (
+    AlpacaControl,
+    AlpacaError,
+    AlpacaSubscription,
+    AlpacaSuccess,
+    ErrorMessage,
+    OrderbookMessage,
+    SubscriptionMessage,
+    SuccessMessage,
+)
+from ingest_nodes.venues.errors import VenuePayloadError
+
+_RFC3339: Final = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)", re.IGNORECASE)
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+_ONE_MS: Final = timedelta(milliseconds=1)
+
+
+def parse_alpaca_frame(raw: bytes | str, ingest_time: int) -> list[DepthUpdate | AlpacaControl]:
+    """Read one frame: every order-book message and control message in it, in order.
+
+    Example (a batch with a reset and an update)::
+
+        [{"T":"o","S":"BTC/USD","t":"2024-03-12T10:38:50.79613221Z",
+          "b":[{"p":71859.53,"s":0.27994}],"a":[{"p":71939.7,"s":0.83953}],"r":true},
+         {"T":"o","S":"BTC/USD","t":"2024-03-12T10:38:50.801Z","b":[{"p":71859.53,"s":0}],"a":[]}]
+
+    Control messages: ``[{"T":"success","msg":"authenticated"}]``,
+    ``[{"T":"error","code":406,"msg":"connection limit exceeded"}]``,
+    ``[{"T":"subscription","trades":[],"quotes":[],"orderbooks":["BTC/USD"],"bars":[]}]``.
+    Other message types (trades, quotes, bars) are skipped.
+    """
+    try:
+        decoded = json.loads(raw, parse_float=Decimal)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise VenuePayloadError(f"invalid JSON: {exc}") from exc
+    messages = decoded if isinstance(decoded, list) else [decoded]
+    parsed: list[DepthUpdate | AlpacaControl] = []
+    for message in messages:
+        if not isinstance(message, dict):
+            raise VenuePayloadError("message is not a JSON object")
+        kind = message.get("T")
+        if kind == "o":
+            parsed.append(_orderbook(cast(OrderbookMessage, message), ingest_time))
+        elif kind == "success":
+            parsed.append(AlpacaSuccess(msg=_str(cast(SuccessMessage, message), "msg")))
+        elif kind == "error":
+            error = cast(ErrorMessage, message)
+            code = error.get("code")
+            if type(code) is not int:
+                raise VenuePayloadError("error message without an integer code")
+            parsed.append(AlpacaError(code=code, msg=_str(error, "msg")))
+        elif kind == "subscription":
+            parsed.append(_subscription(cast(SubscriptionMessage, message)))
+    return parsed
+
+
+def rfc3339_to_ms(text: str) -> int:
+    """``2024-03-12T10:38:50.79613221Z`` -> ms since the epoch (sub-millisecond digits dropped)."""
+    match = _RFC3339.fullmatch(text)
+    if match is None:
+        raise VenuePayloadError(f"bad timestamp {text[:40]!r}")
+    whole, fraction, zone = match.groups()
+    offset = "+00:00" if zone.upper() == "Z" else zone
+    try:
+        moment = datetime.fromisoformat(whole + offset)
+    except ValueError as exc:
+        raise VenuePayloadError(f"bad timestamp {text[:40]!r}") from exc
+    millis = int((fraction or "")[:3].ljust(3, "0"))
+    return (moment - _EPOCH) // _ONE_MS + millis
+
+
+def _orderbook(message: OrderbookMessage, ingest_time: int) -> DepthUpdate:
+    reset = message.get("r", False)
+    if type(reset) is not bool:
+        raise VenuePayloadError("orderbook 'r' is not a boolean")
+    return DepthUpdate(
+        symbol=_str(message, "S"),
+        first_update_id=0,
+        final_update_id=0,
+        prev_final_update_id=None,
+        event_time=rfc3339_to_ms(_str(message, "t")),
+        ingest_time=ingest_time,
+        bids=_levels(message.get("b"), "b"),
+        asks=_levels(message.get("a"), "a"),
+        reset=reset,
+    )
+
+
+def _subscription(message: SubscriptionMessage) -> AlpacaSubscription:
+    symbols = message.get("orderbooks", [])
+    if not isinstance(symbols, list) or not all(isinstance(symbol, str) for symbol in symbols):
+        raise VenuePayloadError("subscription 'orderbooks' is not a list of symbols")
+    return AlpacaSubscription(orderbooks=tuple(symbols))
+
+
+def _levels(rows: object, side: str) -> tuple[Level, ...]:
+    if not isinstance(rows, list):
+        raise VenuePayloadError(f"orderbook {side!r} is missing or not a list")
+    levels: list[Level] = []
+    for row in rows:
+        if not isinstance(row, dict):
+            raise VenuePayloadError(f"orderbook {side!r} holds a level that is not an object")
+        levels.append((_number(row.get("p"), "p"), _number(row.get("s"), "s")))
+    return tuple(levels)
+
+
+def _number(value: object, key: str) -> str:
+    """A JSON number as a plain decimal string: ``71859.53``, ``0``, ``1E-7`` -> ``0.0000001``."""
+    if type(value) is int:
+        return str(value)
+    if isinstance(value, Decimal):
+        return format(value, "f")
+    raise VenuePayloadError(f"level {key!r} is missing or not a number")
+
+
+def _str(message: Mapping[str, object], key: str) -> str:
+    value = message.get(key)
+    if not isinstance(value, str):
+        raise VenuePayloadError(f"field {key!r} is missing or not a string")
+    return value

@@ -1,0 +1,1 @@
+"""Binance spot and futures: wire schemas and pure parsers."""

@@ -1,0 +1,255 @@
+"""Pure parsers for Binance spot and futures market-data frames, depth snapshots and REST errors.
+
+Frames are decoded with orjson (the ingest hot path) and prices and quantities stay the venue's
+strings: the order book is the one place that turns them into Decimals. Anything that does not
+have the documented shape raises ``VenuePayloadError``; frames Ladder does not use (other
+event types, partial-depth pushes) come back as None.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from typing import Final, cast
+
+import orjson
+
+from ingest_nodes.events import DepthSnapshot, DepthUpdate, Level
+from ingest_nodes.venues.binance.schemas import (
+    CombinedFrame,
+    CommandError,
+    CommandResult,
+    ControlFrame,
+    DepthSnapshotBody,
+    DepthUpdateEvent,
+    ErrorBody,
+    ServerShutdown,
+    ServerShutdownEvent,
+    SubscribeAck,
+    VenueErrorFrame,
+    VenueRestError,
+)
+from ingest_nodes.venues.errors import VenuePayloadError
+
+_BANNED_UNTIL: Final = re.compile(r"banned until (\d+)", re.IGNORECASE)
+_ERROR_TEXT_LIMIT: Final = 200
+
+
+def parse_spot_frame(raw: bytes | str, ingest_time: int) -> DepthUpdate | ControlFrame | None:
+    """Read one spot stream frame, raw (``/ws``) or combined (``/stream``).
+
+    Example (combined)::
+
+        {"stream":"bnbbtc@depth@100ms","data":{"e":"depthUpdate","E":1672515782136,"s":"BNBBTC",
+         "U":157,"u":160,"b":[["0.0024","10"]],"a":[["0.0026","100"],["0.0027","0.00000000"]]}}
+
+    Control frames: ``{"result":null,"id":1}`` -> ``SubscribeAck``,
+    ``{"error":{"code":2,"msg":"Invalid request: invalid stream"},"id":1}`` -> ``VenueErrorFrame``,
+    ``{"e":"serverShutdown","E":1778215200000}`` -> ``ServerShutdown``.
+    """
+    return _parse_frame(raw, ingest_time, futures=False)
+
+
+def parse_futures_frame(raw: bytes | str, ingest_time: int) -> DepthUpdate | ControlFrame | None:
+    """Read one USD-M/COIN-M futures stream frame; depth events must carry ``pu``.
+
+    Example (raw)::
+
+        {"e":"depthUpdate","E":1717000000123,"T":1717000000118,"s":"BTCUSDT","U":600859601193,
+         "u":600859602861,"pu":600859600917,"b":[["67012.10","0.524"]],"a":[["67012.20","0"]]}
+    """
+    return _parse_frame(raw, ingest_time, futures=True)
+
+
+def parse_spot_snapshot(body: bytes, symbol: str, limit: int, ingest_time: int) -> DepthSnapshot:
+    """Read a ``GET /api/v3/depth`` answer (``limit`` is the depth that was asked for).
+
+    Example::
+
+        {"lastUpdateId":1027024,"bids":[["4.00000000","431.00000000"]],
+         "asks":[["4.00000200","12.00000000"]]}
+    """
+    snapshot = _snapshot_body(body)
+    return DepthSnapshot(
+        symbol=symbol,
+        last_update_id=_int(snapshot, "lastUpdateId"),
+        bids=_levels(snapshot["bids"], "bids"),
+        asks=_levels(snapshot["asks"], "asks"),
+        limit=limit,
+        ingest_time=ingest_time,
+    )
+
+
+def parse_futures_snapshot(body: bytes, symbol: str, limit: int, ingest_time: int) -> DepthSnapshot:
+    """Read a ``GET /fapi/v1/depth`` answer; ``E`` becomes the snapshot's event time.
+
+    Example::
+
+        {"lastUpdateId":1027024,"E":1589436922972,"T":1589436922959,
+         "bids":[["4.00000000","431.00000000"]],"asks":[["4.00000200","12.00000000"]]}
+    """
+    snapshot = _snapshot_body(body)
+    return DepthSnapshot(
+        symbol=symbol,
+        last_update_id=_int(snapshot, "lastUpdateId"),
+        bids=_levels(snapshot["bids"], "bids"),
+        asks=_levels(snapshot["asks"], "asks"),
+        limit=limit,
+        event_time=_int(snapshot, "E"),
+        ingest_time=ingest_time,
+    )
+
+
+def parse_rest_error(status: int, body: bytes, headers: Mapping[str, str]) -> VenueRestError:
+    """Read a non-200 REST answer into the facts a retry policy needs.
+
+    Example (HTTP 418, ``Retry-After: 120``)::
+
+        {"code":-1003,"msg":"Way too much request weight used; IP banned until 1717000120000.
+         Please use WebSocket Streams for live updates to avoid bans."}
+
+    Bodies that are not Binance's ``{"code","msg"}`` (a proxy's HTML page) keep ``code`` None and
+    the start of the text as ``msg``.
+    """
+    code: int | None = None
+    msg = body[:_ERROR_TEXT_LIMIT].decode("utf-8", errors="replace")
+    try:
+        parsed = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        parsed = None
+    if isinstance(parsed, dict):
+        if type(parsed.get("code")) is int:
+            code = parsed["code"]
+        if isinstance(parsed.get("msg"), str):
+            msg = parsed["msg"]
+    until = _BANNED_UNTIL.search(msg)
+    return VenueRestError(
+        status=status,
+        code=code,
+        msg=msg,
+        retry_after_s=_retry_after(headers),
+        banned=status == 418 or until is not None,
+        banned_until_ms=int(until.group(1)) if until is not None else None,
+    )
+
+
+def _parse_frame(raw: bytes | str, ingest_time: int, *, futures: bool) -> DepthUpdate | ControlFrame | None:
+    frame = _object(_loads(raw), "frame")
+    if "stream" in frame and "data" in frame:
+        frame = _object(cast(CombinedFrame, frame)["data"], "combined frame data")
+    kind = frame.get("e")
+    if kind == "depthUpdate":
+        return _depth_update(cast(DepthUpdateEvent, frame), ingest_time, futures=futures)
+    if kind == "serverShutdown":
+        return ServerShutdown(event_time=_int(cast(ServerShutdownEvent, frame), "E"))
+    if kind is not None:
+        return None
+    if "result" in frame and "id" in frame:
+        return _command_result(cast(CommandResult, frame))
+    if "error" in frame:
+        error = cast(CommandError, frame)
+        return _error_frame(_object(error["error"], "error"), error.get("id"))
+    if "code" in frame and "msg" in frame:
+        return _error_frame(frame, frame.get("id"))
+    return None
+
+
+def _depth_update(event: DepthUpdateEvent, ingest_time: int, *, futures: bool) -> DepthUpdate:
+    symbol = event.get("s")
+    if not isinstance(symbol, str):
+        raise VenuePayloadError("depthUpdate without a symbol")
+    return DepthUpdate(
+        symbol=symbol,
+        first_update_id=_int(event, "U"),
+        final_update_id=_int(event, "u"),
+        prev_final_update_id=_int(event, "pu") if futures else None,
+        event_time=_int(event, "E"),
+        ingest_time=ingest_time,
+        bids=_levels(event.get("b"), "b"),
+        asks=_levels(event.get("a"), "a"),
+    )
+
+
+def _command_result(frame: CommandResult) -> SubscribeAck:
+    result = frame["result"]
+    if result is not None and not isinstance(result, list | bool):
+        raise VenuePayloadError("command result of unexpected type")
+    return SubscribeAck(id=_request_id(frame.get("id")), result=result)
+
+
+def _error_frame(error: Mapping[str, object], request_id: object) -> VenueErrorFrame:
+    code = error.get("code")
+    msg = error.get("msg")
+    return VenueErrorFrame(
+        code=code if type(code) is int else None,
+        msg=msg if isinstance(msg, str) else "",
+        id=_request_id(request_id),
+    )
+
+
+def _request_id(value: object) -> int | str | None:
+    if value is None or type(value) is int or isinstance(value, str):
+        return value
+    raise VenuePayloadError("command id of unexpected type")
+
+
+def _snapshot_body(body: bytes) -> DepthSnapshotBody:
+    snapshot = _object(_loads(body), "snapshot")
+    if "lastUpdateId" not in snapshot:
+        error = cast(ErrorBody, snapshot)
+        raise VenuePayloadError(
+            f"snapshot without lastUpdateId (code {error.get('code')}: {error.get('msg')})"
+        )
+    if "bids" not in snapshot or "asks" not in snapshot:
+        raise VenuePayloadError("snapshot without bids or asks")
+    return cast(DepthSnapshotBody, snapshot)
+
+
+def _loads(raw: bytes | str) -> object:
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise VenuePayloadError(f"invalid JSON: {exc}") from exc
+
+
+def _object(value: object, what: str) -> dict[str, object]:
+    if not isinstance(value, dict):
+        raise VenuePayloadError(f"{what} is not a JSON object")
+    return value
+
+
+def _int(container: Mapping[str, object], key: str) -> int:
+    value = container.get(key)
+    if type(value) is not int:
+        raise VenuePayloadError(f"field {key!r} is missing or not an integer")
+    return value
+
+
+def _levels(rows: object, side: str) -> tuple[Level, ...]:
+    """``[["price","qty"], ...]`` as a tuple of string pairs; extra trailing members are ignored."""
+    if not isinstance(rows, list):
+        raise VenuePayloadError(f"{side!r} is missing or not a list")
+    levels: list[Level] = []
+    for row in rows:
+        if type(row) is not list or len(row) < 2:
+            raise VenuePayloadError(f"{side!r} holds a level that is not a [price, qty] pair")
+        price, quantity = row[0], row[1]
+        if type(price) is not str or type(quantity) is not str:
+            raise VenuePayloadError(f"{side!r} holds a level whose price or quantity is not a string")
+        levels.append((price, quantity))
+    return tuple(levels)
+
+
+def _retry_after(headers: Mapping[str, str]) -> float | None:
+    """``Retry-After`` in seconds; an HTTP-date form (never sent by Binance) is not read."""
+    value = headers.get("Retry-After")
+    if value is None:
+        value = next((v for k, v in headers.items() if k.lower() == "retry-after"), None)
+    if value is None:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        return None
+    return seconds if math.isfinite(seconds) and seconds >= 0 else None

@@ -1,0 +1,114 @@
+"""Scripted sequences for the sync machines: feed inputs one by one and assert the exact actions.
+
+drive(SpotSyncMachine(),
+      (upd(157, 160), [FetchSnapshot()]),
+      (snap(158), [LoadSnapshot(snap(158)), ApplyUpdate(upd(157, 160))]))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ingest_nodes.events import DepthSnapshot, DepthUpdate, Level
+from ingest_nodes.sync import Action, SyncMachine
+
+
+@dataclass(frozen=True)
+class Disconnect:
+    """Input: the stream connection was lost."""
+
+
+@dataclass(frozen=True)
+class Invalidate:
+    """Input: the caller invalidates the book."""
+
+    reason: str
+
+
+Input = DepthUpdate | DepthSnapshot | Disconnect | Invalidate
+
+
+def upd(
+    first: int,
+    final: int,
+    *,
+    pu: int | None = None,
+    bids: Sequence[Level] = (),
+    asks: Sequence[Level] = (),
+    symbol: str = "BTCUSDT",
+    event_time: int = 0,
+    ingest_time: int = 0,
+) -> DepthUpdate:
+    """A Binance diff event covering ids ``[first, final]``."""
+    return DepthUpdate(
+        symbol=symbol,
+        first_update_id=first,
+        final_update_id=final,
+        prev_final_update_id=pu,
+        event_time=event_time,
+        ingest_time=ingest_time,
+        bids=tuple(bids),
+        asks=tuple(asks),
+    )
+
+
+def snap(
+    last_update_id: int,
+    *,
+    bids: Sequence[Level] = (),
+    asks: Sequence[Level] = (),
+    limit: int = 1000,
+    symbol: str = "BTCUSDT",
+    event_time: int | None = None,
+    ingest_time: int = 0,
+) -> DepthSnapshot:
+    """A Binance REST snapshot at ``last_update_id``."""
+    return DepthSnapshot(
+        symbol=symbol,
+        last_update_id=last_update_id,
+        bids=tuple(bids),
+        asks=tuple(asks),
+        limit=limit,
+        event_time=event_time,
+        ingest_time=ingest_time,
+    )
+
+
+def alpaca(
+    *, bids: Sequence[Level] = (), asks: Sequence[Level] = (), reset: bool = False, event_time: int = 0
+) -> DepthUpdate:
+    """An Alpaca ``"o"`` message (no ids)."""
+    return DepthUpdate(
+        symbol="BTC/USD",
+        first_update_id=0,
+        final_update_id=0,
+        prev_final_update_id=None,
+        event_time=event_time,
+        ingest_time=event_time,
+        bids=tuple(bids),
+        asks=tuple(asks),
+        reset=reset,
+    )
+
+
+def feed(machine: SyncMachine, item: Input) -> list[Action]:
+    """Hand one input to the machine through the matching entry point."""
+    if isinstance(item, DepthUpdate):
+        return machine.receive_update(item)
+    if isinstance(item, DepthSnapshot):
+        return machine.receive_snapshot(item)
+    if isinstance(item, Disconnect):
+        return machine.receive_disconnect()
+    return machine.invalidate(item.reason)
+
+
+def drive(machine: SyncMachine, *steps: tuple[Input, Sequence[Action]]) -> None:
+    """Feed each step's input and assert that the machine answers exactly its actions."""
+    for index, (item, expected) in enumerate(steps):
+        state = machine.state
+        actual = feed(machine, item)
+        assert actual == list(expected), (
+            f"step {index}: {item!r} in state {state.name}\n"
+            f"  expected {list(expected)!r}\n  got      {actual!r}"
+        )

@@ -1,0 +1,152 @@
+"""The order book: exact ordering, numeric zero, pre-encoded levels and the trusted-depth watermark."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import orjson
+import pytest
+
+from ingest_nodes.book import OrderBook
+from ingest_nodes.venues.errors import VenuePayloadError
+
+
+def loaded(bids: list[tuple[str, str]], asks: list[tuple[str, str]], *, complete: bool = True) -> OrderBook:
+    book = OrderBook()
+    book.load(bids, asks, bids_complete=complete, asks_complete=complete)
+    return book
+
+
+def test_sides_are_best_first_by_numeric_price_not_by_string() -> None:
+    book = loaded([("9.5", "1"), ("10.0", "2"), ("100", "3")], [("1000", "1"), ("200.5", "2"), ("99.9", "3")])
+    assert book.bids() == [("100", "3"), ("10.0", "2"), ("9.5", "1")]
+    assert book.asks() == [("99.9", "3"), ("200.5", "2"), ("1000", "1")]
+    assert book.best_bid() == Decimal("100")
+    assert book.best_ask() == Decimal("99.9")
+
+
+def test_top_levels_are_pre_encoded_json_with_the_venues_exact_strings() -> None:
+    book = loaded([("4.00000000", "431.00000000"), ("3.99", "1")], [("4.00000200", "12.00000000")])
+    assert book.top_bids(5) == [b'["4.00000000","431.00000000"]', b'["3.99","1"]']
+    assert book.top_asks(1) == [b'["4.00000200","12.00000000"]']
+    assert orjson.loads(b"[" + b",".join(book.top_bids(2)) + b"]") == [
+        ["4.00000000", "431.00000000"],
+        ["3.99", "1"],
+    ]
+    assert book.top_bids(1) == [b'["4.00000000","431.00000000"]']
+    assert book.top_bids(0) == []
+    assert book.top_bids(-3) == []
+
+
+@pytest.mark.parametrize("zero", ["0.00000000", "0", "0.0", "-0", "0E-8"])
+def test_any_numeric_zero_deletes_the_level(zero: str) -> None:
+    book = loaded([("10", "1"), ("9", "1")], [("11", "1")])
+    book.apply([("10.00000000", zero)], [("11", zero)])
+    assert book.bids() == [("9", "1")]
+    assert book.asks() == []
+
+
+def test_deleting_an_absent_level_is_a_no_op() -> None:
+    book = loaded([("10", "1")], [("11", "1")])
+    book.apply([("8", "0")], [("12", "0.00000000")])
+    assert book.bids() == [("10", "1")]
+    assert book.asks() == [("11", "1")]
+
+
+def test_a_price_written_differently_is_the_same_level_and_keeps_the_latest_strings() -> None:
+    book = loaded([("4.0002", "1")], [])
+    book.apply([("4.00020000", "2.50000000")], [])
+    assert book.bids() == [("4.00020000", "2.50000000")]
+
+
+def test_same_price_can_leave_the_bids_and_join_the_asks_in_one_update() -> None:
+    book = loaded([("427.91", "5"), ("427.90", "1")], [("427.95", "2")])
+    book.apply([("427.91", "0")], [("427.91", "24")])
+    assert book.bids() == [("427.90", "1")]
+    assert book.asks() == [("427.91", "24"), ("427.95", "2")]
+    assert not book.is_crossed()
+
+
+def test_empty_and_one_sided_books_are_valid() -> None:
+    empty = loaded([], [])
+    assert (empty.best_bid(), empty.best_ask(), empty.is_crossed()) == (None, None, False)
+    assert empty.top_bids(10) == [] and empty.top_asks(10) == []
+    bids_only = loaded([("1", "1")], [])
+    assert (bids_only.best_bid(), bids_only.best_ask(), bids_only.is_crossed()) == (Decimal(1), None, False)
+    asks_only = loaded([], [("2", "1")])
+    assert (asks_only.best_bid(), asks_only.best_ask(), asks_only.is_crossed()) == (None, Decimal(2), False)
+
+
+def test_crossed_and_locked_books_are_detected() -> None:
+    book = loaded([("10", "1")], [("11", "1")])
+    assert not book.is_crossed()
+    book.apply([("11", "1")], [])
+    assert book.is_crossed()  # locked: best bid == best ask
+    book.apply([("11", "0"), ("12", "1")], [])
+    assert book.is_crossed()
+
+
+def test_load_replaces_everything_and_skips_zero_levels() -> None:
+    book = loaded([("10", "1"), ("9", "1")], [("11", "1")], complete=False)
+    book.load([("5", "1"), ("4", "0")], [("6", "0.000")], bids_complete=True, asks_complete=True)
+    assert book.bids() == [("5", "1")]
+    assert book.asks() == []
+    book.apply([("1", "1")], [])
+    assert book.top_bids(10) == [b'["5","1"]', b'["1","1"]']  # complete now: no watermark left
+
+
+def test_levels_past_a_full_snapshot_side_are_untrusted() -> None:
+    book = OrderBook()
+    book.load(
+        [("100", "1"), ("99", "1"), ("98", "1")],
+        [("101", "1"), ("102", "1")],
+        bids_complete=False,  # the snapshot side was cut at its limit
+        asks_complete=True,  # shorter than its limit: the whole side
+    )
+    book.apply([("97", "5"), ("98.5", "2")], [("150", "3")])
+    assert book.bids() == [("100", "1"), ("99", "1"), ("98.5", "2"), ("98", "1"), ("97", "5")]
+    assert book.top_bids(10) == [b'["100","1"]', b'["99","1"]', b'["98.5","2"]', b'["98","1"]']
+    assert book.top_asks(10) == [b'["101","1"]', b'["102","1"]', b'["150","3"]']
+    assert book.trusted_depth() == (4, 3)
+    book.apply([("98", "0")], [])  # the watermark level itself may go; the watermark price stays
+    assert book.top_bids(10) == [b'["100","1"]', b'["99","1"]', b'["98.5","2"]']
+
+
+def test_a_full_ask_side_has_its_own_watermark() -> None:
+    book = OrderBook()
+    book.load([("1", "1")], [("2", "1"), ("3", "1")], bids_complete=True, asks_complete=False)
+    book.apply([], [("3.5", "1"), ("2.5", "1")])
+    assert book.top_asks(10) == [b'["2","1"]', b'["2.5","1"]', b'["3","1"]']
+    assert book.trusted_depth() == (1, 3)
+
+
+def test_a_full_but_empty_side_trusts_nothing() -> None:
+    book = OrderBook()
+    book.load([], [], bids_complete=False, asks_complete=False)
+    book.apply([("1", "1")], [("2", "1")])
+    assert book.top_bids(5) == [] and book.top_asks(5) == []
+    assert book.trusted_depth() == (0, 0)
+
+
+def test_clear_drops_levels_and_watermarks() -> None:
+    book = loaded([("10", "1")], [("11", "1")], complete=False)
+    book.clear()
+    assert book.bids() == [] and book.asks() == []
+    book.apply([("10", "1"), ("9", "1")], [])
+    assert len(book.top_bids(5)) == 2
+
+
+def test_quantities_beyond_double_precision_stay_exact() -> None:
+    book = loaded([("0.00000001", "92233720368.54775807")], [])
+    assert book.top_bids(1) == [b'["0.00000001","92233720368.54775807"]']
+
+
+@pytest.mark.parametrize(
+    ("price", "quantity"), [("abc", "1"), ("NaN", "1"), ("Infinity", "1"), ("-Infinity", "1"), ("1", "x")]
+)
+def test_unreadable_numbers_raise_a_payload_error(price: str, quantity: str) -> None:
+    book = OrderBook()
+    with pytest.raises(VenuePayloadError):
+        book.apply([(price, quantity)], [])
+    with pytest.raises(VenuePayloadError):
+        book.load([], [(price, quantity)], bids_complete=True, asks_complete=True)
