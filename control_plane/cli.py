@@ -1,0 +1,166 @@
+"""The ``ladder`` command.
+
+``ladder up`` supervises a whole stack on one machine; every other subcommand *is* one component,
+run exactly as production runs it. Component commands replace this process with
+``python -m <package>`` (exec), so the CLI never imports the components it starts and the package
+arrows keep pointing one way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import secrets
+import sys
+from pathlib import Path
+
+COMPONENTS = {
+    "ingest": "ingest_nodes",
+    "read": "read_functions",
+    "control": "control_plane",
+    "fake-venue": "fake_venue",
+}
+PACKAGERS = {"lambda": "read_functions.packaging"}
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in COMPONENTS:
+        _exec_module(COMPONENTS[argv[0]], argv[1:])
+    if argv[:1] == ["bench"] and len(argv) > 1 and not argv[1].startswith("-"):
+        _exec_module(f"bench.{argv[1]}", argv[2:])
+    if argv[:1] == ["package"] and len(argv) > 1 and argv[1] in PACKAGERS:
+        _exec_module(PACKAGERS[argv[1]], argv[2:])
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command == "up":
+        _up(args)
+    else:
+        parser.print_help()
+        raise SystemExit(2)
+
+
+def _exec_module(module: str, args: list[str]) -> None:
+    sys.stdout.flush()
+    os.execv(sys.executable, [sys.executable, "-m", module, *args])  # noqa: S606 - our own interpreter
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ladder", description="Live crypto order books for many tenants.")
+    sub = parser.add_subparsers(dest="command")
+    up = sub.add_parser("up", help="run the whole stack on this machine")
+    up.add_argument(
+        "--venue",
+        choices=["binance", "fake"],
+        default="binance",
+        help="live Binance (default) or the built-in offline fake venue",
+    )
+    up.add_argument("--ingest-nodes", type=int, default=2, metavar="N")
+    up.add_argument("--host", default="127.0.0.1")
+    up.add_argument("--port", type=int, default=8080)
+    up.add_argument("--workers", type=int, default=1, help="read worker processes")
+    up.add_argument("--compat-port", type=int, help="also serve the UBDCC API on this port (no key)")
+    up.add_argument("--compat-tenant", default="compat", help="the tenant the compat listener acts as")
+    up.add_argument("--tls-cert")
+    up.add_argument("--tls-key")
+    up.add_argument("--data-dir", type=Path, default=Path(".ladder"), help="embedded store data (AOF)")
+    up.add_argument("--fake-symbols", type=int, default=50, help="symbols per market type on the fake venue")
+    up.add_argument("--fake-rate", type=float, default=10.0, help="events/s per active fake symbol")
+    for name, module in COMPONENTS.items():
+        sub.add_parser(name, help=f"run one {module} process (see `ladder {name} --help`)", add_help=False)
+    sub.add_parser("bench", help="benchmarks: ladder bench read|latency|ingest|sync")
+    sub.add_parser("package", help="build deployables: ladder package lambda")
+    return parser
+
+
+def _up(args: argparse.Namespace) -> None:
+    from book_store.server import EmbeddedValkey
+    from control_plane.supervisor import Child, Supervisor, child_env
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s up %(levelname)s: %(message)s")
+    supervisor = Supervisor()
+    store: EmbeddedValkey | None = None
+    env: dict[str, str] = {}
+    try:
+        redis_url = os.environ.get("LADDER_REDIS_URL")
+        if not redis_url:
+            store = EmbeddedValkey(args.data_dir.resolve() / "valkey")
+            redis_url = store.start()
+        env["LADDER_REDIS_URL"] = redis_url
+        admin_key = os.environ.get("LADDER_ADMIN_KEY")
+        if not admin_key:
+            admin_key = "ldr_admin_" + secrets.token_urlsafe(24)
+            print(f"Generated admin key (shown once): {admin_key}", flush=True)
+        env["LADDER_ADMIN_KEY"] = admin_key
+
+        if args.venue == "fake":
+            n = str(args.fake_symbols)
+            venue = Child(
+                "fake-venue",
+                [
+                    "fake_venue",
+                    "--port",
+                    "0",
+                    "--spot-symbols",
+                    n,
+                    "--futures-symbols",
+                    n,
+                    "--alpaca-symbols",
+                    n,
+                    "--rate",
+                    str(args.fake_rate),
+                ],
+                child_env(**env),
+                ready_key="FAKE_VENUE_URL",
+            )
+            env.update(fake_venue_env(supervisor.start(venue)))
+
+        supervisor.start(Child("control", ["control_plane"], child_env(**env)))
+        for i in range(args.ingest_nodes):
+            node = Child(
+                f"ingest-{i + 1}",
+                ["ingest_nodes", "--node-id", f"node-{i + 1}"],
+                child_env(**env),
+                ready_key="LADDER_INGEST_NODE",
+            )
+            supervisor.start(node)
+        read_args = [
+            "read_functions",
+            "--host",
+            args.host,
+            "--port",
+            str(args.port),
+            "--workers",
+            str(args.workers),
+        ]
+        if args.tls_cert:
+            read_args += ["--tls-cert", args.tls_cert, "--tls-key", args.tls_key]
+        if args.compat_port:
+            read_args += ["--compat-port", str(args.compat_port), "--compat-tenant", args.compat_tenant]
+        url = supervisor.start(Child("read", read_args, child_env(**env), ready_key="LADDER_READ_URL"))
+        print(
+            f"Ladder is up: {url}  (store {redis_url}, venue {args.venue}). Ctrl-C stops everything.",
+            flush=True,
+        )
+        supervisor.run_until_signal()
+    finally:
+        supervisor.stop()
+        if store is not None:
+            store.stop()
+
+
+def fake_venue_env(url: str) -> dict[str, str]:
+    """Point every venue endpoint at the fake venue served at ``url``."""
+    ws = "ws" + url.removeprefix("http")
+    return {
+        "LADDER_BINANCE_SPOT_REST_URL": url,
+        "LADDER_BINANCE_SPOT_WS_URL": ws,
+        "LADDER_BINANCE_FUTURES_REST_URL": url,
+        "LADDER_BINANCE_FUTURES_WS_URL": f"{ws}/public",
+        "LADDER_ALPACA_WS_URL": f"{ws}/v1beta3/crypto/us",
+    }
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,59 @@
+"""``ladder ingest`` (``python -m ingest_nodes``): run one ingest node.
+
+SIGTERM (what ECS and Kubernetes send) drains: the node's replicas move to other nodes before it
+leaves. SIGINT (Ctrl-C, or ``ladder up`` stopping the whole stack) leaves at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+
+import aiohttp
+import redis.asyncio as redis
+
+from ingest_nodes.node import IngestNode
+from ingest_nodes.settings import IngestSettings
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="ladder ingest", description=__doc__)
+    parser.add_argument("--node-id", help="overrides LADDER_NODE_ID")
+    parser.add_argument("--log-level", default="INFO")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=args.log_level, format="%(asctime)s ingest %(levelname)s %(name)s: %(message)s")
+    overrides = {"node_id": args.node_id} if args.node_id else {}
+    settings = IngestSettings(**overrides)  # the rest comes from LADDER_*
+    try:
+        import uvloop
+
+        uvloop.install()
+    except ImportError:  # pragma: no cover - uvloop is a dependency where it builds
+        pass
+    asyncio.run(_serve(settings))
+
+
+async def _serve(settings: IngestSettings) -> None:
+    stop = asyncio.Event()
+    drain = True
+    loop = asyncio.get_running_loop()
+
+    def stop_now() -> None:
+        nonlocal drain
+        drain = False
+        stop.set()
+
+    loop.add_signal_handler(signal.SIGTERM, stop.set)
+    loop.add_signal_handler(signal.SIGINT, stop_now)
+    client = redis.Redis.from_url(settings.redis_url)
+    async with aiohttp.ClientSession() as session:
+        node = IngestNode(settings, client, session)
+        print(f"LADDER_INGEST_NODE={settings.node_id}", flush=True)
+        await node.run(stop, drain=lambda: drain)
+    await client.aclose()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,105 @@
+"""The exchanges Ladder knows, and which venue protocol and endpoints each one speaks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from ingest_nodes.settings import IngestSettings
+from ingest_nodes.venues.binance import limits
+
+
+class Protocol(Enum):
+    BINANCE_SPOT = "binance-spot"
+    BINANCE_FUTURES = "binance-futures"
+    ALPACA = "alpaca"
+
+
+@dataclass(frozen=True, slots=True)
+class ExchangeSpec:
+    """One exchange id bound to its protocol and base URLs."""
+
+    id: str
+    protocol: Protocol
+    rest_url: str
+    ws_url: str
+
+    @property
+    def is_futures(self) -> bool:
+        return self.protocol is Protocol.BINANCE_FUTURES
+
+    @property
+    def depth_path(self) -> str:
+        return "/fapi/v1/depth" if self.is_futures else "/api/v3/depth"
+
+    @property
+    def exchange_info_path(self) -> str:
+        return "/fapi/v1/exchangeInfo" if self.is_futures else "/api/v3/exchangeInfo"
+
+    @property
+    def depth_tiers(self) -> tuple[tuple[int, int], ...]:
+        return limits.FUTURES_DEPTH_WEIGHTS if self.is_futures else limits.SPOT_DEPTH_WEIGHTS
+
+    @property
+    def exchange_info_weight(self) -> int:
+        return limits.FUTURES_EXCHANGE_INFO_WEIGHT if self.is_futures else limits.SPOT_EXCHANGE_INFO_WEIGHT
+
+    @property
+    def weight_per_minute(self) -> int:
+        return limits.FUTURES_WEIGHT_PER_MINUTE if self.is_futures else limits.SPOT_WEIGHT_PER_MINUTE
+
+    @property
+    def control_messages_per_s(self) -> int:
+        return (
+            limits.FUTURES_CONTROL_MESSAGES_PER_S if self.is_futures else limits.SPOT_CONTROL_MESSAGES_PER_S
+        )
+
+    def stream_name(self, market: str) -> str:
+        """The diff-depth stream of a market (lower case, 100 ms cadence)."""
+        return f"{market.lower()}@depth@100ms"
+
+
+KNOWN_EXCHANGES = (
+    "binance.com",
+    "binance.com-futures",
+    "binance.com-testnet",
+    "binance.com-futures-testnet",
+    "binance.us",
+    "alpaca-crypto",
+)
+
+
+def exchange_specs(settings: IngestSettings) -> dict[str, ExchangeSpec]:
+    """Every exchange this node is configured to serve, by id."""
+    s = settings
+    every = {
+        "binance.com": ExchangeSpec(
+            "binance.com", Protocol.BINANCE_SPOT, s.binance_spot_rest_url, s.binance_spot_ws_url
+        ),
+        "binance.com-futures": ExchangeSpec(
+            "binance.com-futures",
+            Protocol.BINANCE_FUTURES,
+            s.binance_futures_rest_url,
+            s.binance_futures_ws_url,
+        ),
+        "binance.com-testnet": ExchangeSpec(
+            "binance.com-testnet",
+            Protocol.BINANCE_SPOT,
+            s.binance_spot_testnet_rest_url,
+            s.binance_spot_testnet_ws_url,
+        ),
+        "binance.com-futures-testnet": ExchangeSpec(
+            "binance.com-futures-testnet",
+            Protocol.BINANCE_FUTURES,
+            s.binance_futures_testnet_rest_url,
+            s.binance_futures_testnet_ws_url,
+        ),
+        "binance.us": ExchangeSpec(
+            "binance.us", Protocol.BINANCE_SPOT, s.binance_us_rest_url, s.binance_us_ws_url
+        ),
+        "alpaca-crypto": ExchangeSpec("alpaca-crypto", Protocol.ALPACA, "", s.alpaca_ws_url),
+    }
+    unknown = [e for e in settings.exchange_ids if e not in every]
+    if unknown:
+        raise ValueError(f"unknown exchange id(s) in LADDER_EXCHANGES: {', '.join(unknown)}")
+    return {e: every[e] for e in settings.exchange_ids}

@@ -1,0 +1,59 @@
+"""Configuration of an ingest node (``ladder ingest``), read once from ``LADDER_*`` variables."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def _default_node_id() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(2)}"
+
+
+class IngestSettings(BaseSettings):
+    """One frozen settings object per ingest process."""
+
+    model_config = SettingsConfigDict(env_prefix="LADDER_", frozen=True, extra="ignore", strict=False)
+
+    redis_url: str = Field(description="The book store (Valkey/Redis); required for this process.")
+    node_id: str = Field(default_factory=_default_node_id)
+    capacity: int = Field(default=5000, ge=1, description="Most book replicas this node keeps.")
+    exchanges: str = Field(
+        default="binance.com,binance.com-futures",
+        description="Comma-separated exchange ids this node serves.",
+    )
+
+    binance_spot_rest_url: str = "https://api.binance.com"
+    binance_spot_ws_url: str = "wss://stream.binance.com:9443"
+    binance_futures_rest_url: str = "https://fapi.binance.com"
+    binance_futures_ws_url: str = "wss://fstream.binance.com/public"
+    binance_spot_testnet_rest_url: str = "https://testnet.binance.vision"
+    binance_spot_testnet_ws_url: str = "wss://stream.testnet.binance.vision"
+    binance_futures_testnet_rest_url: str = "https://demo-fapi.binance.com"
+    binance_futures_testnet_ws_url: str = "wss://fstream.binancefuture.com"
+    binance_us_rest_url: str = "https://api.binance.us"
+    binance_us_ws_url: str = "wss://stream.binance.us:9443"
+    alpaca_ws_url: str = "wss://stream.data.alpaca.markets/v1beta3/crypto/us"
+    alpaca_key_id: SecretStr | None = None
+    alpaca_secret_key: SecretStr | None = None
+
+    depth_levels: int = Field(default=100, ge=1, le=5000, description="Levels per side published.")
+    publish_interval_ms: int = Field(default=0, ge=0, description="0 publishes every applied update.")
+    keepalive_ms: int = Field(default=1000, ge=50, description="Republish a quiet book this often.")
+    stale_after_ms: int = Field(default=60_000, ge=100, description="No event this long -> stale.")
+    streams_per_connection: int = Field(default=200, ge=1, le=1024)
+    catalog_refresh_s: float = Field(default=300.0, gt=0)
+    weight_budget_share: float = Field(
+        default=0.8, gt=0, le=1, description="Part of the venue's weight to use."
+    )
+    egress_id: str = Field(default="default", description="Nodes with one egress IP share one budget.")
+    heartbeat_ms: int = Field(default=500, ge=50)
+    drain_timeout_s: float = Field(default=30.0, ge=0)
+
+    @property
+    def exchange_ids(self) -> list[str]:
+        return [e.strip() for e in self.exchanges.split(",") if e.strip()]
