@@ -1,0 +1,89 @@
+"""Python client for the Ladder order-book API.
+
+    from ladder_sdk import Ladder
+
+    with Ladder() as ladder:                      # LADDER_API_KEY, LADDER_BASE_URL
+        ladder.subscribe("binance.com", "ETHBTC")
+        book = ladder.book("binance.com", "ETHBTC", depth=10)
+        print(book.best_bid, book.best_ask, book.spread)
+
+`AsyncLadder` is the same API for asyncio; `LadderAdmin` / `AsyncLadderAdmin` are the operator's.
+Every error is a `LadderError`; the tree is drawn in `ladder_sdk._errors`.
+"""
+
+from ._async_client import AsyncLadder, AsyncLadderAdmin
+from ._book import Book, Level
+from ._config import Timeout
+from ._errors import (
+    APIConnectionError,
+    APIResponseError,
+    APIStatusError,
+    APITimeoutError,
+    AuthenticationError,
+    BadRequestError,
+    BookNotSyncedError,
+    BookTooOldError,
+    BookUnavailableError,
+    ConfigurationError,
+    ConflictError,
+    InternalServerError,
+    LadderError,
+    LimitExceededError,
+    NotFoundError,
+    PermissionDeniedError,
+    RateLimitError,
+)
+from ._models import (
+    ApiKey,
+    AuditEntry,
+    CreatedKey,
+    Market,
+    Node,
+    NodeAssignment,
+    Subscription,
+    Tenant,
+    Usage,
+    UsageMinute,
+)
+from ._retry import RetryPolicy
+from ._sync_client import Ladder, LadderAdmin
+from ._version import VERSION as __version__
+
+__all__ = [
+    "APIConnectionError",
+    "APIResponseError",
+    "APIStatusError",
+    "APITimeoutError",
+    "ApiKey",
+    "AsyncLadder",
+    "AsyncLadderAdmin",
+    "AuditEntry",
+    "AuthenticationError",
+    "BadRequestError",
+    "Book",
+    "BookNotSyncedError",
+    "BookTooOldError",
+    "BookUnavailableError",
+    "ConfigurationError",
+    "ConflictError",
+    "CreatedKey",
+    "InternalServerError",
+    "Ladder",
+    "LadderAdmin",
+    "LadderError",
+    "Level",
+    "LimitExceededError",
+    "Market",
+    "Node",
+    "NodeAssignment",
+    "NotFoundError",
+    "PermissionDeniedError",
+    "RateLimitError",
+    "RetryPolicy",
+    "Subscription",
+    "Tenant",
+    "Timeout",
+    "Usage",
+    "UsageMinute",
+    "__version__",
+]

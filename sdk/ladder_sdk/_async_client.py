@@ -1,0 +1,226 @@
+"""The asyncio clients: `AsyncLadder` for tenants, `AsyncLadderAdmin` for operators.
+
+The twins of `_sync_client` with `await` in the three places where waiting happens: an
+`httpx.AsyncClient` to send, `asyncio.sleep` to back off, websockets' asyncio client to stream.
+Every method takes the same arguments and gives the same result as its `Ladder` namesake.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator
+from types import TracebackType
+from typing import Self, TypeVar, cast
+
+import httpx
+import websockets.asyncio.client
+
+from . import _admin_endpoints as admin
+from . import _endpoints as tenant
+from ._base_client import DEFAULT_TIMEOUT, Outcome, _BaseClient
+from ._book import Book
+from ._call import Call
+from ._config import ADMIN_KEY_ENV, Timeout, Verify
+from ._foreign import STREAM_ERRORS
+from ._logging import STREAM_LOGGER
+from ._models import ApiKey, AuditEntry, CreatedKey, Market, Node, Subscription, Tenant, Usage
+from ._retry import RetryPolicy
+from ._stream import StreamSession
+
+T = TypeVar("T")
+
+
+class _AsyncClient(_BaseClient):
+    """Drives the core's flows on the running event loop; owns one connection pool until `aclose()`."""
+
+    def __init__(
+        self,
+        api_key: str | None = None,
+        *,
+        base_url: str | None = None,
+        timeout: Timeout | float = DEFAULT_TIMEOUT,
+        max_retries: int | None = None,
+        retry_policy: RetryPolicy | None = None,
+        verify: Verify = True,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        super().__init__(
+            api_key,
+            base_url=base_url,
+            timeout=timeout,
+            max_retries=max_retries,
+            retry_policy=retry_policy,
+            verify=verify,
+        )
+        self._http = httpx.AsyncClient(
+            transport=transport, verify=self._config.ssl_context, timeout=self._httpx_timeout()
+        )
+
+    async def aclose(self) -> None:
+        """Close the connection pool; the client cannot be used afterwards."""
+        await self._http.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    async def _run(self, call: Call[T]) -> T:
+        flow = self._flow(call)
+        attempt = next(flow)
+        while True:
+            if attempt.wait > 0:
+                await asyncio.sleep(attempt.wait)
+            outcome: Outcome
+            try:
+                outcome = await self._http.send(attempt.request)
+            except httpx.RequestError as exc:
+                outcome = exc
+            try:
+                attempt = flow.send(outcome)
+            except StopIteration as done:
+                return cast(T, done.value)
+
+    async def _stream(self, session: StreamSession) -> AsyncGenerator[Book, None]:
+        while True:
+            try:
+                async with websockets.asyncio.client.connect(
+                    session.url,
+                    additional_headers=session.headers(),
+                    user_agent_header=self._user_agent,
+                    ssl=session.ssl_context,
+                    open_timeout=self._config.timeout.connect,
+                    logger=STREAM_LOGGER,
+                ) as connection:
+                    async for message in connection:
+                        snapshot = session.accept(message)
+                        if snapshot is not None:
+                            yield snapshot
+                delay = session.closed(connection.protocol.close_code, connection.protocol.close_reason or "")
+            except STREAM_ERRORS as exc:
+                delay = session.failed(exc)
+            await asyncio.sleep(delay)
+
+
+class AsyncLadder(_AsyncClient):
+    """The asyncio client of the tenant API; arguments and methods as `Ladder`, awaited.
+
+    Use it as `async with AsyncLadder() as ladder:`, or call `await ladder.aclose()`.
+    """
+
+    async def book(
+        self, exchange: str, market: str, depth: int | None = None, max_age_ms: int | None = None
+    ) -> Book:
+        """Both sides of a book, best first (see `Ladder.book`)."""
+        return await self._run(tenant.book(exchange, market, depth, max_age_ms, side=None))
+
+    async def bids(
+        self, exchange: str, market: str, depth: int | None = None, max_age_ms: int | None = None
+    ) -> Book:
+        """The bid side only (see `Ladder.bids`)."""
+        return await self._run(tenant.book(exchange, market, depth, max_age_ms, side="bids"))
+
+    async def asks(
+        self, exchange: str, market: str, depth: int | None = None, max_age_ms: int | None = None
+    ) -> Book:
+        """The ask side only (see `Ladder.asks`)."""
+        return await self._run(tenant.book(exchange, market, depth, max_age_ms, side="asks"))
+
+    async def markets(self, exchange: str | None = None) -> list[Market]:
+        """What can be subscribed (see `Ladder.markets`)."""
+        return await self._run(tenant.markets(exchange))
+
+    async def exchanges(self) -> list[str]:
+        """The exchanges this server knows."""
+        return await self._run(tenant.exchanges())
+
+    async def subscribe(self, exchange: str, market: str, replicas: int = 1) -> Subscription:
+        """Subscribe to a book (see `Ladder.subscribe`)."""
+        return await self._run(tenant.subscribe(exchange, market, replicas))
+
+    async def unsubscribe(self, exchange: str, market: str) -> None:
+        """Drop a subscription (see `Ladder.unsubscribe`)."""
+        await self._run(tenant.unsubscribe(exchange, market))
+
+    async def subscriptions(self) -> list[Subscription]:
+        """This tenant's subscriptions with each book's status."""
+        return await self._run(tenant.subscriptions())
+
+    async def usage(self) -> Usage:
+        """Request counts: the total and per minute for the last hour."""
+        return await self._run(tenant.usage())
+
+    async def keys(self) -> list[ApiKey]:
+        """This tenant's keys (never their secrets)."""
+        return await self._run(tenant.keys())
+
+    async def create_key(self, expires_in_s: int | None = None) -> CreatedKey:
+        """A new key; its secret (`.key`) is shown this once."""
+        return await self._run(tenant.create_key(expires_in_s))
+
+    async def revoke_key(self, key_id: str, grace_s: int | None = None) -> None:
+        """Revoke a key (see `Ladder.revoke_key`)."""
+        await self._run(tenant.revoke_key(key_id, grace_s))
+
+    def stream(
+        self, exchange: str, market: str, depth: int | None = None, *, max_reconnects: int | None = None
+    ) -> AsyncGenerator[Book, None]:
+        """Every published snapshot of a book, resumed across reconnects (see `Ladder.stream`).
+
+        `await stream.aclose()` hangs up at once; leaving an `async for` early leaves that to
+        the garbage collector.
+        """
+        return self._stream(self._stream_session(exchange, market, depth, max_reconnects))
+
+
+class AsyncLadderAdmin(_AsyncClient):
+    """The asyncio client of the operator API; arguments and methods as `LadderAdmin`, awaited."""
+
+    _key_env = ADMIN_KEY_ENV
+
+    async def create_tenant(
+        self,
+        name: str,
+        *,
+        max_markets: int | None = None,
+        max_replicas: int | None = None,
+        rate_limit_rps: float | None = None,
+        burst: int | None = None,
+    ) -> Tenant:
+        """Create a tenant; limits left out get the server's defaults."""
+        return await self._run(admin.create_tenant(name, max_markets, max_replicas, rate_limit_rps, burst))
+
+    async def tenants(self) -> list[Tenant]:
+        """Every tenant."""
+        return await self._run(admin.tenants())
+
+    async def tenant(self, tenant_id: str) -> Tenant:
+        """One tenant."""
+        return await self._run(admin.tenant(tenant_id))
+
+    async def update_tenant(self, tenant_id: str, **fields: object) -> Tenant:
+        """Change any of name, max_markets, max_replicas, rate_limit_rps, burst, disabled."""
+        return await self._run(admin.update_tenant(tenant_id, fields))
+
+    async def create_tenant_key(self, tenant_id: str) -> CreatedKey:
+        """A new key for a tenant; its secret (`.key`) is shown this once."""
+        return await self._run(admin.create_tenant_key(tenant_id))
+
+    async def tenant_keys(self, tenant_id: str) -> list[ApiKey]:
+        """A tenant's keys (never their secrets)."""
+        return await self._run(admin.tenant_keys(tenant_id))
+
+    async def revoke_key(self, key_id: str) -> None:
+        """Revoke any tenant's key at once."""
+        await self._run(admin.revoke_key(key_id))
+
+    async def nodes(self) -> list[Node]:
+        """The ingest nodes, their heartbeats and assignments."""
+        return await self._run(admin.nodes())
+
+    async def audit(self, limit: int | None = None) -> list[AuditEntry]:
+        """The audit log, newest first; `limit` caps how many entries (the server has a default)."""
+        return await self._run(admin.audit(limit))

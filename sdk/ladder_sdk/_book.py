@@ -1,0 +1,84 @@
+"""The order book snapshot as the SDK hands it out: exact Decimals, aware datetimes, best-first sides."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from decimal import Decimal
+
+
+@dataclass(frozen=True, slots=True)
+class Level:
+    """One price level: exact decimal price and quantity, as the venue wrote them."""
+
+    price: Decimal
+    quantity: Decimal
+
+
+def datetime_from_ms(ms: int) -> datetime:
+    """An aware UTC datetime from integer milliseconds since the epoch, without float rounding."""
+    seconds, millis = divmod(ms, 1000)
+    return datetime.fromtimestamp(seconds, UTC).replace(microsecond=millis * 1000)
+
+
+@dataclass(frozen=True)
+class Book:
+    """One snapshot of one replica of a book.
+
+    `bids` are best (highest) first and `asks` best (lowest) first; a one-sided answer
+    (`Ladder.bids` / `Ladder.asks`) leaves the other side empty. The `*_ms` fields are the raw
+    milliseconds; `event_time` (the venue's clock), `ingest_time` (arrival at the ingest node)
+    and `publish_time` (written to the store) are the same instants as aware UTC datetimes.
+    `age_ms` is how old the snapshot was when the server answered.
+    """
+
+    exchange: str
+    market: str
+    update_id: int
+    event_time_ms: int
+    ingest_time_ms: int
+    publish_time_ms: int
+    age_ms: int
+    replica: int
+    status: str
+    bids: tuple[Level, ...]
+    asks: tuple[Level, ...]
+
+    @property
+    def event_time(self) -> datetime:
+        """When the venue produced the last applied update."""
+        return datetime_from_ms(self.event_time_ms)
+
+    @property
+    def ingest_time(self) -> datetime:
+        """When that update reached the ingest node."""
+        return datetime_from_ms(self.ingest_time_ms)
+
+    @property
+    def publish_time(self) -> datetime:
+        """When this snapshot was written to the store."""
+        return datetime_from_ms(self.publish_time_ms)
+
+    @property
+    def best_bid(self) -> Level | None:
+        """The highest bid, or None when the bid side is empty."""
+        return self.bids[0] if self.bids else None
+
+    @property
+    def best_ask(self) -> Level | None:
+        """The lowest ask, or None when the ask side is empty."""
+        return self.asks[0] if self.asks else None
+
+    @property
+    def spread(self) -> Decimal | None:
+        """Best ask minus best bid, exact; None unless both sides have a level."""
+        if self.best_bid is None or self.best_ask is None:
+            return None
+        return self.best_ask.price - self.best_bid.price
+
+    @property
+    def mid(self) -> Decimal | None:
+        """The midpoint of best bid and best ask, exact; None unless both sides have a level."""
+        if self.best_bid is None or self.best_ask is None:
+            return None
+        return (self.best_ask.price + self.best_bid.price) / 2

@@ -1,0 +1,63 @@
+"""The tenant endpoints of the v1 API, each written once as a `Call`; both clients send them."""
+
+from __future__ import annotations
+
+from . import _parse as parse
+from ._book import Book
+from ._call import Call, params, path
+from ._models import ApiKey, CreatedKey, Market, Subscription, Usage
+
+
+def book(
+    exchange: str, market: str, depth: int | None, max_age_ms: int | None, side: str | None
+) -> Call[Book]:
+    """GET /v1/books/{exchange}/{market}[/bids|/asks]."""
+    segments = ("v1", "books", exchange, market) + ((side,) if side else ())
+    return Call("GET", path(*segments), parse.book, params(depth=depth, max_age_ms=max_age_ms))
+
+
+def markets(exchange: str | None) -> Call[list[Market]]:
+    """GET /v1/markets, optionally for one exchange."""
+    return Call("GET", path("v1", "markets"), parse.markets, params(exchange=exchange))
+
+
+def exchanges() -> Call[list[str]]:
+    """GET /v1/exchanges."""
+    return Call("GET", path("v1", "exchanges"), parse.exchanges)
+
+
+def subscribe(exchange: str, market: str, replicas: int) -> Call[Subscription]:
+    """POST /v1/subscriptions: an upsert, so sending it twice is harmless."""
+    body = {"exchange": exchange, "market": market, "replicas": replicas}
+    return Call("POST", path("v1", "subscriptions"), parse.subscription, body=body)
+
+
+def unsubscribe(exchange: str, market: str) -> Call[None]:
+    """DELETE /v1/subscriptions/{exchange}/{market}."""
+    return Call("DELETE", path("v1", "subscriptions", exchange, market), parse.nothing)
+
+
+def subscriptions() -> Call[list[Subscription]]:
+    """GET /v1/subscriptions."""
+    return Call("GET", path("v1", "subscriptions"), parse.subscriptions)
+
+
+def usage() -> Call[Usage]:
+    """GET /v1/usage."""
+    return Call("GET", path("v1", "usage"), parse.usage)
+
+
+def keys() -> Call[list[ApiKey]]:
+    """GET /v1/keys."""
+    return Call("GET", path("v1", "keys"), parse.api_keys)
+
+
+def create_key(expires_in_s: int | None) -> Call[CreatedKey]:
+    """POST /v1/keys: creates a secret, so never re-sent once it may have arrived."""
+    body = {} if expires_in_s is None else {"expires_in_s": expires_in_s}
+    return Call("POST", path("v1", "keys"), parse.created_key, body=body, retry_safe=False)
+
+
+def revoke_key(key_id: str, grace_s: int | None) -> Call[None]:
+    """DELETE /v1/keys/{id}?grace_s=N."""
+    return Call("DELETE", path("v1", "keys", key_id), parse.nothing, params(grace_s=grace_s))

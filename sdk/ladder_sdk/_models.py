@@ -1,0 +1,122 @@
+"""The typed answers of the account, key and operator endpoints (the book lives in `_book`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+
+
+@dataclass(frozen=True)
+class Market:
+    """A market that can be subscribed, as the venue lists it."""
+
+    exchange: str
+    market: str
+    status: str
+    base: str
+    quote: str
+
+
+@dataclass(frozen=True)
+class Subscription:
+    """A tenant's subscription to one book; `status` is the book's best replica status when listed."""
+
+    exchange: str
+    market: str
+    replicas: int
+    created_at: datetime
+    status: str | None = None
+
+
+@dataclass(frozen=True)
+class UsageMinute:
+    """Requests counted in the minute that starts at `minute`."""
+
+    minute: datetime
+    requests: int
+
+
+@dataclass(frozen=True)
+class Usage:
+    """A tenant's request counts: the total and the last 60 minutes."""
+
+    tenant_id: str
+    requests_total: int
+    minutes: tuple[UsageMinute, ...]
+
+
+@dataclass(frozen=True)
+class ApiKey:
+    """What can be known about a key after it was created: never the secret, only its shape."""
+
+    id: str
+    prefix: str
+    last4: str
+    created_at: datetime
+    last_used_at: datetime | None
+    expires_at: datetime | None
+    revoked_at: datetime | None
+
+
+@dataclass(frozen=True)
+class CreatedKey:
+    """A key just created: `key` is the secret, shown this once; store it now. repr() hides it."""
+
+    id: str
+    key: str = field(repr=False)
+    prefix: str | None = None
+    last4: str | None = None
+    created_at: datetime | None = None
+    expires_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Tenant:
+    """A customer account and its limits."""
+
+    id: str
+    name: str
+    max_markets: int
+    max_replicas: int
+    rate_limit_rps: float
+    burst: int
+    disabled: bool
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class NodeAssignment:
+    """One replica of one book that a node keeps."""
+
+    exchange: str
+    market: str
+    replica: int
+
+
+@dataclass(frozen=True)
+class Node:
+    """An ingest node as the operator sees it: its last heartbeat and the replicas it keeps.
+
+    `live` says whether the heartbeat is recent enough for the scheduler; `raw` keeps every
+    field the server sent, including ones this SDK version does not model.
+    """
+
+    id: str
+    address: str | None
+    heartbeat_at: datetime | None
+    live: bool | None
+    draining: bool | None
+    assignments: tuple[NodeAssignment, ...]
+    raw: Mapping[str, object] = field(repr=False)
+
+
+@dataclass(frozen=True)
+class AuditEntry:
+    """One operator or key action: who (`actor`) did what (`action`) to what (`target`), and when."""
+
+    at: datetime
+    actor: str
+    action: str
+    target: str
+    detail: Mapping[str, object] = field(repr=False)

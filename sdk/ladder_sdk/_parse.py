@@ -1,0 +1,311 @@
+"""JSON answers to typed models, checked at the edge so that nothing past here sees a dict.
+
+The body is decoded with `parse_float=Decimal`, so even a price sent as a JSON number never passes
+through a float. A field of the wrong type raises APIResponseError naming the field; fields this
+SDK does not know are ignored, so a newer server stays readable by an older SDK.
+
+A sample book answer, as `book` reads it::
+
+    {"exchange": "binance.com", "market": "ETHBTC", "update_id": 7281945,
+     "event_time": 1764500000123, "ingest_time": 1764500000125, "publish_time": 1764500000126,
+     "age_ms": 3, "replica": 1, "status": "synced",
+     "bids": [["0.03512000", "4.20000000"]], "asks": [["0.03513000", "1.00000000"]]}
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import datetime
+from decimal import Decimal, InvalidOperation
+from types import MappingProxyType
+
+from ._book import Book, Level, datetime_from_ms
+from ._errors import APIResponseError
+from ._models import (
+    ApiKey,
+    AuditEntry,
+    CreatedKey,
+    Market,
+    Node,
+    NodeAssignment,
+    Subscription,
+    Tenant,
+    Usage,
+    UsageMinute,
+)
+
+
+def decode_json(body: bytes | str) -> object:
+    """Decode a JSON body with exact decimals; raise APIResponseError when it is not JSON."""
+    try:
+        decoded: object = json.loads(body, parse_float=Decimal)
+    except ValueError as exc:
+        raise APIResponseError(f"the answer is not JSON: {exc}") from exc
+    return decoded
+
+
+class _Fields:
+    """Typed access to one JSON object, with errors that name the missing or ill-typed field."""
+
+    def __init__(self, data: object, what: str) -> None:
+        if not isinstance(data, Mapping):
+            raise APIResponseError(f"{what}: expected a JSON object, got {type(data).__name__}")
+        self.data: Mapping[str, object] = data
+        self.what = what
+
+    def _wrong(self, name: str, expected: str) -> APIResponseError:
+        return APIResponseError(f"{self.what}: field {name!r} is missing or not {expected}")
+
+    def text(self, name: str) -> str:
+        value = self.data.get(name)
+        if not isinstance(value, str):
+            raise self._wrong(name, "a string")
+        return value
+
+    def optional_text(self, name: str) -> str | None:
+        return None if self.data.get(name) is None else self.text(name)
+
+    def integer(self, name: str) -> int:
+        value = self.data.get(name)
+        # bool is an int in Python, but a JSON true where a number belongs is still the wrong type
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise self._wrong(name, "an integer")
+        return value
+
+    def flag(self, name: str) -> bool:
+        value = self.data.get(name)
+        if not isinstance(value, bool):
+            raise self._wrong(name, "true or false")
+        return value
+
+    def optional_flag(self, name: str) -> bool | None:
+        return None if self.data.get(name) is None else self.flag(name)
+
+    def number(self, name: str) -> float:
+        value = self.data.get(name)
+        if not isinstance(value, int | float | Decimal) or isinstance(value, bool):
+            raise self._wrong(name, "a number")
+        return float(value)
+
+    def time(self, name: str) -> datetime:
+        return datetime_from_ms(self.integer(name))
+
+    def optional_time(self, name: str) -> datetime | None:
+        return None if self.data.get(name) is None else self.time(name)
+
+    def array(self, name: str) -> list[object]:
+        value = self.data.get(name)
+        if not isinstance(value, list):
+            raise self._wrong(name, "a list")
+        return value
+
+    def optional_array(self, name: str) -> list[object]:
+        return [] if self.data.get(name) is None else self.array(name)
+
+    def frozen(self) -> Mapping[str, object]:
+        return MappingProxyType(dict(self.data))
+
+
+def _exact(value: object, what: str) -> Decimal:
+    if isinstance(value, bool) or not isinstance(value, str | int | Decimal):
+        raise APIResponseError(f"{what}: expected a decimal string, got {value!r}")
+    try:
+        number = Decimal(value)
+    except InvalidOperation as exc:
+        raise APIResponseError(f"{what}: {value!r} is not a decimal") from exc
+    if not number.is_finite():
+        raise APIResponseError(f"{what}: {value!r} is not a finite decimal")
+    return number
+
+
+def _levels(raw: list[object], what: str) -> tuple[Level, ...]:
+    levels = []
+    for entry in raw:
+        if not isinstance(entry, list) or len(entry) != 2:
+            raise APIResponseError(f"{what}: a level must be [price, quantity], got {entry!r}")
+        levels.append(Level(price=_exact(entry[0], what), quantity=_exact(entry[1], what)))
+    return tuple(levels)
+
+
+def _items(data: object, name: str, what: str) -> list[object]:
+    """The list under `name` of an envelope such as {"markets": [...]}; a bare list is accepted too."""
+    if isinstance(data, list):
+        return data
+    return _Fields(data, what).array(name)
+
+
+def book(data: object) -> Book:
+    """A book (or one side of it) from its JSON object."""
+    fields = _Fields(data, "book")
+    return Book(
+        exchange=fields.text("exchange"),
+        market=fields.text("market"),
+        update_id=fields.integer("update_id"),
+        event_time_ms=fields.integer("event_time"),
+        ingest_time_ms=fields.integer("ingest_time"),
+        publish_time_ms=fields.integer("publish_time"),
+        age_ms=fields.integer("age_ms"),
+        replica=fields.integer("replica"),
+        status=fields.text("status"),
+        bids=_levels(fields.optional_array("bids"), "book bids"),
+        asks=_levels(fields.optional_array("asks"), "book asks"),
+    )
+
+
+def market(data: object) -> Market:
+    """One entry of GET /v1/markets."""
+    fields = _Fields(data, "market")
+    return Market(
+        exchange=fields.text("exchange"),
+        market=fields.text("market"),
+        status=fields.text("status"),
+        base=fields.text("base"),
+        quote=fields.text("quote"),
+    )
+
+
+def markets(data: object) -> list[Market]:
+    """GET /v1/markets: {"markets": [...]}."""
+    return [market(item) for item in _items(data, "markets", "markets")]
+
+
+def exchanges(data: object) -> list[str]:
+    """GET /v1/exchanges: {"exchanges": ["binance.com", ...]}."""
+    names = _items(data, "exchanges", "exchanges")
+    if not all(isinstance(name, str) for name in names):
+        raise APIResponseError("exchanges: every entry must be a string")
+    return [str(name) for name in names]
+
+
+def subscription(data: object) -> Subscription:
+    """POST /v1/subscriptions, or one entry of GET /v1/subscriptions."""
+    fields = _Fields(data, "subscription")
+    return Subscription(
+        exchange=fields.text("exchange"),
+        market=fields.text("market"),
+        replicas=fields.integer("replicas"),
+        created_at=fields.time("created_at"),
+        status=fields.optional_text("status"),
+    )
+
+
+def subscriptions(data: object) -> list[Subscription]:
+    """GET /v1/subscriptions: {"subscriptions": [...]}."""
+    return [subscription(item) for item in _items(data, "subscriptions", "subscriptions")]
+
+
+def usage(data: object) -> Usage:
+    """GET /v1/usage."""
+    fields = _Fields(data, "usage")
+    minutes = []
+    for item in fields.array("minutes"):
+        minute = _Fields(item, "usage minute")
+        minutes.append(UsageMinute(minute=minute.time("minute"), requests=minute.integer("requests")))
+    return Usage(
+        tenant_id=fields.text("tenant_id"),
+        requests_total=fields.integer("requests_total"),
+        minutes=tuple(minutes),
+    )
+
+
+def api_key(data: object) -> ApiKey:
+    """One entry of GET /v1/keys (or of an operator's key list)."""
+    fields = _Fields(data, "key")
+    return ApiKey(
+        id=fields.text("id"),
+        prefix=fields.text("prefix"),
+        last4=fields.text("last4"),
+        created_at=fields.time("created_at"),
+        last_used_at=fields.optional_time("last_used_at"),
+        expires_at=fields.optional_time("expires_at"),
+        revoked_at=fields.optional_time("revoked_at"),
+    )
+
+
+def api_keys(data: object) -> list[ApiKey]:
+    """GET /v1/keys: {"keys": [...]}."""
+    return [api_key(item) for item in _items(data, "keys", "keys")]
+
+
+def created_key(data: object) -> CreatedKey:
+    """POST /v1/keys (or an operator's POST .../keys): the one answer that carries the secret."""
+    fields = _Fields(data, "created key")
+    return CreatedKey(
+        id=fields.text("id"),
+        key=fields.text("key"),
+        prefix=fields.optional_text("prefix"),
+        last4=fields.optional_text("last4"),
+        created_at=fields.optional_time("created_at"),
+        expires_at=fields.optional_time("expires_at"),
+    )
+
+
+def tenant(data: object) -> Tenant:
+    """An operator's view of one tenant."""
+    fields = _Fields(data, "tenant")
+    return Tenant(
+        id=fields.text("id"),
+        name=fields.text("name"),
+        max_markets=fields.integer("max_markets"),
+        max_replicas=fields.integer("max_replicas"),
+        rate_limit_rps=fields.number("rate_limit_rps"),
+        burst=fields.integer("burst"),
+        disabled=fields.flag("disabled"),
+        created_at=fields.time("created_at"),
+    )
+
+
+def tenants(data: object) -> list[Tenant]:
+    """GET /v1/admin/tenants: {"tenants": [...]}."""
+    return [tenant(item) for item in _items(data, "tenants", "tenants")]
+
+
+def node(data: object) -> Node:
+    """One entry of GET /v1/admin/nodes; only "id" is required, the rest is read when present."""
+    fields = _Fields(data, "node")
+    assignments = []
+    for item in fields.optional_array("assignments"):
+        entry = _Fields(item, "node assignment")
+        assignments.append(
+            NodeAssignment(
+                exchange=entry.text("exchange"), market=entry.text("market"), replica=entry.integer("replica")
+            )
+        )
+    return Node(
+        id=fields.text("id"),
+        address=fields.optional_text("address"),
+        heartbeat_at=fields.optional_time("heartbeat_at"),
+        live=fields.optional_flag("live"),
+        draining=fields.optional_flag("draining"),
+        assignments=tuple(assignments),
+        raw=fields.frozen(),
+    )
+
+
+def nodes(data: object) -> list[Node]:
+    """GET /v1/admin/nodes: {"nodes": [...]}."""
+    return [node(item) for item in _items(data, "nodes", "nodes")]
+
+
+def audit_entry(data: object) -> AuditEntry:
+    """One entry of GET /v1/admin/audit."""
+    fields = _Fields(data, "audit entry")
+    detail = fields.data.get("detail")
+    return AuditEntry(
+        at=fields.time("at"),
+        actor=fields.text("actor"),
+        action=fields.text("action"),
+        target=fields.text("target"),
+        detail=MappingProxyType(dict(detail)) if isinstance(detail, dict) else MappingProxyType({}),
+    )
+
+
+def audit(data: object) -> list[AuditEntry]:
+    """GET /v1/admin/audit: {"audit": [...]}, newest first."""
+    return [audit_entry(item) for item in _items(data, "audit", "audit")]
+
+
+def nothing(data: object) -> None:
+    """For 204 answers: there is nothing to read."""
+    del data

@@ -1,0 +1,241 @@
+"""The blocking clients: `Ladder` for tenants, `LadderAdmin` for operators.
+
+They add only the wire to the shared core: an `httpx.Client` to send, `time.sleep` to wait and the
+websockets sync client to stream. Every rule (URLs, auth, errors, retries, resume) is in the core.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Generator
+from types import TracebackType
+from typing import Self, TypeVar, cast
+
+import httpx
+import websockets.sync.client
+
+from . import _admin_endpoints as admin
+from . import _endpoints as tenant
+from ._base_client import DEFAULT_TIMEOUT, Outcome, _BaseClient
+from ._book import Book
+from ._call import Call
+from ._config import ADMIN_KEY_ENV, Timeout, Verify
+from ._foreign import STREAM_ERRORS
+from ._logging import STREAM_LOGGER
+from ._models import ApiKey, AuditEntry, CreatedKey, Market, Node, Subscription, Tenant, Usage
+from ._retry import RetryPolicy
+from ._stream import StreamSession
+
+T = TypeVar("T")
+
+
+class _SyncClient(_BaseClient):
+    """Drives the core's flows over blocking sockets; owns one connection pool until `close()`."""
+
+    def __init__(
+        self,
+        api_key: str | None = None,
+        *,
+        base_url: str | None = None,
+        timeout: Timeout | float = DEFAULT_TIMEOUT,
+        max_retries: int | None = None,
+        retry_policy: RetryPolicy | None = None,
+        verify: Verify = True,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        super().__init__(
+            api_key,
+            base_url=base_url,
+            timeout=timeout,
+            max_retries=max_retries,
+            retry_policy=retry_policy,
+            verify=verify,
+        )
+        self._http = httpx.Client(
+            transport=transport, verify=self._config.ssl_context, timeout=self._httpx_timeout()
+        )
+
+    def close(self) -> None:
+        """Close the connection pool; the client cannot be used afterwards."""
+        self._http.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def _run(self, call: Call[T]) -> T:
+        flow = self._flow(call)
+        attempt = next(flow)
+        while True:
+            if attempt.wait > 0:
+                time.sleep(attempt.wait)
+            outcome: Outcome
+            try:
+                outcome = self._http.send(attempt.request)
+            except httpx.RequestError as exc:
+                outcome = exc
+            try:
+                attempt = flow.send(outcome)
+            except StopIteration as done:
+                return cast(T, done.value)
+
+    def _stream(self, session: StreamSession) -> Generator[Book, None, None]:
+        while True:
+            try:
+                with websockets.sync.client.connect(
+                    session.url,
+                    additional_headers=session.headers(),
+                    user_agent_header=self._user_agent,
+                    ssl=session.ssl_context,
+                    open_timeout=self._config.timeout.connect,
+                    logger=STREAM_LOGGER,
+                ) as connection:
+                    for message in connection:
+                        snapshot = session.accept(message)
+                        if snapshot is not None:
+                            yield snapshot
+                delay = session.closed(connection.protocol.close_code, connection.protocol.close_reason or "")
+            except STREAM_ERRORS as exc:
+                delay = session.failed(exc)
+            time.sleep(delay)
+
+
+class Ladder(_SyncClient):
+    """The blocking client of the tenant API.
+
+    `Ladder()` reads the key from `LADDER_API_KEY` and the server from `LADDER_BASE_URL`
+    (default http://127.0.0.1:8080). Use it as a context manager, or call `close()`.
+
+    Args:
+        api_key: the tenant's key; overrides `LADDER_API_KEY`.
+        base_url: overrides `LADDER_BASE_URL`.
+        timeout: a `Timeout`, or seconds for all of its phases.
+        max_retries: retries after the first attempt (429, 5xx, dropped connections).
+        retry_policy: the full backoff policy; `max_retries` overrides its count.
+        verify: True for the system trust store, a CA bundle path, or an `ssl.SSLContext`.
+        transport: an httpx transport to send through (tests, proxies); `verify` then does not apply.
+    """
+
+    def book(
+        self, exchange: str, market: str, depth: int | None = None, max_age_ms: int | None = None
+    ) -> Book:
+        """Both sides of a book, best first; `max_age_ms` refuses one older than that (BookTooOldError)."""
+        return self._run(tenant.book(exchange, market, depth, max_age_ms, side=None))
+
+    def bids(
+        self, exchange: str, market: str, depth: int | None = None, max_age_ms: int | None = None
+    ) -> Book:
+        """The bid side only (`asks` is empty)."""
+        return self._run(tenant.book(exchange, market, depth, max_age_ms, side="bids"))
+
+    def asks(
+        self, exchange: str, market: str, depth: int | None = None, max_age_ms: int | None = None
+    ) -> Book:
+        """The ask side only (`bids` is empty)."""
+        return self._run(tenant.book(exchange, market, depth, max_age_ms, side="asks"))
+
+    def markets(self, exchange: str | None = None) -> list[Market]:
+        """What can be subscribed, on one exchange or on all of them."""
+        return self._run(tenant.markets(exchange))
+
+    def exchanges(self) -> list[str]:
+        """The exchanges this server knows."""
+        return self._run(tenant.exchanges())
+
+    def subscribe(self, exchange: str, market: str, replicas: int = 1) -> Subscription:
+        """Subscribe to a book (or change its replica count); safe to call again."""
+        return self._run(tenant.subscribe(exchange, market, replicas))
+
+    def unsubscribe(self, exchange: str, market: str) -> None:
+        """Drop a subscription; the book stops being kept once no tenant wants it."""
+        self._run(tenant.unsubscribe(exchange, market))
+
+    def subscriptions(self) -> list[Subscription]:
+        """This tenant's subscriptions with each book's status."""
+        return self._run(tenant.subscriptions())
+
+    def usage(self) -> Usage:
+        """Request counts: the total and per minute for the last hour."""
+        return self._run(tenant.usage())
+
+    def keys(self) -> list[ApiKey]:
+        """This tenant's keys (never their secrets)."""
+        return self._run(tenant.keys())
+
+    def create_key(self, expires_in_s: int | None = None) -> CreatedKey:
+        """A new key; its secret (`.key`) is shown this once."""
+        return self._run(tenant.create_key(expires_in_s))
+
+    def revoke_key(self, key_id: str, grace_s: int | None = None) -> None:
+        """Revoke a key, at once or after `grace_s` seconds (to rotate without downtime)."""
+        self._run(tenant.revoke_key(key_id, grace_s))
+
+    def stream(
+        self, exchange: str, market: str, depth: int | None = None, *, max_reconnects: int | None = None
+    ) -> Generator[Book, None, None]:
+        """Every published snapshot of a book, as it comes, over a WebSocket.
+
+        Reconnects by itself after a drop (jittered backoff) and never yields a snapshot older
+        than, or the same as, one already yielded. `max_reconnects` bounds consecutive failed
+        reconnects (None: keep trying); a refused key or subscription is raised at once.
+        A slow reader gets the newest snapshots, not a backlog: the server drops the ones in
+        between. `close()` the generator (or leave the loop) to hang up.
+        """
+        return self._stream(self._stream_session(exchange, market, depth, max_reconnects))
+
+
+class LadderAdmin(_SyncClient):
+    """The blocking client of the operator API (`/v1/admin/...`).
+
+    Takes the operator key (`api_key=` or `LADDER_ADMIN_KEY`); the other arguments are `Ladder`'s.
+    """
+
+    _key_env = ADMIN_KEY_ENV
+
+    def create_tenant(
+        self,
+        name: str,
+        *,
+        max_markets: int | None = None,
+        max_replicas: int | None = None,
+        rate_limit_rps: float | None = None,
+        burst: int | None = None,
+    ) -> Tenant:
+        """Create a tenant; limits left out get the server's defaults."""
+        return self._run(admin.create_tenant(name, max_markets, max_replicas, rate_limit_rps, burst))
+
+    def tenants(self) -> list[Tenant]:
+        """Every tenant."""
+        return self._run(admin.tenants())
+
+    def tenant(self, tenant_id: str) -> Tenant:
+        """One tenant."""
+        return self._run(admin.tenant(tenant_id))
+
+    def update_tenant(self, tenant_id: str, **fields: object) -> Tenant:
+        """Change any of name, max_markets, max_replicas, rate_limit_rps, burst, disabled."""
+        return self._run(admin.update_tenant(tenant_id, fields))
+
+    def create_tenant_key(self, tenant_id: str) -> CreatedKey:
+        """A new key for a tenant; its secret (`.key`) is shown this once."""
+        return self._run(admin.create_tenant_key(tenant_id))
+
+    def tenant_keys(self, tenant_id: str) -> list[ApiKey]:
+        """A tenant's keys (never their secrets)."""
+        return self._run(admin.tenant_keys(tenant_id))
+
+    def revoke_key(self, key_id: str) -> None:
+        """Revoke any tenant's key at once."""
+        self._run(admin.revoke_key(key_id))
+
+    def nodes(self) -> list[Node]:
+        """The ingest nodes, their heartbeats and assignments."""
+        return self._run(admin.nodes())
+
+    def audit(self, limit: int | None = None) -> list[AuditEntry]:
+        """The audit log, newest first; `limit` caps how many entries (the server has a default)."""
+        return self._run(admin.audit(limit))

@@ -1,0 +1,3 @@
+"""The SDK's version, in one place (also sent in the User-Agent)."""
+
+VERSION = "0.1.0"

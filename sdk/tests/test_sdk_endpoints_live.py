@@ -1,0 +1,188 @@
+"""Every endpoint, from both the sync and the async client, against a real HTTP server."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from ladder_sdk import (
+    ApiKey,
+    AsyncLadder,
+    AsyncLadderAdmin,
+    AuditEntry,
+    Book,
+    ConfigurationError,
+    CreatedKey,
+    Ladder,
+    LadderAdmin,
+    Market,
+    Node,
+    Subscription,
+    Tenant,
+    Usage,
+)
+
+NEW_KEY = "ldr_NEWnewNEWnewNEWnewNEWnewNEWnew654321"
+TENANT = {
+    "id": "t1",
+    "name": "acme",
+    "max_markets": 5,
+    "max_replicas": 2,
+    "rate_limit_rps": 10,
+    "burst": 20,
+    "disabled": False,
+    "created_at": 1764500000000,
+}
+KEY = {
+    "id": "k1",
+    "prefix": "ldr_",
+    "last4": "wxyz",
+    "created_at": 1,
+    "last_used_at": None,
+    "expires_at": 5,
+    "revoked_at": None,
+}
+MARKET = {"exchange": "binance.com", "market": "ETHBTC", "status": "TRADING", "base": "ETH", "quote": "BTC"}
+NODE = {
+    "id": "node-1",
+    "address": "127.0.0.1:9100",
+    "capacity": 100,
+    "started_at": 1,
+    "heartbeat_at": 2,
+    "draining": False,
+    "load": 1.5,
+    "live": True,
+    "assignments": [{"exchange": "binance.com", "market": "ETHBTC", "replica": 1, "node_id": "node-1"}],
+}
+USAGE = {"tenant_id": "t1", "requests_total": 3, "minutes": [{"minute": 0, "requests": 3}]}
+AUDIT = {"at": 3, "actor": "operator", "action": "tenant.create", "target": "t1", "detail": {"name": "acme"}}
+SUB = {"exchange": "binance.com", "market": "ETHBTC", "replicas": 2, "created_at": 1}
+
+
+@dataclass(frozen=True)
+class Case:
+    """One client method call and the request and answer it must come with."""
+
+    call: str
+    args: tuple[object, ...]
+    kwargs: dict[str, object]
+    method: str
+    raw_path: str
+    status: int
+    answer: object
+    result: type | None
+    query: dict[str, str] = field(default_factory=dict)
+    body: object = None
+
+
+TENANT_CASES = [
+    Case("book", ("binance.com", "ETHBTC"), {"depth": 5, "max_age_ms": 250},
+         "GET", "/v1/books/binance.com/ETHBTC", 200, None, Book, query={"depth": "5", "max_age_ms": "250"}),
+    Case("bids", ("alpaca", "BTC/USD"), {},
+         "GET", "/v1/books/alpaca/BTC%2FUSD/bids", 200, None, Book),
+    Case("asks", ("binance.com", "ETHBTC"), {"depth": 1},
+         "GET", "/v1/books/binance.com/ETHBTC/asks", 200, None, Book, query={"depth": "1"}),
+    Case("markets", (), {"exchange": "binance.com"},
+         "GET", "/v1/markets", 200, {"markets": [MARKET]}, Market, query={"exchange": "binance.com"}),
+    Case("exchanges", (), {},
+         "GET", "/v1/exchanges", 200, {"exchanges": ["binance.com"]}, str),
+    Case("subscribe", ("binance.com", "ETHBTC"), {"replicas": 2},
+         "POST", "/v1/subscriptions", 201, SUB, Subscription,
+         body={"exchange": "binance.com", "market": "ETHBTC", "replicas": 2}),
+    Case("unsubscribe", ("alpaca", "BTC/USD"), {},
+         "DELETE", "/v1/subscriptions/alpaca/BTC%2FUSD", 204, None, None),
+    Case("subscriptions", (), {},
+         "GET", "/v1/subscriptions", 200, {"subscriptions": [SUB | {"status": "synced"}]}, Subscription),
+    Case("usage", (), {},
+         "GET", "/v1/usage", 200, USAGE, Usage),
+    Case("keys", (), {},
+         "GET", "/v1/keys", 200, {"keys": [KEY]}, ApiKey),
+    Case("create_key", (), {"expires_in_s": 60},
+         "POST", "/v1/keys", 201, {"id": "k2", "key": NEW_KEY}, CreatedKey, body={"expires_in_s": 60}),
+    Case("revoke_key", ("k/1",), {"grace_s": 30},
+         "DELETE", "/v1/keys/k%2F1", 204, None, None, query={"grace_s": "30"}),
+]  # fmt: skip
+
+ADMIN_CASES = [
+    Case("create_tenant", ("acme",), {"max_markets": 5, "rate_limit_rps": 10},
+         "POST", "/v1/admin/tenants", 201, TENANT, Tenant,
+         body={"name": "acme", "max_markets": 5, "rate_limit_rps": 10}),
+    Case("tenants", (), {},
+         "GET", "/v1/admin/tenants", 200, {"tenants": [TENANT]}, Tenant),
+    Case("tenant", ("t1",), {},
+         "GET", "/v1/admin/tenants/t1", 200, TENANT, Tenant),
+    Case("update_tenant", ("t1",), {"disabled": True, "burst": 5},
+         "PATCH", "/v1/admin/tenants/t1", 200, TENANT | {"disabled": True}, Tenant,
+         body={"disabled": True, "burst": 5}),
+    Case("create_tenant_key", ("t1",), {},
+         "POST", "/v1/admin/tenants/t1/keys", 201, {"id": "k3", "key": NEW_KEY}, CreatedKey, body={}),
+    Case("tenant_keys", ("t1",), {},
+         "GET", "/v1/admin/tenants/t1/keys", 200, {"keys": [KEY | {"revoked_at": 9}]}, ApiKey),
+    Case("revoke_key", ("k1",), {},
+         "DELETE", "/v1/admin/keys/k1", 204, None, None),
+    Case("nodes", (), {},
+         "GET", "/v1/admin/nodes", 200, {"nodes": [NODE]}, Node),
+    Case("audit", (), {"limit": 5},
+         "GET", "/v1/admin/audit", 200, {"audit": [AUDIT]}, AuditEntry, query={"limit": "5"}),
+]  # fmt: skip
+
+
+def script(server: Any, case: Case) -> None:
+    answer = server.book(7, "alpaca", "BTC/USD") if case.result is Book else case.answer
+    server.script(case.method, case.raw_path, (case.status, answer))
+
+
+def check(server: Any, case: Case, result: object, api_key: str) -> None:
+    (seen,) = server.requests_to(case.raw_path)
+    assert seen.method == case.method
+    assert seen.query == case.query
+    assert seen.headers["Authorization"] == f"Bearer {api_key}"
+    assert re.fullmatch(r"[0-9a-f]{32}-0", seen.headers["X-Request-ID"])
+    assert seen.headers["User-Agent"].startswith("ladder-sdk/0.1.0 ")
+    assert (json.loads(seen.body) if seen.body else None) == case.body
+    if case.result is None:
+        assert result is None
+    elif isinstance(result, list):
+        assert result and all(isinstance(item, case.result) for item in result)
+    else:
+        assert isinstance(result, case.result)
+
+
+@pytest.mark.parametrize("case", TENANT_CASES + ADMIN_CASES, ids=lambda case: case.call)
+def test_sync_clients_send_and_read_every_endpoint(server: Any, api_key: str, case: Case) -> None:
+    script(server, case)
+    kind = LadderAdmin if case in ADMIN_CASES else Ladder
+    with kind(api_key, base_url=server.url) as client:
+        result = getattr(client, case.call)(*case.args, **case.kwargs)
+    check(server, case, result, api_key)
+
+
+@pytest.mark.parametrize("case", TENANT_CASES + ADMIN_CASES, ids=lambda case: case.call)
+async def test_async_clients_send_and_read_every_endpoint(server: Any, api_key: str, case: Case) -> None:
+    script(server, case)
+    kind = AsyncLadderAdmin if case in ADMIN_CASES else AsyncLadder
+    async with kind(api_key, base_url=server.url) as client:
+        pending = getattr(client, case.call)(*case.args, **case.kwargs)
+        assert inspect.isawaitable(pending)
+        result = await pending
+    check(server, case, result, api_key)
+
+
+def test_every_client_method_is_covered_by_a_case() -> None:
+    tenant = {name for name in dir(Ladder) if not name.startswith("_")} - {"close", "base_url", "stream"}
+    admin = {name for name in dir(LadderAdmin) if not name.startswith("_")} - {"close", "base_url"}
+    assert tenant == {case.call for case in TENANT_CASES}
+    assert admin == {case.call for case in ADMIN_CASES}
+
+
+def test_update_tenant_refuses_unknown_fields_before_sending(server: Any, api_key: str) -> None:
+    with LadderAdmin(api_key, base_url=server.url) as admin:
+        with pytest.raises(ConfigurationError, match="max_markets"):
+            admin.update_tenant("t1", max_market=3)
+        with pytest.raises(ConfigurationError):
+            admin.update_tenant("t1")
+    assert server.seen == []
