@@ -25,6 +25,7 @@ import aiohttp
 import redis.asyncio as redis
 
 from book_store.catalog import MarketCatalog
+from book_store.errors import StoreError
 from book_store.keys import BookKey
 from book_store.writer import BookWriter
 from control_plane.assignments import AssignmentClient
@@ -119,7 +120,7 @@ class IngestNode:
             try:
                 await self._assignments.heartbeat(self.node_id, load=len(self.replicas))
                 await self.reconcile()
-            except (redis.RedisError, OSError) as exc:
+            except StoreError as exc:
                 log.warning("control plane unreachable (%s); keeping current replicas", type(exc).__name__)
             await asyncio.sleep(period)
 

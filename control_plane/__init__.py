@@ -1,0 +1,1 @@
+"""Tenants, API keys, subscriptions, the ingest node registry and the replica scheduler."""

@@ -1,0 +1,48 @@
+"""``ladder control`` (``python -m control_plane``): the replica scheduler loop, until SIGTERM."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+
+import redis.asyncio as redis
+
+from control_plane.errors import ConfigurationError
+from control_plane.replica_status import BookStoreReplicaStatus
+from control_plane.runtime import run_control
+from control_plane.settings import ControlSettings
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="ladder control", description=__doc__)
+    parser.add_argument("--log-level", default="INFO")
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=args.log_level, format="%(asctime)s control %(levelname)s %(name)s: %(message)s"
+    )
+    settings = ControlSettings()
+    if not settings.redis_url:
+        raise SystemExit(str(ConfigurationError("LADDER_REDIS_URL is missing (replica status lives there)")))
+    asyncio.run(_serve(settings, settings.redis_url))
+
+
+async def _serve(settings: ControlSettings, redis_url: str) -> None:
+    task = asyncio.current_task()
+    assert task is not None
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, task.cancel)
+    client = redis.Redis.from_url(redis_url)
+    status = BookStoreReplicaStatus(client, max_silence_ms=settings.replica_silence_ms)
+    try:
+        await run_control(settings, status)
+    except asyncio.CancelledError:
+        logging.getLogger(__name__).info("stopped")
+    finally:
+        await client.aclose()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,49 @@
+"""Building the control plane's parts from settings: the store, and the pepper."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import redis.asyncio as redis
+
+from control_plane.errors import ConfigurationError
+from control_plane.settings import ControlSettings
+from control_plane.stores.base import ControlStore
+from control_plane.stores.dynamodb import DynamoControlStore
+from control_plane.stores.redis import RedisControlStore
+
+PEPPER_BYTES = 32
+
+
+@asynccontextmanager
+async def open_control_store(settings: ControlSettings) -> AsyncIterator[ControlStore]:
+    """The configured control store, with whatever it needed opened and, on exit, closed."""
+    if settings.control_store == "dynamodb":
+        dynamo = DynamoControlStore(
+            settings.dynamodb_table,
+            endpoint_url=settings.dynamodb_endpoint_url,
+            region=settings.dynamodb_region,
+        )
+        try:
+            yield dynamo
+        finally:
+            await dynamo.close()
+        return
+    if not settings.redis_url:
+        raise ConfigurationError("LADDER_REDIS_URL is missing (the redis control store needs it)")
+    client = redis.Redis.from_url(settings.redis_url)
+    try:
+        yield RedisControlStore(client, prefix=settings.control_prefix)
+    finally:
+        await client.aclose()
+
+
+async def resolve_pepper(settings: ControlSettings, store: ControlStore) -> bytes:
+    """``LADDER_PEPPER`` if set; else the pepper kept in a Redis store (created on first use)."""
+    if settings.pepper is not None:
+        return settings.pepper.get_secret_value().encode("utf-8")
+    if isinstance(store, RedisControlStore):
+        return await store.ensure_pepper(secrets.token_bytes(PEPPER_BYTES))
+    raise ConfigurationError("LADDER_PEPPER is missing (the dynamodb control store requires it)")

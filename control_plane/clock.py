@@ -1,0 +1,12 @@
+"""The one clock of the control plane: integer milliseconds since the epoch, injectable for tests."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+Clock = Callable[[], int]
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000

@@ -1,0 +1,89 @@
+"""Errors the control plane reports to API callers, and its one configuration error.
+
+    LadderError (book_store.errors)
+    ├── ApiError                       a request cannot be served as asked; ``code`` goes on the wire
+    │   ├── InvalidRequestError        invalid_request   malformed or out-of-range input
+    │   ├── UnauthorizedError          unauthorized      no key, unknown, revoked or expired key
+    │   ├── ForbiddenError             forbidden         valid key, but not allowed to do this
+    │   ├── NotFoundError              not_found         no such object, or not the caller's
+    │   │   ├── UnknownExchangeError   unknown_exchange
+    │   │   └── UnknownMarketError     unknown_market
+    │   ├── ConflictError              conflict          the object already exists
+    │   ├── LimitExceededError         limit_exceeded    max_markets / max_replicas
+    │   ├── RateLimitedError           rate_limited      carries ``retry_after_s``
+    │   ├── BookNotSyncedError         book_not_synced   carries ``retry_after_s``
+    │   └── BookTooOldError            book_too_old
+    └── ConfigurationError             configuration     a process was started with missing settings
+
+The HTTP layer maps classes to statuses with one table walked over the MRO; these classes carry
+only the stable ``code`` and, where the client needs it, a retry hint. Messages are written for
+the caller and never contain an API key, a key hash or the pepper.
+"""
+
+from __future__ import annotations
+
+from book_store.errors import LadderError
+
+
+class ApiError(LadderError):
+    """A request that cannot be served as asked; ``str(error)`` is safe to show the caller."""
+
+    code = "api_error"
+
+
+class InvalidRequestError(ApiError):
+    code = "invalid_request"
+
+
+class UnauthorizedError(ApiError):
+    code = "unauthorized"
+
+
+class ForbiddenError(ApiError):
+    code = "forbidden"
+
+
+class NotFoundError(ApiError):
+    code = "not_found"
+
+
+class UnknownExchangeError(NotFoundError):
+    code = "unknown_exchange"
+
+
+class UnknownMarketError(NotFoundError):
+    code = "unknown_market"
+
+
+class ConflictError(ApiError):
+    code = "conflict"
+
+
+class LimitExceededError(ApiError):
+    code = "limit_exceeded"
+
+
+class _RetryLaterError(ApiError):
+    """An error after which the same request may succeed; ``retry_after_s`` says when."""
+
+    def __init__(self, message: str, retry_after_s: float) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+class RateLimitedError(_RetryLaterError):
+    code = "rate_limited"
+
+
+class BookNotSyncedError(_RetryLaterError):
+    code = "book_not_synced"
+
+
+class BookTooOldError(ApiError):
+    code = "book_too_old"
+
+
+class ConfigurationError(LadderError):
+    """A process was started without a setting it needs; the message names the variable."""
+
+    code = "configuration"

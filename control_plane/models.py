@@ -1,0 +1,197 @@
+"""The control plane's value types, and the JSON shape each one has in the HTTP API.
+
+Every type is a frozen dataclass so that stores, the scheduler and caches can share instances
+without copying. ``to_json`` returns exactly the fields docs/api.md documents; anything secret
+(an API key's hash) is neither rendered nor part of ``repr``. Times are integer milliseconds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+JsonScalar = str | int | float | bool | None
+
+
+@dataclass(frozen=True, slots=True)
+class Tenant:
+    """A customer: its limits and whether it may use the service at all."""
+
+    id: str
+    name: str
+    max_markets: int
+    max_replicas: int
+    rate_limit_rps: float
+    burst: int
+    disabled: bool
+    created_at: int
+
+    def to_json(self) -> dict[str, JsonScalar]:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "max_markets": self.max_markets,
+            "max_replicas": self.max_replicas,
+            "rate_limit_rps": self.rate_limit_rps,
+            "burst": self.burst,
+            "disabled": self.disabled,
+            "created_at": self.created_at,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ApiKey:
+    """What the server keeps of an API key: never the key, only its peppered hash."""
+
+    id: str
+    tenant_id: str
+    prefix: str
+    last4: str
+    key_hash: str = field(repr=False)
+    created_at: int
+    last_used_at: int | None
+    expires_at: int | None
+    revoked_at: int | None
+
+    def usable_at(self, now_ms: int) -> bool:
+        """True while the key is neither expired nor past its revocation time."""
+        expired = self.expires_at is not None and self.expires_at <= now_ms
+        revoked = self.revoked_at is not None and self.revoked_at <= now_ms
+        return not (expired or revoked)
+
+    def to_json(self) -> dict[str, JsonScalar]:
+        return {
+            "id": self.id,
+            "prefix": self.prefix,
+            "last4": self.last4,
+            "created_at": self.created_at,
+            "last_used_at": self.last_used_at,
+            "expires_at": self.expires_at,
+            "revoked_at": self.revoked_at,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """Who is calling: a tenant's key, or the operator (admin key, no tenant)."""
+
+    tenant_id: str | None
+    key_id: str | None
+    is_admin: bool
+
+    @property
+    def actor(self) -> str:
+        """How the audit log names this caller (a keyless caller, e.g. a compat listener, by tenant)."""
+        if self.is_admin:
+            return "operator"
+        return f"key:{self.key_id}" if self.key_id else f"tenant:{self.tenant_id}"
+
+    def to_json(self) -> dict[str, JsonScalar]:
+        return {"tenant_id": self.tenant_id, "key_id": self.key_id, "is_admin": self.is_admin}
+
+
+OPERATOR = Principal(tenant_id=None, key_id=None, is_admin=True)
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class BookRef:
+    """One order book, ``(exchange, market)``; ordered so that plans are deterministic."""
+
+    exchange: str
+    market: str
+
+    def to_json(self) -> dict[str, JsonScalar]:
+        return {"exchange": self.exchange, "market": self.market}
+
+
+@dataclass(frozen=True, slots=True)
+class Subscription:
+    """A tenant's wish to read one book, kept alive with ``replicas`` copies."""
+
+    tenant_id: str
+    exchange: str
+    market: str
+    replicas: int
+    created_at: int
+
+    @property
+    def book(self) -> BookRef:
+        return BookRef(self.exchange, self.market)
+
+    def to_json(self) -> dict[str, JsonScalar]:
+        return {
+            "exchange": self.exchange,
+            "market": self.market,
+            "replicas": self.replicas,
+            "created_at": self.created_at,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class NodeInfo:
+    """An ingest node as it registered and last reported.
+
+    ``capacity`` is the most replicas the node will keep; ``load`` is the node's own measure of
+    work (venue messages per second), used only to break ties between equally filled nodes.
+    """
+
+    id: str
+    address: str
+    capacity: int
+    started_at: int
+    heartbeat_at: int
+    draining: bool
+    load: float
+
+    def to_json(self) -> dict[str, JsonScalar]:
+        return {
+            "id": self.id,
+            "address": self.address,
+            "capacity": self.capacity,
+            "started_at": self.started_at,
+            "heartbeat_at": self.heartbeat_at,
+            "draining": self.draining,
+            "load": self.load,
+        }
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class ReplicaAssignment:
+    """Replica ``replica`` of one book, kept by node ``node_id``."""
+
+    exchange: str
+    market: str
+    replica: int
+    node_id: str
+
+    @property
+    def book(self) -> BookRef:
+        return BookRef(self.exchange, self.market)
+
+    def to_json(self) -> dict[str, JsonScalar]:
+        return {
+            "exchange": self.exchange,
+            "market": self.market,
+            "replica": self.replica,
+            "node_id": self.node_id,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class AuditEvent:
+    """One operator or key action: who (``actor``) did what (``action``) to what (``target``)."""
+
+    at: int
+    actor: str
+    action: str
+    target: str
+    detail: Mapping[str, JsonScalar] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, JsonScalar | dict[str, JsonScalar]]:
+        return {
+            "at": self.at,
+            "actor": self.actor,
+            "action": self.action,
+            "target": self.target,
+            "detail": dict(self.detail),
+        }

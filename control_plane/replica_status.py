@@ -1,0 +1,49 @@
+"""Which replicas are synced right now, as the scheduler needs to know for make-before-break.
+
+The scheduler removes an old replica only once its replacement is synced, so this answer must not
+be optimistic: a replica counts only if its latest snapshot says ``synced`` *and* was published
+within ``max_silence_ms`` (ingest nodes republish quiet books, so silence means trouble).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Protocol
+
+import redis.asyncio as redis
+
+from book_store.codec import BookStatus
+from book_store.keys import BookKey
+from book_store.reader import BookReader
+from control_plane.clock import Clock, now_ms
+from control_plane.models import BookRef
+
+ReplicaRef = tuple[BookRef, int]
+
+
+class ReplicaStatusSource(Protocol):
+    async def synced_replicas(self, replicas: Collection[ReplicaRef]) -> set[ReplicaRef]:
+        """The subset of ``replicas`` whose snapshots are synced and fresh."""
+
+
+class BookStoreReplicaStatus:
+    """ReplicaStatusSource reading the snapshots in the book store (one pipelined round trip)."""
+
+    def __init__(self, client: redis.Redis, *, max_silence_ms: int = 3000, clock: Clock = now_ms) -> None:
+        self._reader = BookReader(client)
+        self._max_silence_ms = max_silence_ms
+        self._clock = clock
+
+    async def synced_replicas(self, replicas: Collection[ReplicaRef]) -> set[ReplicaRef]:
+        wanted = set(replicas)
+        books = sorted({book for book, _ in wanted})
+        stored = await self._reader.many([BookKey(b.exchange, b.market) for b in books])
+        now = self._clock()
+        synced: set[ReplicaRef] = set()
+        for book in books:
+            for replica, snapshot in stored[BookKey(book.exchange, book.market)].items():
+                meta = snapshot.meta
+                fresh = now - meta.publish_time <= self._max_silence_ms
+                if meta.status is BookStatus.SYNCED and fresh and (book, replica) in wanted:
+                    synced.add((book, replica))
+        return synced

@@ -1,0 +1,123 @@
+"""The ``ladder control`` process: the loop that keeps every wanted replica on a live node.
+
+Theory of operation: every ``scheduler_interval_ms`` the loop
+
+1. takes (or extends) the scheduler lease, so that of several control processes exactly one
+   plans at a time and the others stand by (the lease outlives a few missed rounds, not more);
+2. reads the registered nodes (live = heartbeat within ``node_timeout_ms``), the desired replica
+   count of every subscribed book, the current assignments, and which replicas are synced;
+3. computes the next plan with the pure scheduler, in a worker thread (it is CPU work);
+4. rewrites the assignment set of each node the plan changes. With the Redis store each write
+   also publishes on the node's channel, so ingest nodes react within milliseconds; with
+   DynamoDB they poll.
+
+Nodes silent for ``FORGET_AFTER_TIMEOUTS`` timeouts are removed from the registry (their
+replicas were reassigned long before). A store failure skips a round; it never kills the loop.
+Cancellation (SIGTERM handled by the caller cancelling the task) releases the lease so a
+standby takes over at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+from contextlib import AsyncExitStack
+
+from book_store.errors import StoreError
+from control_plane.bootstrap import open_control_store
+from control_plane.clock import Clock, now_ms
+from control_plane.replica_status import ReplicaStatusSource
+from control_plane.scheduler import DEFAULT_MAX_MOVES, Plan, plan_assignments
+from control_plane.settings import ControlSettings
+from control_plane.stores.base import ControlStore
+
+log = logging.getLogger(__name__)
+
+SCHEDULER_LEASE = "scheduler"
+FORGET_AFTER_TIMEOUTS = 20
+
+
+class ControlLoop:
+    """One scheduling round at a time (``step``); ``run_control`` repeats it."""
+
+    def __init__(
+        self,
+        store: ControlStore,
+        status: ReplicaStatusSource,
+        *,
+        node_timeout_ms: int = 3000,
+        lease_ttl_ms: int = 3000,
+        max_moves: int = DEFAULT_MAX_MOVES,
+        clock: Clock = now_ms,
+        owner: str | None = None,
+    ) -> None:
+        self._store = store
+        self._status = status
+        self._node_timeout_ms = node_timeout_ms
+        self._lease_ttl_ms = lease_ttl_ms
+        self._max_moves = max_moves
+        self._clock = clock
+        self.owner = owner or f"control-{secrets.token_hex(6)}"
+
+    async def step(self) -> Plan | None:
+        """Plan and write one round; None while another control process holds the lease."""
+        now = self._clock()
+        if not await self._store.try_lease(SCHEDULER_LEASE, self.owner, now, self._lease_ttl_ms):
+            return None
+        nodes = await self._store.list_nodes()
+        for node in nodes:
+            if now - node.heartbeat_at > FORGET_AFTER_TIMEOUTS * self._node_timeout_ms:
+                log.info("forgetting node %s (silent for %d ms)", node.id, now - node.heartbeat_at)
+                await self._store.remove_node(node.id)
+        live = [n for n in nodes if now - n.heartbeat_at <= self._node_timeout_ms]
+        desired = await self._store.desired_replicas()
+        current = await self._store.list_assignments()
+        synced = await self._status.synced_replicas({(a.book, a.replica) for a in current})
+        plan = await asyncio.to_thread(
+            plan_assignments, desired, live, current, synced, max_moves=self._max_moves
+        )
+        for node_id in sorted(plan.changed_nodes()):
+            await self._store.replace_assignments(node_id, plan.for_node(node_id))
+        if plan.added or plan.removed:
+            log.info(
+                "assignments: +%d -%d on %d node(s), %d replica(s) unplaced",
+                len(plan.added),
+                len(plan.removed),
+                len(plan.changed_nodes()),
+                sum(plan.unplaced.values()),
+            )
+        return plan
+
+    async def release(self) -> None:
+        """Give the lease up (on shutdown) so a standby control process takes over at once."""
+        await self._store.release_lease(SCHEDULER_LEASE, self.owner)
+
+
+async def run_control(
+    settings: ControlSettings, status: ReplicaStatusSource, *, store: ControlStore | None = None
+) -> None:
+    """Run scheduling rounds until cancelled. ``store`` defaults to the one settings describe."""
+    interval_s = settings.scheduler_interval_ms / 1000
+    async with AsyncExitStack() as stack:
+        if store is None:
+            store = await stack.enter_async_context(open_control_store(settings))
+        loop = ControlLoop(
+            store,
+            status,
+            node_timeout_ms=settings.node_timeout_ms,
+            lease_ttl_ms=max(settings.node_timeout_ms, 5 * settings.scheduler_interval_ms),
+            max_moves=settings.scheduler_max_moves,
+        )
+        log.info("control loop %s running every %d ms", loop.owner, settings.scheduler_interval_ms)
+        try:
+            while True:
+                try:
+                    await loop.step()
+                except StoreError as exc:
+                    log.warning("scheduling round skipped: %s", exc)
+                await asyncio.sleep(interval_s)
+        finally:
+            with contextlib.suppress(StoreError, TimeoutError):
+                await asyncio.wait_for(loop.release(), timeout=1.0)

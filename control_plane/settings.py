@@ -1,0 +1,45 @@
+"""Configuration of the control plane, read once at start-up from ``LADDER_*`` variables.
+
+``LADDER_PEPPER`` keys the HMAC under which API keys are stored. With the Redis control store it
+may be left unset: the first process generates a random pepper and keeps it in the store, and
+every later process (and restart) reads that one, so existing keys stay valid. That pepper then
+lives next to the hashes it protects, which is fine on one machine; a production deployment
+sets ``LADDER_PEPPER`` from its secret manager (the DynamoDB store requires it).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+MIN_SECRET_LENGTH = 16
+
+
+class ControlSettings(BaseSettings):
+    """One frozen settings object per control-plane process."""
+
+    model_config = SettingsConfigDict(env_prefix="LADDER_", frozen=True, extra="ignore")
+
+    redis_url: str | None = Field(default=None, description="Valkey/Redis URL (the redis control store).")
+    control_store: Literal["redis", "dynamodb"] = "redis"
+    control_prefix: str = Field(default="ladder:", description="Key prefix of the redis control store.")
+    dynamodb_table: str = "ladder-control"
+    dynamodb_endpoint_url: str | None = None
+    dynamodb_region: str = "us-east-1"
+    admin_key: SecretStr | None = Field(default=None, description="The operator's key; unset: no operator.")
+    pepper: SecretStr | None = None
+    node_timeout_ms: int = Field(default=3000, ge=100, description="No heartbeat this long: node is dead.")
+    scheduler_interval_ms: int = Field(default=500, ge=50, le=60_000)
+    scheduler_max_moves: int = Field(default=16, ge=0, description="Rebalancing moves in flight at most.")
+    replica_silence_ms: int = Field(
+        default=3000, ge=100, description="A replica silent this long does not count as synced."
+    )
+
+    @field_validator("admin_key", "pepper")
+    @classmethod
+    def _long_enough(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and len(value.get_secret_value()) < MIN_SECRET_LENGTH:
+            raise ValueError(f"must be at least {MIN_SECRET_LENGTH} characters")
+        return value

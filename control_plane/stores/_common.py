@@ -1,0 +1,86 @@
+"""What both control stores share: how books and replicas are written as strings, and the rule
+that turns subscriptions into the number of replicas each book should have.
+
+``|`` separates the parts: neither an exchange id nor a market may contain it (see
+control_plane.validation and book_store.keys).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
+from typing import Any, ParamSpec, TypeVar
+
+from book_store.errors import StoreError, StoreUnavailableError
+from control_plane.models import BookRef, ReplicaAssignment, Tenant
+
+SEPARATOR = "|"
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+_Exceptions = tuple[type[BaseException], ...]
+
+
+def error_boundary(
+    backend: str, unreachable: _Exceptions, failed: _Exceptions
+) -> Callable[[Callable[_P, Awaitable[_R]]], Callable[_P, Coroutine[Any, Any, _R]]]:
+    """Decorator for a store's public methods: the one place where a backend's exceptions become
+    ``StoreUnavailableError`` (``unreachable``) or ``StoreError`` (``failed``). Messages name the
+    exception class only; the backend's text stays on ``__cause__`` for logs.
+    """
+
+    def decorate(method: Callable[_P, Awaitable[_R]]) -> Callable[_P, Coroutine[Any, Any, _R]]:
+        @functools.wraps(method)
+        async def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+            try:
+                return await method(*args, **kwargs)
+            except unreachable as exc:
+                raise StoreUnavailableError(f"the control store ({backend}) cannot be reached") from exc
+            except failed as exc:
+                raise StoreError(f"the control store ({backend}) failed: {type(exc).__name__}") from exc
+
+        return wrapper
+
+    return decorate
+
+
+def book_id(book: BookRef) -> str:
+    return f"{book.exchange}{SEPARATOR}{book.market}"
+
+
+def parse_book_id(text: str) -> BookRef:
+    exchange, market = text.split(SEPARATOR, 1)
+    return BookRef(exchange, market)
+
+
+def replica_id(replica: ReplicaAssignment) -> str:
+    return f"{book_id(replica.book)}{SEPARATOR}{replica.replica}"
+
+
+def parse_replica_id(text: str, node_id: str) -> ReplicaAssignment:
+    book, replica = text.rsplit(SEPARATOR, 1)
+    ref = parse_book_id(book)
+    return ReplicaAssignment(ref.exchange, ref.market, int(replica), node_id)
+
+
+def name_key(name: str) -> str:
+    """Tenant names are unique regardless of case."""
+    return name.casefold()
+
+
+def desired_from(
+    wishes: Iterable[tuple[str, BookRef, int]], tenants: Mapping[str, Tenant]
+) -> dict[BookRef, int]:
+    """Per book, the largest ``replicas`` any enabled tenant asked for, capped by its max_replicas.
+
+    ``wishes`` are ``(tenant_id, book, replicas)``; a wish of an unknown tenant counts for nothing.
+    """
+    desired: dict[BookRef, int] = {}
+    for tenant_id, book, replicas in wishes:
+        tenant = tenants.get(tenant_id)
+        if tenant is None or tenant.disabled:
+            continue
+        wanted = min(replicas, tenant.max_replicas)
+        if wanted > desired.get(book, 0):
+            desired[book] = wanted
+    return desired

@@ -1,0 +1,130 @@
+"""The control store contract: only the operations the control plane performs.
+
+Two implementations pass one contract test suite: Redis/Valkey (the default, one process to
+ElastiCache) and DynamoDB (the serverless deployment). Whatever must not race is one atomic
+operation of the store itself, never a read-then-write in Python:
+
+- ``put_subscription`` checks the tenant's ``max_markets`` in the same step that adds a market;
+- ``create_tenant`` / ``update_tenant`` claim the tenant's name in the same step;
+- ``replace_assignments`` swaps a node's whole replica set at once;
+- ``revoke_key`` only ever moves a revocation time earlier; ``touch_keys`` only later;
+- ``try_lease`` gives the scheduler lease to one control process at a time.
+
+Stores raise ``control_plane.errors`` for the caller's mistakes they detect atomically
+(``ConflictError``, ``LimitExceededError``, ``NotFoundError``) and ``book_store.errors.StoreError``
+(or ``StoreUnavailableError``) when the backend fails; no backend exception escapes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from typing import Protocol
+
+from control_plane.models import (
+    ApiKey,
+    AuditEvent,
+    BookRef,
+    NodeInfo,
+    ReplicaAssignment,
+    Subscription,
+    Tenant,
+)
+
+AUDIT_LIMIT_MAX = 1000
+
+
+class ControlStore(Protocol):
+    # -- tenants ---------------------------------------------------------------------------
+    async def create_tenant(self, tenant: Tenant) -> None:
+        """Add a tenant; ConflictError if another tenant has the same name (case-insensitive)."""
+
+    async def get_tenant(self, tenant_id: str) -> Tenant | None: ...
+
+    async def list_tenants(self) -> list[Tenant]:
+        """Every tenant, oldest first."""
+
+    async def update_tenant(self, tenant: Tenant) -> bool:
+        """Overwrite a tenant's fields; False if it does not exist; ConflictError on a taken name."""
+
+    # -- API keys ---------------------------------------------------------------------------
+    async def create_key(self, key: ApiKey) -> None: ...
+
+    async def get_key(self, key_id: str) -> ApiKey | None: ...
+
+    async def get_key_by_hash(self, key_hash: str) -> ApiKey | None: ...
+
+    async def list_keys(self, tenant_id: str) -> list[ApiKey]:
+        """The tenant's keys, revoked and expired ones included, oldest first."""
+
+    async def revoke_key(self, key_id: str, at: int) -> ApiKey | None:
+        """Set ``revoked_at`` to ``at`` unless it is already earlier; the key after, or None."""
+
+    async def touch_keys(self, last_used: Mapping[str, int]) -> None:
+        """Raise each key's ``last_used_at`` to the given time (batched; unknown ids ignored)."""
+
+    # -- subscriptions ----------------------------------------------------------------------
+    async def put_subscription(self, subscription: Subscription) -> tuple[Subscription, bool]:
+        """Create or update (``replicas``) a subscription: ``(stored, created)``.
+
+        Creating counts against the tenant's ``max_markets`` atomically: LimitExceededError when
+        the tenant already has that many markets, NotFoundError when the tenant does not exist.
+        An update keeps ``created_at``.
+        """
+
+    async def delete_subscription(self, tenant_id: str, book: BookRef) -> bool:
+        """Remove a subscription; False if there was none."""
+
+    async def list_subscriptions(self, tenant_id: str) -> list[Subscription]:
+        """The tenant's subscriptions, ordered by book."""
+
+    async def desired_replicas(self) -> dict[BookRef, int]:
+        """Per subscribed book, the most replicas any enabled subscriber asked for.
+
+        Each subscriber's wish is capped by its tenant's current ``max_replicas``; disabled
+        tenants' subscriptions keep no book alive.
+        """
+
+    async def book_subscriber_count(self, book: BookRef) -> int:
+        """How many tenants subscribe to ``book`` (a book lives while this is not zero)."""
+
+    # -- ingest nodes -----------------------------------------------------------------------
+    async def register_node(self, node: NodeInfo) -> None:
+        """Add or replace a node's record (a restarted node registers again)."""
+
+    async def heartbeat_node(self, node_id: str, at: int, load: float) -> bool:
+        """Record that the node is alive; False if it is not registered (it should register)."""
+
+    async def set_draining(self, node_id: str, draining: bool) -> bool: ...
+
+    async def list_nodes(self) -> list[NodeInfo]:
+        """Every registered node, live or not, ordered by id."""
+
+    async def remove_node(self, node_id: str) -> None:
+        """Forget a node and its assignment set."""
+
+    # -- assignments ------------------------------------------------------------------------
+    async def replace_assignments(self, node_id: str, replicas: Collection[ReplicaAssignment]) -> None:
+        """Make ``replicas`` the node's whole assignment set, atomically, and notify the node."""
+
+    async def get_assignments(self, node_id: str) -> list[ReplicaAssignment]:
+        """The node's assignment set, sorted."""
+
+    async def list_assignments(self) -> list[ReplicaAssignment]:
+        """Every node's assignments, sorted."""
+
+    # -- audit ------------------------------------------------------------------------------
+    async def append_audit(self, event: AuditEvent) -> None:
+        """Record an event; the log is bounded (old events are dropped or expire)."""
+
+    async def list_audit(self, limit: int) -> list[AuditEvent]:
+        """Up to ``limit`` (at most AUDIT_LIMIT_MAX) events, newest first."""
+
+    # -- scheduler lease --------------------------------------------------------------------
+    async def try_lease(self, name: str, owner: str, now_ms: int, ttl_ms: int) -> bool:
+        """Take or extend the lease ``name`` for ``owner``; False while someone else holds it."""
+
+    async def release_lease(self, name: str, owner: str) -> None:
+        """Give the lease up if ``owner`` holds it, so another process need not wait for expiry."""
+
+    async def close(self) -> None:
+        """Release what the store opened itself (a client passed in is left to its owner)."""

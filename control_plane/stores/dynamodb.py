@@ -1,0 +1,626 @@
+"""The control store on DynamoDB (the serverless deployment), through boto3.
+
+Theory of operation: one table (hash key ``pk``, range key ``sk``, index ``gsi1`` on
+``gsi1pk``/``gsi1sk`` projecting everything, TTL attribute ``expires_at`` in epoch seconds; the
+schema terraform deploys and :func:`create_table` reproduces) holds every item:
+
+    pk                       sk            gsi1pk                gsi1sk
+    TENANT#<id>              TENANT        TENANTS               <created_at>#<id>    + market_count
+    TENANTNAME#<name_key>    NAME          -                     -                    tenant_id
+    TENANT#<id>              SUB#<book>    SUBS                  <book>|<tenant id>
+    KEY#<id>                 KEY           TENANTKEYS#<tenant>   <created_at>#<id>
+    KEYHASH#<hash>           KEYHASH       -                     -                    key_id
+    NODE#<id>                NODE          NODES                 <id>
+    NODE#<id>                ASSIGN        ASSIGNMENTS           <id>                 replicas: [S]
+    AUDIT                    <at>#<ns>#<r> -                     -                    expires_at (TTL)
+    LEASE#<name>             LEASE         -                     -                    owner, until
+
+``<book>`` is ``exchange|market``. Atomic steps are conditional writes or TransactWriteItems:
+a tenant's ``market_count`` moves in the same transaction as its subscription item, under the
+condition ``market_count < max_markets``; a name item is claimed with ``attribute_not_exists``.
+A transaction that loses a race with another (``TransactionConflict``) is retried.
+
+``expires_at`` is reserved for TTL (seconds); an API key's own expiry is ``key_expires_at`` (ms).
+Lists that come from ``gsi1`` (tenants, keys, nodes, subscriptions of all tenants) are
+eventually consistent, as GSIs are; single items are read with ``ConsistentRead``.
+
+boto3 blocks, so every call runs in a worker thread (``asyncio.to_thread``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import secrets
+import time
+from collections.abc import Callable, Collection, Mapping
+from typing import Any, TypeVar
+
+import boto3
+from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
+
+from book_store.errors import StoreError
+from control_plane.errors import ConflictError, LimitExceededError, NotFoundError
+from control_plane.models import (
+    ApiKey,
+    AuditEvent,
+    BookRef,
+    NodeInfo,
+    ReplicaAssignment,
+    Subscription,
+    Tenant,
+)
+from control_plane.stores._common import (
+    SEPARATOR,
+    book_id,
+    desired_from,
+    error_boundary,
+    name_key,
+    parse_replica_id,
+    replica_id,
+)
+from control_plane.stores._dynamo_items import (
+    Item,
+    api_key_from,
+    audit_from,
+    bool_attr,
+    key_item,
+    name_item,
+    name_item_key,
+    node_from,
+    num_attr,
+    primary_key,
+    str_attr,
+    subscription_from,
+    tenant_fields,
+    tenant_from,
+    tenant_item,
+    time_key,
+)
+from control_plane.stores.base import AUDIT_LIMIT_MAX
+
+AUDIT_RETENTION_S = 90 * 24 * 3600
+_TRANSACTION_ATTEMPTS = 8
+
+_T = TypeVar("_T")
+
+_translated = error_boundary("DynamoDB", (HTTPClientError,), (BotoCoreError, ClientError))
+
+
+class _Cancelled(StoreError):
+    """A transaction was cancelled; ``reasons`` has one code per item (``None`` = that item was fine)."""
+
+    def __init__(self, reasons: list[str | None]) -> None:
+        super().__init__(f"a control store transaction was cancelled: {reasons}")
+        self.reasons = reasons
+
+    @property
+    def conflict(self) -> bool:
+        return "TransactionConflict" in self.reasons
+
+    def failed(self, index: int) -> bool:
+        return self.reasons[index] == "ConditionalCheckFailed"
+
+
+def _error_code(exc: ClientError) -> str:
+    return str(exc.response.get("Error", {}).get("Code", ""))
+
+
+class DynamoControlStore:
+    """:class:`~control_plane.stores.base.ControlStore` on one DynamoDB table."""
+
+    def __init__(
+        self, table_name: str, *, endpoint_url: str | None = None, region: str = "us-east-1"
+    ) -> None:
+        self._table = table_name
+        self._client: Any = boto3.client("dynamodb", endpoint_url=endpoint_url, region_name=region)
+
+    async def _run(self, call: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T:
+        return await asyncio.to_thread(call, *args, **kwargs)
+
+    # -- low-level helpers (run in a worker thread) ------------------------------------------
+    def _get(self, pk: str, sk: str) -> Item | None:
+        reply = self._client.get_item(TableName=self._table, Key=primary_key(pk, sk), ConsistentRead=True)
+        item: Item | None = reply.get("Item")
+        return item
+
+    def _query(self, **kwargs: Any) -> list[Item]:
+        items: list[Item] = []
+        while True:
+            reply = self._client.query(TableName=self._table, **kwargs)
+            items.extend(reply.get("Items", []))
+            if "LastEvaluatedKey" not in reply:
+                return items
+            kwargs["ExclusiveStartKey"] = reply["LastEvaluatedKey"]
+
+    def _query_index(self, gsi1pk: str, begins_with: str | None = None) -> list[Item]:
+        condition = "gsi1pk = :pk"
+        values: Item = {":pk": str_attr(gsi1pk)}
+        if begins_with is not None:
+            condition += " AND begins_with(gsi1sk, :prefix)"
+            values[":prefix"] = str_attr(begins_with)
+        return self._query(
+            IndexName="gsi1", KeyConditionExpression=condition, ExpressionAttributeValues=values
+        )
+
+    def _transact(self, *items: Item) -> None:
+        """Run a transaction; raise _Cancelled with the per-item reasons if a condition failed."""
+        requests = [{op: {**body, "TableName": self._table}} for item in items for op, body in item.items()]
+        try:
+            self._client.transact_write_items(TransactItems=requests)
+        except ClientError as exc:
+            if _error_code(exc) != "TransactionCanceledException":
+                raise
+            reasons = [r.get("Code") for r in exc.response.get("CancellationReasons", [])]
+            raise _Cancelled([None if code in (None, "None") else code for code in reasons]) from exc
+
+    def _conditional(self, call: Callable[..., Any], **kwargs: Any) -> Any:
+        """Run a conditional write; None when its condition failed, else the reply."""
+        try:
+            return call(TableName=self._table, **kwargs)
+        except ClientError as exc:
+            if _error_code(exc) == "ConditionalCheckFailedException":
+                return None
+            raise
+
+    def _retrying(self, attempt: Callable[[], _T]) -> _T:
+        """Run ``attempt`` until it stops losing races with concurrent transactions."""
+        for tries in range(1, _TRANSACTION_ATTEMPTS):
+            try:
+                return attempt()
+            except _Cancelled as exc:
+                if not exc.conflict:
+                    raise
+            # This runs in a worker thread (asyncio.to_thread), never on the event loop.
+            time.sleep(random.uniform(0.005, 0.02) * tries)
+        return attempt()
+
+    # -- tenants ---------------------------------------------------------------------------
+    @_translated
+    async def create_tenant(self, tenant: Tenant) -> None:
+        def create() -> None:
+            claim = name_item(name_key(tenant.name), tenant.id)
+            try:
+                self._retrying(
+                    lambda: self._transact(
+                        {"Put": {"Item": claim, "ConditionExpression": "attribute_not_exists(pk)"}},
+                        {
+                            "Put": {
+                                "Item": tenant_item(tenant),
+                                "ConditionExpression": "attribute_not_exists(pk)",
+                            }
+                        },
+                    )
+                )
+            except _Cancelled as exc:
+                if exc.failed(0):
+                    raise ConflictError(f"a tenant named {tenant.name!r} already exists") from None
+                raise
+
+        await self._run(create)
+
+    @_translated
+    async def get_tenant(self, tenant_id: str) -> Tenant | None:
+        item = await self._run(self._get, f"TENANT#{tenant_id}", "TENANT")
+        return None if item is None else tenant_from(item)
+
+    @_translated
+    async def list_tenants(self) -> list[Tenant]:
+        return [tenant_from(item) for item in await self._run(self._query_index, "TENANTS")]
+
+    @_translated
+    async def update_tenant(self, tenant: Tenant) -> bool:
+        return await self._run(self._update_tenant, tenant)
+
+    def _update_tenant(self, tenant: Tenant) -> bool:
+        fields = tenant_fields(tenant)
+        names = {f"#{name}": name for name in fields}
+        values = {f":{name}": value for name, value in fields.items()}
+        update = {
+            "Key": primary_key(f"TENANT#{tenant.id}", "TENANT"),
+            "UpdateExpression": "SET " + ", ".join(f"#{name} = :{name}" for name in fields),
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": values,
+        }
+        for _ in range(_TRANSACTION_ATTEMPTS):
+            current = self._get(f"TENANT#{tenant.id}", "TENANT")
+            if current is None:
+                return False
+            old_key, new_key = current["name_key"]["S"], fields["name_key"]["S"]
+            if old_key == new_key:
+                done = self._conditional(
+                    self._client.update_item, ConditionExpression="attribute_exists(pk)", **update
+                )
+                return done is not None
+            owner = {":owner": str_attr(tenant.id)}
+            try:
+                self._transact(
+                    {
+                        "Put": {
+                            "Item": name_item(new_key, tenant.id),
+                            "ConditionExpression": "attribute_not_exists(pk) OR tenant_id = :owner",
+                            "ExpressionAttributeValues": owner,
+                        }
+                    },
+                    {
+                        "Delete": {
+                            "Key": name_item_key(old_key),
+                            "ConditionExpression": "tenant_id = :owner",
+                            "ExpressionAttributeValues": owner,
+                        }
+                    },
+                    {
+                        "Update": {
+                            **update,
+                            "ConditionExpression": "#name_key = :old_name_key",
+                            "ExpressionAttributeValues": {**values, ":old_name_key": str_attr(old_key)},
+                        }
+                    },
+                )
+                return True
+            except _Cancelled as exc:
+                if exc.failed(0):
+                    raise ConflictError(f"a tenant named {tenant.name!r} already exists") from None
+                # The tenant changed under us (or a conflict): read it again and retry.
+        raise ConflictError("the tenant is being changed concurrently; try again")
+
+    # -- API keys ---------------------------------------------------------------------------
+    @_translated
+    async def create_key(self, key: ApiKey) -> None:
+        hash_item = {**primary_key(f"KEYHASH#{key.key_hash}", "KEYHASH"), "key_id": str_attr(key.id)}
+        await self._run(
+            self._retrying,
+            lambda: self._transact(
+                {"Put": {"Item": key_item(key), "ConditionExpression": "attribute_not_exists(pk)"}},
+                {"Put": {"Item": hash_item, "ConditionExpression": "attribute_not_exists(pk)"}},
+            ),
+        )
+
+    @_translated
+    async def get_key(self, key_id: str) -> ApiKey | None:
+        item = await self._run(self._get, f"KEY#{key_id}", "KEY")
+        return None if item is None else api_key_from(item)
+
+    @_translated
+    async def get_key_by_hash(self, key_hash: str) -> ApiKey | None:
+        def lookup() -> ApiKey | None:
+            pointer = self._get(f"KEYHASH#{key_hash}", "KEYHASH")
+            item = None if pointer is None else self._get(f"KEY#{pointer['key_id']['S']}", "KEY")
+            return None if item is None else api_key_from(item)
+
+        return await self._run(lookup)
+
+    @_translated
+    async def list_keys(self, tenant_id: str) -> list[ApiKey]:
+        return [api_key_from(item) for item in await self._run(self._query_index, f"TENANTKEYS#{tenant_id}")]
+
+    @_translated
+    async def revoke_key(self, key_id: str, at: int) -> ApiKey | None:
+        def revoke() -> ApiKey | None:
+            reply = self._conditional(
+                self._client.update_item,
+                Key=primary_key(f"KEY#{key_id}", "KEY"),
+                UpdateExpression="SET revoked_at = :at",
+                ConditionExpression=(
+                    "attribute_exists(pk) AND (attribute_not_exists(revoked_at) OR revoked_at > :at)"
+                ),
+                ExpressionAttributeValues={":at": num_attr(at)},
+                ReturnValues="ALL_NEW",
+            )
+            item = self._get(f"KEY#{key_id}", "KEY") if reply is None else reply["Attributes"]
+            return None if item is None else api_key_from(item)
+
+        return await self._run(revoke)
+
+    @_translated
+    async def touch_keys(self, last_used: Mapping[str, int]) -> None:
+        def touch() -> None:
+            for key_id, at in last_used.items():
+                self._conditional(
+                    self._client.update_item,
+                    Key=primary_key(f"KEY#{key_id}", "KEY"),
+                    UpdateExpression="SET last_used_at = :at",
+                    ConditionExpression=(
+                        "attribute_exists(pk) AND (attribute_not_exists(last_used_at) OR last_used_at < :at)"
+                    ),
+                    ExpressionAttributeValues={":at": num_attr(at)},
+                )
+
+        if last_used:
+            await self._run(touch)
+
+    # -- subscriptions ----------------------------------------------------------------------
+    @_translated
+    async def put_subscription(self, subscription: Subscription) -> tuple[Subscription, bool]:
+        return await self._run(self._put_subscription, subscription)
+
+    def _put_subscription(self, sub: Subscription) -> tuple[Subscription, bool]:
+        ref = book_id(sub.book)
+        pk, sk = f"TENANT#{sub.tenant_id}", f"SUB#{ref}"
+        item = {
+            **primary_key(pk, sk),
+            "gsi1pk": str_attr("SUBS"),
+            "gsi1sk": str_attr(f"{ref}{SEPARATOR}{sub.tenant_id}"),
+            "tenant_id": str_attr(sub.tenant_id),
+            "exchange": str_attr(sub.exchange),
+            "market": str_attr(sub.market),
+            "replicas": num_attr(sub.replicas),
+            "created_at": num_attr(sub.created_at),
+        }
+        count_it = {
+            "Update": {
+                "Key": primary_key(pk, "TENANT"),
+                "UpdateExpression": "SET market_count = market_count + :one",
+                "ConditionExpression": "attribute_exists(pk) AND market_count < max_markets",
+                "ExpressionAttributeValues": {":one": num_attr(1)},
+            }
+        }
+        for _ in range(_TRANSACTION_ATTEMPTS):
+            try:
+                self._retrying(
+                    lambda: self._transact(
+                        {"Put": {"Item": item, "ConditionExpression": "attribute_not_exists(pk)"}}, count_it
+                    )
+                )
+                return sub, True
+            except _Cancelled as exc:
+                if not exc.failed(0) and exc.failed(1):
+                    if self._get(pk, "TENANT") is None:
+                        raise NotFoundError("no such tenant") from None
+                    raise LimitExceededError(
+                        "the tenant's max_markets is reached; unsubscribe from a market first"
+                    ) from None
+                if not exc.failed(0):
+                    raise
+            reply = self._conditional(
+                self._client.update_item,
+                Key=primary_key(pk, sk),
+                UpdateExpression="SET replicas = :replicas",
+                ConditionExpression="attribute_exists(pk)",
+                ExpressionAttributeValues={":replicas": num_attr(sub.replicas)},
+                ReturnValues="ALL_NEW",
+            )
+            if reply is not None:
+                return subscription_from(reply["Attributes"]), False
+            # Deleted between our two steps: try to create it again.
+        raise ConflictError("the subscription is being changed concurrently; try again")
+
+    @_translated
+    async def delete_subscription(self, tenant_id: str, book: BookRef) -> bool:
+        pk, sk = f"TENANT#{tenant_id}", f"SUB#{book_id(book)}"
+
+        def delete() -> bool:
+            try:
+                self._retrying(
+                    lambda: self._transact(
+                        {
+                            "Delete": {
+                                "Key": primary_key(pk, sk),
+                                "ConditionExpression": "attribute_exists(pk)",
+                            }
+                        },
+                        {
+                            "Update": {
+                                "Key": primary_key(pk, "TENANT"),
+                                "UpdateExpression": "SET market_count = market_count - :one",
+                                "ConditionExpression": "attribute_exists(pk)",
+                                "ExpressionAttributeValues": {":one": num_attr(1)},
+                            }
+                        },
+                    )
+                )
+                return True
+            except _Cancelled as exc:
+                if exc.failed(0):
+                    return False
+                raise
+
+        return await self._run(delete)
+
+    @_translated
+    async def list_subscriptions(self, tenant_id: str) -> list[Subscription]:
+        items = await self._run(
+            self._query,
+            KeyConditionExpression="pk = :pk AND begins_with(sk, :sub)",
+            ExpressionAttributeValues={":pk": str_attr(f"TENANT#{tenant_id}"), ":sub": str_attr("SUB#")},
+            ConsistentRead=True,
+        )
+        return sorted((subscription_from(item) for item in items), key=lambda s: s.book)
+
+    @_translated
+    async def desired_replicas(self) -> dict[BookRef, int]:
+        items = await self._run(self._query_index, "SUBS")
+        wishes = [(s.tenant_id, s.book, s.replicas) for s in map(subscription_from, items)]
+        tenants = await self.list_tenants()
+        return desired_from(wishes, {t.id: t for t in tenants})
+
+    @_translated
+    async def book_subscriber_count(self, book: BookRef) -> int:
+        items = await self._run(self._query_index, "SUBS", book_id(book) + SEPARATOR)
+        return len(items)
+
+    # -- ingest nodes -----------------------------------------------------------------------
+    @_translated
+    async def register_node(self, node: NodeInfo) -> None:
+        item = {
+            **primary_key(f"NODE#{node.id}", "NODE"),
+            "gsi1pk": str_attr("NODES"),
+            "gsi1sk": str_attr(node.id),
+            "id": str_attr(node.id),
+            "address": str_attr(node.address),
+            "capacity": num_attr(node.capacity),
+            "started_at": num_attr(node.started_at),
+            "heartbeat_at": num_attr(node.heartbeat_at),
+            "draining": bool_attr(node.draining),
+            "load": num_attr(float(node.load)),
+        }
+        await self._run(self._client.put_item, TableName=self._table, Item=item)
+
+    async def _update_node(self, node_id: str, fields: Item) -> bool:
+        reply = await self._run(
+            self._conditional,
+            self._client.update_item,
+            Key=primary_key(f"NODE#{node_id}", "NODE"),
+            UpdateExpression="SET " + ", ".join(f"#{name} = :{name}" for name in fields),
+            ConditionExpression="attribute_exists(pk)",
+            ExpressionAttributeNames={f"#{name}": name for name in fields},
+            ExpressionAttributeValues={f":{name}": value for name, value in fields.items()},
+        )
+        return reply is not None
+
+    @_translated
+    async def heartbeat_node(self, node_id: str, at: int, load: float) -> bool:
+        return await self._update_node(node_id, {"heartbeat_at": num_attr(at), "load": num_attr(float(load))})
+
+    @_translated
+    async def set_draining(self, node_id: str, draining: bool) -> bool:
+        return await self._update_node(node_id, {"draining": bool_attr(draining)})
+
+    @_translated
+    async def list_nodes(self) -> list[NodeInfo]:
+        return [node_from(item) for item in await self._run(self._query_index, "NODES")]
+
+    @_translated
+    async def remove_node(self, node_id: str) -> None:
+        await self._run(
+            self._transact,
+            {"Delete": {"Key": primary_key(f"NODE#{node_id}", "NODE")}},
+            {"Delete": {"Key": primary_key(f"NODE#{node_id}", "ASSIGN")}},
+        )
+
+    # -- assignments ------------------------------------------------------------------------
+    @_translated
+    async def replace_assignments(self, node_id: str, replicas: Collection[ReplicaAssignment]) -> None:
+        key = primary_key(f"NODE#{node_id}", "ASSIGN")
+        if not replicas:
+            await self._run(self._client.delete_item, TableName=self._table, Key=key)
+            return
+        item = {
+            **key,
+            "gsi1pk": str_attr("ASSIGNMENTS"),
+            "gsi1sk": str_attr(node_id),
+            "node_id": str_attr(node_id),
+            "replicas": {"L": [str_attr(replica_id(r)) for r in sorted(replicas)]},
+        }
+        await self._run(self._client.put_item, TableName=self._table, Item=item)
+
+    @staticmethod
+    def _replicas(item: Item) -> list[ReplicaAssignment]:
+        node_id = item["node_id"]["S"]
+        return [parse_replica_id(value["S"], node_id) for value in item["replicas"]["L"]]
+
+    @_translated
+    async def get_assignments(self, node_id: str) -> list[ReplicaAssignment]:
+        item = await self._run(self._get, f"NODE#{node_id}", "ASSIGN")
+        return [] if item is None else sorted(self._replicas(item))
+
+    @_translated
+    async def list_assignments(self) -> list[ReplicaAssignment]:
+        items = await self._run(self._query_index, "ASSIGNMENTS")
+        return sorted(replica for item in items for replica in self._replicas(item))
+
+    # -- audit ------------------------------------------------------------------------------
+    @_translated
+    async def append_audit(self, event: AuditEvent) -> None:
+        item = {
+            # Events of one millisecond keep their order by the wall clock's nanoseconds.
+            **primary_key("AUDIT", f"{time_key(event.at)}#{time.time_ns():020d}#{secrets.token_hex(4)}"),
+            "at": num_attr(event.at),
+            "actor": str_attr(event.actor),
+            "action": str_attr(event.action),
+            "target": str_attr(event.target),
+            "detail": str_attr(json.dumps(dict(event.detail), separators=(",", ":"))),
+            "expires_at": num_attr(event.at // 1000 + AUDIT_RETENTION_S),
+        }
+        await self._run(self._client.put_item, TableName=self._table, Item=item)
+
+    @_translated
+    async def list_audit(self, limit: int) -> list[AuditEvent]:
+        count = max(0, min(limit, AUDIT_LIMIT_MAX))
+        if count == 0:
+            return []
+        reply = await self._run(
+            self._client.query,
+            TableName=self._table,
+            KeyConditionExpression="pk = :pk",
+            ExpressionAttributeValues={":pk": str_attr("AUDIT")},
+            ScanIndexForward=False,
+            Limit=count,
+            ConsistentRead=True,
+        )
+        return [audit_from(item) for item in reply.get("Items", [])]
+
+    # -- scheduler lease --------------------------------------------------------------------
+    @_translated
+    async def try_lease(self, name: str, owner: str, now_ms: int, ttl_ms: int) -> bool:
+        until = now_ms + ttl_ms
+        item = {
+            **primary_key(f"LEASE#{name}", "LEASE"),
+            "owner": str_attr(owner),
+            "until": num_attr(until),
+            "expires_at": num_attr(until // 1000 + 3600),
+        }
+        reply = await self._run(
+            self._conditional,
+            self._client.put_item,
+            Item=item,
+            ConditionExpression="attribute_not_exists(pk) OR #owner = :owner OR #until < :now",
+            ExpressionAttributeNames={"#owner": "owner", "#until": "until"},
+            ExpressionAttributeValues={":owner": str_attr(owner), ":now": num_attr(now_ms)},
+        )
+        return reply is not None
+
+    @_translated
+    async def release_lease(self, name: str, owner: str) -> None:
+        await self._run(
+            self._conditional,
+            self._client.delete_item,
+            Key=primary_key(f"LEASE#{name}", "LEASE"),
+            ConditionExpression="#owner = :owner",
+            ExpressionAttributeNames={"#owner": "owner"},
+            ExpressionAttributeValues={":owner": str_attr(owner)},
+        )
+
+    async def close(self) -> None:
+        await self._run(self._client.close)
+
+
+async def create_table(
+    table_name: str, *, endpoint_url: str | None = None, region: str = "us-east-1"
+) -> None:
+    """Create the control table with exactly the schema terraform deploys (tests, local use)."""
+
+    def create() -> None:
+        client: Any = boto3.client("dynamodb", endpoint_url=endpoint_url, region_name=region)
+        try:
+            client.create_table(
+                TableName=table_name,
+                AttributeDefinitions=[
+                    {"AttributeName": name, "AttributeType": "S"} for name in ("pk", "sk", "gsi1pk", "gsi1sk")
+                ],
+                KeySchema=[
+                    {"AttributeName": "pk", "KeyType": "HASH"},
+                    {"AttributeName": "sk", "KeyType": "RANGE"},
+                ],
+                GlobalSecondaryIndexes=[
+                    {
+                        "IndexName": "gsi1",
+                        "KeySchema": [
+                            {"AttributeName": "gsi1pk", "KeyType": "HASH"},
+                            {"AttributeName": "gsi1sk", "KeyType": "RANGE"},
+                        ],
+                        "Projection": {"ProjectionType": "ALL"},
+                    }
+                ],
+                BillingMode="PAY_PER_REQUEST",
+            )
+            client.get_waiter("table_exists").wait(TableName=table_name)
+            client.update_time_to_live(
+                TableName=table_name,
+                TimeToLiveSpecification={"Enabled": True, "AttributeName": "expires_at"},
+            )
+        finally:
+            client.close()
+
+    await asyncio.to_thread(create)

@@ -1,0 +1,443 @@
+"""The control store on Redis / Valkey (the default, from one machine up to ElastiCache).
+
+Theory of operation: every key carries the one hash tag ``{control}``, so the whole control data
+set lives in one cluster slot and every Lua script or MULTI may touch any of it. Control data is
+small (tenants, keys, subscriptions, nodes) and rarely written, and the read path caches what it
+reads, so one slot is not a bottleneck; in exchange nothing needs a cross-slot protocol.
+
+    <prefix>{control}:tenant:<id>          hash   Tenant fields (+ name_key)
+    <prefix>{control}:tenants              zset   tenant id, scored by created_at
+    <prefix>{control}:tenant-names         hash   casefolded name -> tenant id
+    <prefix>{control}:subs:<tenant>        hash   "exchange|market" -> "replicas:created_at"
+    <prefix>{control}:book:<exch|market>   hash   tenant id -> replicas (the book's subscribers)
+    <prefix>{control}:books                set    "exchange|market" with at least one subscriber
+    <prefix>{control}:key:<id>             hash   ApiKey fields
+    <prefix>{control}:key-hash:<hash>      string key id
+    <prefix>{control}:tenant-keys:<tenant> zset   key id, scored by created_at
+    <prefix>{control}:node:<id>            hash   NodeInfo fields
+    <prefix>{control}:nodes                set    node ids
+    <prefix>{control}:assign:<node>        set    "exchange|market|replica"
+    <prefix>{control}:assigned             set    node ids that have assignments
+    <prefix>{control}:audit                list   JSON events, newest first, trimmed to AUDIT_KEEP
+    <prefix>{control}:lease:<name>         string owner, with a PX expiry
+    <prefix>{control}:pepper               string hex pepper, when the store keeps it
+    <prefix>{control}:assignments:<node>   channel: a message whenever the node's set changes
+
+The store borrows a ``redis.asyncio.Redis`` (bytes or decoded responses) that its owner closes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import replace
+from typing import Any
+
+import redis.asyncio as redis
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from book_store.errors import StoreError
+from control_plane.errors import ConfigurationError, ConflictError, LimitExceededError, NotFoundError
+from control_plane.models import (
+    ApiKey,
+    AuditEvent,
+    BookRef,
+    NodeInfo,
+    ReplicaAssignment,
+    Subscription,
+    Tenant,
+)
+from control_plane.stores import _redis_scripts as lua
+from control_plane.stores._common import (
+    book_id,
+    desired_from,
+    error_boundary,
+    name_key,
+    parse_book_id,
+    parse_replica_id,
+    replica_id,
+)
+from control_plane.stores.base import AUDIT_LIMIT_MAX
+
+AUDIT_KEEP = 10_000
+HASH_TAG = "{control}"
+
+_translated = error_boundary("Redis", (RedisConnectionError, RedisTimeoutError), (RedisError,))
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def _texts(values: Iterable[Any]) -> list[str]:
+    return [_text(v) for v in values]
+
+
+def _fields(raw: Mapping[Any, Any]) -> dict[str, str]:
+    return {_text(k): _text(v) for k, v in raw.items()}
+
+
+def _opt_int(text: str) -> int | None:
+    return int(text) if text else None
+
+
+def _opt_text(value: int | None) -> str:
+    return "" if value is None else str(value)
+
+
+def _tenant_fields(tenant: Tenant) -> dict[str, str]:
+    return {
+        "id": tenant.id,
+        "name": tenant.name,
+        "name_key": name_key(tenant.name),
+        "max_markets": str(tenant.max_markets),
+        "max_replicas": str(tenant.max_replicas),
+        "rate_limit_rps": repr(tenant.rate_limit_rps),
+        "burst": str(tenant.burst),
+        "disabled": "1" if tenant.disabled else "0",
+        "created_at": str(tenant.created_at),
+    }
+
+
+def _tenant(f: dict[str, str]) -> Tenant:
+    return Tenant(
+        id=f["id"],
+        name=f["name"],
+        max_markets=int(f["max_markets"]),
+        max_replicas=int(f["max_replicas"]),
+        rate_limit_rps=float(f["rate_limit_rps"]),
+        burst=int(f["burst"]),
+        disabled=f["disabled"] == "1",
+        created_at=int(f["created_at"]),
+    )
+
+
+def _key_fields(key: ApiKey) -> dict[str, str]:
+    return {
+        "id": key.id,
+        "tenant_id": key.tenant_id,
+        "prefix": key.prefix,
+        "last4": key.last4,
+        "key_hash": key.key_hash,
+        "created_at": str(key.created_at),
+        "last_used_at": _opt_text(key.last_used_at),
+        "expires_at": _opt_text(key.expires_at),
+        "revoked_at": _opt_text(key.revoked_at),
+    }
+
+
+def _key(f: dict[str, str]) -> ApiKey:
+    return ApiKey(
+        id=f["id"],
+        tenant_id=f["tenant_id"],
+        prefix=f["prefix"],
+        last4=f["last4"],
+        key_hash=f["key_hash"],
+        created_at=int(f["created_at"]),
+        last_used_at=_opt_int(f.get("last_used_at", "")),
+        expires_at=_opt_int(f.get("expires_at", "")),
+        revoked_at=_opt_int(f.get("revoked_at", "")),
+    )
+
+
+def _node_fields(node: NodeInfo) -> dict[str, str]:
+    return {
+        "id": node.id,
+        "address": node.address,
+        "capacity": str(node.capacity),
+        "started_at": str(node.started_at),
+        "heartbeat_at": str(node.heartbeat_at),
+        "draining": "1" if node.draining else "0",
+        "load": repr(node.load),
+    }
+
+
+def _node(f: dict[str, str]) -> NodeInfo:
+    return NodeInfo(
+        id=f["id"],
+        address=f["address"],
+        capacity=int(f["capacity"]),
+        started_at=int(f["started_at"]),
+        heartbeat_at=int(f["heartbeat_at"]),
+        draining=f["draining"] == "1",
+        load=float(f["load"]),
+    )
+
+
+def _flat(pairs: Mapping[str, str]) -> list[str]:
+    return [item for pair in pairs.items() for item in pair]
+
+
+class RedisControlStore:
+    """:class:`~control_plane.stores.base.ControlStore` on Redis; see the module docstring."""
+
+    def __init__(self, client: redis.Redis, prefix: str = "ladder:") -> None:
+        if "{" in prefix or "}" in prefix:
+            raise ConfigurationError("LADDER_CONTROL_PREFIX must not contain braces (the hash tag)")
+        self._client = client
+        self.prefix = prefix
+        self._base = f"{prefix}{HASH_TAG}:"
+        self._create_tenant = client.register_script(lua.CREATE_TENANT)
+        self._update_tenant = client.register_script(lua.UPDATE_TENANT)
+        self._put_subscription = client.register_script(lua.PUT_SUBSCRIPTION)
+        self._delete_subscription = client.register_script(lua.DELETE_SUBSCRIPTION)
+        self._revoke_key = client.register_script(lua.REVOKE_KEY)
+        self._touch_keys = client.register_script(lua.TOUCH_KEYS)
+        self._update_if_exists = client.register_script(lua.UPDATE_IF_EXISTS)
+        self._try_lease = client.register_script(lua.TRY_LEASE)
+        self._release_lease = client.register_script(lua.RELEASE_LEASE)
+
+    @property
+    def client(self) -> redis.Redis:
+        """The borrowed client (the assignment client subscribes to notifications on it)."""
+        return self._client
+
+    def _k(self, *parts: str) -> str:
+        return self._base + ":".join(parts)
+
+    def assignment_channel(self, node_id: str) -> str:
+        """The channel that gets a message whenever ``node_id``'s assignment set changes."""
+        return self._k("assignments", node_id)
+
+    # -- tenants ---------------------------------------------------------------------------
+    @_translated
+    async def create_tenant(self, tenant: Tenant) -> None:
+        fields = _tenant_fields(tenant)
+        keys = [self._k("tenant", tenant.id), self._k("tenant-names"), self._k("tenants")]
+        args = [tenant.id, fields["name_key"], str(tenant.created_at), *_flat(fields)]
+        if not await self._create_tenant(keys=keys, args=args):
+            raise ConflictError(f"a tenant named {tenant.name!r} already exists")
+
+    @_translated
+    async def get_tenant(self, tenant_id: str) -> Tenant | None:
+        raw = await self._client.hgetall(self._k("tenant", tenant_id))
+        return _tenant(_fields(raw)) if raw else None
+
+    @_translated
+    async def list_tenants(self) -> list[Tenant]:
+        return await self._tenants(_texts(await self._client.zrange(self._k("tenants"), 0, -1)))
+
+    async def _tenants(self, ids: Collection[str]) -> list[Tenant]:
+        async with self._client.pipeline(transaction=False) as pipe:
+            for tenant_id in ids:
+                pipe.hgetall(self._k("tenant", tenant_id))
+            rows = await pipe.execute()
+        return [_tenant(_fields(row)) for row in rows if row]
+
+    @_translated
+    async def update_tenant(self, tenant: Tenant) -> bool:
+        fields = _tenant_fields(tenant)
+        keys = [self._k("tenant", tenant.id), self._k("tenant-names")]
+        outcome = await self._update_tenant(keys=keys, args=[tenant.id, fields["name_key"], *_flat(fields)])
+        if outcome == -1:
+            raise ConflictError(f"a tenant named {tenant.name!r} already exists")
+        return bool(outcome)
+
+    # -- API keys ---------------------------------------------------------------------------
+    @_translated
+    async def create_key(self, key: ApiKey) -> None:
+        async with self._client.pipeline(transaction=True) as pipe:
+            pipe.hset(self._k("key", key.id), items=_flat(_key_fields(key)))
+            pipe.set(self._k("key-hash", key.key_hash), key.id)
+            pipe.zadd(self._k("tenant-keys", key.tenant_id), {key.id: key.created_at})
+            await pipe.execute()
+
+    @_translated
+    async def get_key(self, key_id: str) -> ApiKey | None:
+        raw = await self._client.hgetall(self._k("key", key_id))
+        return _key(_fields(raw)) if raw else None
+
+    @_translated
+    async def get_key_by_hash(self, key_hash: str) -> ApiKey | None:
+        key_id = await self._client.get(self._k("key-hash", key_hash))
+        return None if key_id is None else await self.get_key(_text(key_id))
+
+    @_translated
+    async def list_keys(self, tenant_id: str) -> list[ApiKey]:
+        ids = _texts(await self._client.zrange(self._k("tenant-keys", tenant_id), 0, -1))
+        async with self._client.pipeline(transaction=False) as pipe:
+            for key_id in ids:
+                pipe.hgetall(self._k("key", key_id))
+            rows = await pipe.execute()
+        return [_key(_fields(row)) for row in rows if row]
+
+    @_translated
+    async def revoke_key(self, key_id: str, at: int) -> ApiKey | None:
+        if not await self._revoke_key(keys=[self._k("key", key_id)], args=[at]):
+            return None
+        return await self.get_key(key_id)
+
+    @_translated
+    async def touch_keys(self, last_used: Mapping[str, int]) -> None:
+        if last_used:
+            ids = list(last_used)
+            keys = [self._k("key", key_id) for key_id in ids]
+            await self._touch_keys(keys=keys, args=[last_used[key_id] for key_id in ids])
+
+    # -- subscriptions ----------------------------------------------------------------------
+    @_translated
+    async def put_subscription(self, subscription: Subscription) -> tuple[Subscription, bool]:
+        tenant_id, book = subscription.tenant_id, book_id(subscription.book)
+        keys = [
+            self._k("tenant", tenant_id),
+            self._k("subs", tenant_id),
+            self._k("book", book),
+            self._k("books"),
+        ]
+        args: list[str | int] = [book, tenant_id, subscription.replicas, subscription.created_at]
+        reply = await self._put_subscription(keys=keys, args=args)
+        status = int(reply[0])
+        if status == -1:
+            raise NotFoundError("no such tenant")
+        if status == -2:
+            raise LimitExceededError("the tenant's max_markets is reached; unsubscribe from a market first")
+        return replace(subscription, created_at=int(_text(reply[1]))), status == 1
+
+    @_translated
+    async def delete_subscription(self, tenant_id: str, book: BookRef) -> bool:
+        ref = book_id(book)
+        keys = [self._k("subs", tenant_id), self._k("book", ref), self._k("books")]
+        return bool(await self._delete_subscription(keys=keys, args=[ref, tenant_id]))
+
+    @_translated
+    async def list_subscriptions(self, tenant_id: str) -> list[Subscription]:
+        raw = _fields(await self._client.hgetall(self._k("subs", tenant_id)))
+        subscriptions = []
+        for ref, value in raw.items():
+            book = parse_book_id(ref)
+            replicas, created_at = value.split(":")
+            subscriptions.append(
+                Subscription(tenant_id, book.exchange, book.market, int(replicas), int(created_at))
+            )
+        return sorted(subscriptions, key=lambda s: s.book)
+
+    @_translated
+    async def desired_replicas(self) -> dict[BookRef, int]:
+        books = [_text(b) for b in await self._client.smembers(self._k("books"))]
+        async with self._client.pipeline(transaction=False) as pipe:
+            for ref in books:
+                pipe.hgetall(self._k("book", ref))
+            rows = await pipe.execute()
+        wishes = [
+            (tenant_id, parse_book_id(ref), int(replicas))
+            for ref, row in zip(books, rows, strict=True)
+            for tenant_id, replicas in _fields(row).items()
+        ]
+        tenants = await self._tenants({tenant_id for tenant_id, _, _ in wishes})
+        return desired_from(wishes, {t.id: t for t in tenants})
+
+    @_translated
+    async def book_subscriber_count(self, book: BookRef) -> int:
+        return int(await self._client.hlen(self._k("book", book_id(book))))
+
+    # -- ingest nodes -----------------------------------------------------------------------
+    @_translated
+    async def register_node(self, node: NodeInfo) -> None:
+        async with self._client.pipeline(transaction=True) as pipe:
+            pipe.delete(self._k("node", node.id))
+            pipe.hset(self._k("node", node.id), items=_flat(_node_fields(node)))
+            pipe.sadd(self._k("nodes"), node.id)
+            await pipe.execute()
+
+    @_translated
+    async def heartbeat_node(self, node_id: str, at: int, load: float) -> bool:
+        args = ["heartbeat_at", str(at), "load", repr(load)]
+        return bool(await self._update_if_exists(keys=[self._k("node", node_id)], args=args))
+
+    @_translated
+    async def set_draining(self, node_id: str, draining: bool) -> bool:
+        args = ["draining", "1" if draining else "0"]
+        return bool(await self._update_if_exists(keys=[self._k("node", node_id)], args=args))
+
+    @_translated
+    async def list_nodes(self) -> list[NodeInfo]:
+        ids = sorted(_text(i) for i in await self._client.smembers(self._k("nodes")))
+        async with self._client.pipeline(transaction=False) as pipe:
+            for node_id in ids:
+                pipe.hgetall(self._k("node", node_id))
+            rows = await pipe.execute()
+        return [_node(_fields(row)) for row in rows if row]
+
+    @_translated
+    async def remove_node(self, node_id: str) -> None:
+        async with self._client.pipeline(transaction=True) as pipe:
+            pipe.delete(self._k("node", node_id), self._k("assign", node_id))
+            pipe.srem(self._k("nodes"), node_id)
+            pipe.srem(self._k("assigned"), node_id)
+            pipe.publish(self.assignment_channel(node_id), "removed")
+            await pipe.execute()
+
+    # -- assignments ------------------------------------------------------------------------
+    @_translated
+    async def replace_assignments(self, node_id: str, replicas: Collection[ReplicaAssignment]) -> None:
+        members = sorted(replica_id(r) for r in replicas)
+        async with self._client.pipeline(transaction=True) as pipe:
+            pipe.delete(self._k("assign", node_id))
+            if members:
+                pipe.sadd(self._k("assign", node_id), *members)
+                pipe.sadd(self._k("assigned"), node_id)
+            else:
+                pipe.srem(self._k("assigned"), node_id)
+            pipe.publish(self.assignment_channel(node_id), "changed")
+            await pipe.execute()
+
+    @_translated
+    async def get_assignments(self, node_id: str) -> list[ReplicaAssignment]:
+        members = await self._client.smembers(self._k("assign", node_id))
+        return sorted(parse_replica_id(_text(m), node_id) for m in members)
+
+    @_translated
+    async def list_assignments(self) -> list[ReplicaAssignment]:
+        nodes = [_text(n) for n in await self._client.smembers(self._k("assigned"))]
+        async with self._client.pipeline(transaction=False) as pipe:
+            for node_id in nodes:
+                pipe.smembers(self._k("assign", node_id))
+            rows = await pipe.execute()
+        return sorted(
+            parse_replica_id(_text(m), node_id) for node_id, row in zip(nodes, rows, strict=True) for m in row
+        )
+
+    # -- audit ------------------------------------------------------------------------------
+    @_translated
+    async def append_audit(self, event: AuditEvent) -> None:
+        async with self._client.pipeline(transaction=True) as pipe:
+            pipe.lpush(self._k("audit"), json.dumps(event.to_json(), separators=(",", ":")))
+            pipe.ltrim(self._k("audit"), 0, AUDIT_KEEP - 1)
+            await pipe.execute()
+
+    @_translated
+    async def list_audit(self, limit: int) -> list[AuditEvent]:
+        count = max(0, min(limit, AUDIT_LIMIT_MAX))
+        if count == 0:
+            return []
+        rows = await self._client.lrange(self._k("audit"), 0, count - 1)
+        return [AuditEvent(**json.loads(row)) for row in rows]
+
+    # -- scheduler lease --------------------------------------------------------------------
+    @_translated
+    async def try_lease(self, name: str, owner: str, now_ms: int, ttl_ms: int) -> bool:
+        # Redis expires the lease on its own clock; now_ms is only needed by stores without TTLs.
+        return bool(await self._try_lease(keys=[self._k("lease", name)], args=[owner, ttl_ms]))
+
+    @_translated
+    async def release_lease(self, name: str, owner: str) -> None:
+        await self._release_lease(keys=[self._k("lease", name)], args=[owner])
+
+    # -- pepper -----------------------------------------------------------------------------
+    @_translated
+    async def ensure_pepper(self, candidate: bytes) -> bytes:
+        """The pepper kept in the store: ``candidate`` if none was kept yet, else the kept one.
+
+        Lets a deployment without ``LADDER_PEPPER`` keep its keys valid across restarts. The
+        pepper then lives next to the hashes it protects, so production should set it instead.
+        """
+        await self._client.set(self._k("pepper"), candidate.hex(), nx=True)
+        kept = await self._client.get(self._k("pepper"))
+        if kept is None:
+            raise StoreError("the control store lost the pepper it just stored")
+        return bytes.fromhex(_text(kept))
+
+    async def close(self) -> None:
+        """Nothing to release: the client belongs to whoever passed it in."""

@@ -1,0 +1,91 @@
+"""Operator actions on tenants: create, read, list and change limits (or disable).
+
+Fields arrive as decoded JSON; each is checked for type and range here, and unknown fields are
+refused rather than ignored, so a typo in an operator's request is never silently dropped.
+Lowering ``max_markets`` below a tenant's current count keeps its subscriptions; it only stops
+new ones. Lowering ``max_replicas`` takes effect on the next scheduler round.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+
+from control_plane.audit import AuditLog
+from control_plane.clock import Clock
+from control_plane.errors import InvalidRequestError, NotFoundError
+from control_plane.ids import TENANT_ID_PREFIX, new_id
+from control_plane.models import Principal, Tenant
+from control_plane.stores.base import ControlStore
+from control_plane.validation import require_bool, require_id, require_int, require_name, require_number
+
+MAX_REPLICAS_LIMIT = 16
+
+_CHECKS: dict[str, Callable[[object], object]] = {
+    "name": lambda v: require_name("name", v),
+    "max_markets": lambda v: require_int("max_markets", v, lo=0, hi=100_000),
+    "max_replicas": lambda v: require_int("max_replicas", v, lo=1, hi=MAX_REPLICAS_LIMIT),
+    "rate_limit_rps": lambda v: require_number("rate_limit_rps", v, lo=0.01, hi=1_000_000),
+    "burst": lambda v: require_int("burst", v, lo=1, hi=10_000_000),
+    "disabled": lambda v: require_bool("disabled", v),
+}
+
+
+def _checked(fields: Mapping[str, object], allowed: frozenset[str]) -> dict[str, object]:
+    if not isinstance(fields, Mapping):
+        raise InvalidRequestError("the request body must be a JSON object")
+    if not set(fields) <= allowed:
+        # The unknown names are not echoed: a pasted secret must not come back in an error.
+        raise InvalidRequestError(f"unknown field; the fields are: {', '.join(sorted(allowed))}")
+    return {name: _CHECKS[name](value) for name, value in fields.items()}
+
+
+class TenantAdmin:
+    def __init__(
+        self, store: ControlStore, audit: AuditLog, clock: Clock, on_change: Callable[[], None]
+    ) -> None:
+        self._store = store
+        self._audit = audit
+        self._clock = clock
+        self._on_change = on_change
+
+    async def create(self, fields: Mapping[str, object], *, actor: Principal) -> Tenant:
+        """A new tenant from ``{"name", "max_markets", "max_replicas", "rate_limit_rps", "burst"}``."""
+        values = _checked(fields, frozenset(_CHECKS) - {"disabled"})
+        if "name" not in values:
+            raise InvalidRequestError("name is required")
+        template = Tenant(
+            id=new_id(TENANT_ID_PREFIX),
+            name="",
+            max_markets=10,
+            max_replicas=2,
+            rate_limit_rps=10.0,
+            burst=20,
+            disabled=False,
+            created_at=self._clock(),
+        )
+        tenant = dataclasses.replace(template, **values)  # type: ignore[arg-type]  # checked by _CHECKS
+        await self._store.create_tenant(tenant)
+        await self._audit.record(actor, "tenant.create", tenant.id, name=tenant.name)
+        return tenant
+
+    async def get(self, tenant_id: object) -> Tenant:
+        tenant = await self._store.get_tenant(require_id("tenant", tenant_id, TENANT_ID_PREFIX))
+        if tenant is None:
+            raise NotFoundError("no such tenant")
+        return tenant
+
+    async def list_all(self) -> list[Tenant]:
+        return await self._store.list_tenants()
+
+    async def update(self, tenant_id: object, fields: Mapping[str, object], *, actor: Principal) -> Tenant:
+        """Change any of the fields a tenant was created with, and ``disabled``."""
+        values = _checked(fields, frozenset(_CHECKS))
+        tenant = dataclasses.replace(await self.get(tenant_id), **values)  # type: ignore[arg-type]
+        if not await self._store.update_tenant(tenant):
+            raise NotFoundError("no such tenant")
+        self._on_change()
+        await self._audit.record(
+            actor, "tenant.update", tenant.id, **{k: tenant.to_json()[k] for k in values}
+        )
+        return tenant

@@ -1,0 +1,133 @@
+"""The control loop against real Valkey: placement, failover, the lease, and a clean stop."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Collection
+from dataclasses import dataclass
+
+import pytest
+import redis.asyncio as redis
+
+from book_store.codec import BookStatus, SnapshotMeta, encode_snapshot
+from book_store.keys import BookKey
+from control_plane.assignments import AssignmentClient
+from control_plane.models import BookRef, Subscription
+from control_plane.replica_status import BookStoreReplicaStatus, ReplicaRef
+from control_plane.runtime import FORGET_AFTER_TIMEOUTS, SCHEDULER_LEASE, ControlLoop, run_control
+from control_plane.settings import ControlSettings
+from control_plane.stores.redis import RedisControlStore
+from tests.control_plane.helpers import make_tenant
+
+BTC = BookRef("binance.com", "BTCUSDT")
+ETH = BookRef("binance.com", "ETHUSDT")
+
+
+class EverythingSynced:
+    """Replica status as if every assigned replica had synced at once."""
+
+    async def synced_replicas(self, replicas: Collection[ReplicaRef]) -> set[ReplicaRef]:
+        return set(replicas)
+
+
+@dataclass
+class ManualClock:
+    now: int = 1_700_000_000_000
+
+    def __call__(self) -> int:
+        return self.now
+
+
+async def _subscribe(store: RedisControlStore, replicas: int, *books: BookRef) -> None:
+    tenant = make_tenant(max_replicas=3)
+    await store.create_tenant(tenant)
+    for book in books:
+        await store.put_subscription(Subscription(tenant.id, book.exchange, book.market, replicas, 1))
+
+
+async def test_step_places_replicas_and_moves_them_off_a_dead_node(redis_store: RedisControlStore) -> None:
+    clock = ManualClock()
+    nodes = AssignmentClient(redis_store, clock=clock)
+    await nodes.register("node-1", "", capacity=10)
+    await nodes.register("node-2", "", capacity=10)
+    await _subscribe(redis_store, 1, BTC, ETH)
+    loop = ControlLoop(redis_store, EverythingSynced(), node_timeout_ms=3000, clock=clock)
+
+    await loop.step()
+    first = {a.book: a.node_id for a in await redis_store.list_assignments()}
+    assert sorted(first.values()) == ["node-1", "node-2"]
+
+    clock.now += 3001
+    await nodes.heartbeat("node-2")  # node-1 has gone quiet
+    plan = await loop.step()
+    assert plan is not None and "node-1" in plan.changed_nodes()
+    assert await redis_store.get_assignments("node-1") == []
+    assert {a.node_id for a in await redis_store.list_assignments()} == {"node-2"}
+
+    clock.now += FORGET_AFTER_TIMEOUTS * 3000
+    await nodes.heartbeat("node-2")
+    await loop.step()
+    assert [n.id for n in await redis_store.list_nodes()] == ["node-2"]
+
+
+async def test_only_the_lease_holder_plans(redis_store: RedisControlStore) -> None:
+    first = ControlLoop(redis_store, EverythingSynced())
+    second = ControlLoop(redis_store, EverythingSynced())
+    assert await first.step() is not None
+    assert await second.step() is None
+    await first.release()
+    assert await second.step() is not None
+
+
+async def test_run_control_assigns_and_stops_cleanly_on_cancel(valkey_url: str) -> None:
+    prefix = f"test-{uuid.uuid4().hex}:"
+    settings = ControlSettings(redis_url=valkey_url, control_prefix=prefix, scheduler_interval_ms=50)
+    client = redis.Redis.from_url(valkey_url)
+    store = RedisControlStore(client, prefix=prefix)
+    try:
+        await AssignmentClient(store).register("node-1", "", capacity=10)
+        await _subscribe(store, 1, BTC)
+        task = asyncio.create_task(run_control(settings, EverythingSynced()))
+
+        for _ in range(100):
+            if await store.get_assignments("node-1"):
+                break
+            await asyncio.sleep(0.02)
+        assert [a.book for a in await store.get_assignments("node-1")] == [BTC]
+
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(task, 2)
+        # The lease was released: another control process may plan at once.
+        assert await store.try_lease(SCHEDULER_LEASE, "successor", 0, 1000)
+    finally:
+        await client.aclose()
+
+
+async def test_book_store_status_counts_only_fresh_synced_replicas(valkey_url: str) -> None:
+    book = BookRef("binance.com", f"T{uuid.uuid4().hex[:12].upper()}")
+    now = 1_700_000_000_000
+    client = redis.Redis.from_url(valkey_url)
+
+    def snapshot(replica: int, status: BookStatus, age_ms: int) -> bytes:
+        meta = SnapshotMeta(7, now - age_ms, now - age_ms, now - age_ms, replica, status)
+        return encode_snapshot(meta, [b'["1.0","2"]'], [b'["1.1","3"]'])
+
+    key = BookKey(book.exchange, book.market).snapshots
+    try:
+        await client.hset(
+            key,
+            mapping={
+                1: snapshot(1, BookStatus.SYNCED, 10),
+                2: snapshot(2, BookStatus.RESYNCING, 10),
+                3: snapshot(3, BookStatus.SYNCED, 5_000),
+                4: snapshot(4, BookStatus.SYNCED, 10),
+            },
+        )
+        status = BookStoreReplicaStatus(client, max_silence_ms=3000, clock=lambda: now)
+        asked = {(book, 1), (book, 2), (book, 3), (BookRef("binance.com", "NOSUCHBOOK"), 1)}
+        assert await status.synced_replicas(asked) == {(book, 1)}
+    finally:
+        await client.delete(key)
+        await client.aclose()

@@ -1,0 +1,310 @@
+"""The control service over both real stores: validation, authentication, keys, tenant isolation."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+import pytest
+
+from control_plane.errors import (
+    ConflictError,
+    ForbiddenError,
+    InvalidRequestError,
+    LimitExceededError,
+    NotFoundError,
+    UnauthorizedError,
+    UnknownExchangeError,
+    UnknownMarketError,
+)
+from control_plane.markets import StaticMarketValidator
+from control_plane.models import OPERATOR, NodeInfo, Principal, ReplicaAssignment
+from control_plane.service import ControlService
+from control_plane.stores.base import ControlStore
+from tests.control_plane.helpers import PEPPER
+
+ADMIN_KEY = "admin-key-for-tests-0123456789"
+MARKETS = StaticMarketValidator(
+    {
+        "binance.com": [f"COIN{i}USDT" for i in range(30)] + ["BTCUSDT", "ETHUSDT"],
+        "alpaca-crypto": ["BTC/USD"],
+    }
+)
+
+
+@dataclass
+class ManualClock:
+    now: int = 1_700_000_000_000
+
+    def __call__(self) -> int:
+        return self.now
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock()
+
+
+@pytest.fixture
+def service(store: ControlStore, clock: ManualClock) -> ControlService:
+    return ControlService(store, PEPPER, ADMIN_KEY, MARKETS, clock=clock)
+
+
+async def new_tenant(service: ControlService, name: str = "Acme", **fields: object) -> str:
+    tenant = await service.create_tenant({"name": name, **fields}, actor=OPERATOR)
+    return tenant.id
+
+
+async def tenant_key(service: ControlService, tenant_id: str, **kwargs: object) -> tuple[Principal, str]:
+    record, secret = await service.create_key(tenant_id, actor=OPERATOR, **kwargs)  # type: ignore[arg-type]
+    return Principal(tenant_id, record.id, False), secret
+
+
+# -- tenants -------------------------------------------------------------------------------
+
+
+async def test_create_tenant_fills_defaults_and_checks_every_field(service: ControlService) -> None:
+    tenant = await service.create_tenant({"name": "  Acme  ", "max_markets": 3}, actor=OPERATOR)
+    assert (tenant.name, tenant.max_markets, tenant.max_replicas, tenant.disabled) == ("Acme", 3, 2, False)
+    assert tenant.id.startswith("tnt_")
+    assert await service.get_tenant(tenant.id) == tenant
+    assert await service.list_tenants() == [tenant]
+
+    bad_bodies: list[object] = [
+        {},
+        {"name": ""},
+        {"name": 5},
+        {"name": "B", "max_markets": True},
+        {"name": "B", "max_markets": 1.5},
+        {"name": "B", "max_replicas": 0},
+        {"name": "B", "rate_limit_rps": "fast"},
+        {"name": "B", "rate_limit_rps": float("nan")},
+        {"name": "B", "burst": -1},
+        {"name": "B", "disabled": True},
+        {"name": "B", "colour": "blue"},
+        ["name", "B"],
+    ]
+    for body in bad_bodies:
+        with pytest.raises(InvalidRequestError):
+            await service.create_tenant(body, actor=OPERATOR)  # type: ignore[arg-type]
+    with pytest.raises(ConflictError):
+        await service.create_tenant({"name": "acme"}, actor=OPERATOR)
+
+
+async def test_update_tenant(service: ControlService) -> None:
+    tenant_id = await new_tenant(service)
+    updated = await service.update_tenant(tenant_id, {"max_replicas": 4, "rate_limit_rps": 2}, actor=OPERATOR)
+    assert (updated.max_replicas, updated.rate_limit_rps) == (4, 2.0)
+    assert await service.get_tenant(tenant_id) == updated
+
+    with pytest.raises(InvalidRequestError):
+        await service.update_tenant(tenant_id, {"max_replicas": 99}, actor=OPERATOR)
+    with pytest.raises(NotFoundError):
+        await service.update_tenant("tnt_doesnotexist", {"burst": 5}, actor=OPERATOR)
+    with pytest.raises(NotFoundError):
+        await service.get_tenant("../../etc/passwd")
+
+
+# -- authentication ------------------------------------------------------------------------
+
+
+async def test_a_new_key_authenticates_as_its_tenant(service: ControlService) -> None:
+    tenant_id = await new_tenant(service)
+    record, secret = await service.create_key(tenant_id, actor=OPERATOR)
+
+    assert await service.authenticate(secret) == Principal(tenant_id, record.id, False)
+    assert await service.authenticate(ADMIN_KEY) == OPERATOR
+    assert [k.id for k in await service.list_keys(tenant_id)] == [record.id]
+
+
+@pytest.mark.parametrize(
+    "presented", [None, "", "nonsense", "ldr_" + "a" * 38, ADMIN_KEY + "x", "x" * 10_000]
+)
+async def test_unknown_keys_are_unauthorized(service: ControlService, presented: str | None) -> None:
+    await new_tenant(service)
+    with pytest.raises(UnauthorizedError):
+        await service.authenticate(presented)
+
+
+async def test_a_well_formed_key_that_was_never_issued_is_unauthorized(service: ControlService) -> None:
+    from control_plane.api_keys import generate_key
+
+    with pytest.raises(UnauthorizedError):
+        await service.authenticate(generate_key())
+
+
+async def test_expired_key(service: ControlService, clock: ManualClock) -> None:
+    tenant_id = await new_tenant(service)
+    _, secret = await tenant_key(service, tenant_id, expires_in_s=60)
+    await service.authenticate(secret)
+
+    clock.now += 60_000
+    with pytest.raises(UnauthorizedError):
+        await service.authenticate(secret)
+
+
+async def test_revoked_key_stops_at_once_and_grace_keeps_it_for_a_while(
+    service: ControlService, clock: ManualClock
+) -> None:
+    tenant_id = await new_tenant(service)
+    now_principal, now_secret = await tenant_key(service, tenant_id)
+    later_principal, later_secret = await tenant_key(service, tenant_id)
+    for secret in (now_secret, later_secret):
+        await service.authenticate(secret)  # cached from here on
+
+    await service.revoke_key(tenant_id, now_principal.key_id, actor=now_principal)
+    revoked = await service.revoke_key(None, later_principal.key_id, grace_s=30, actor=OPERATOR)
+    assert revoked.revoked_at == clock.now + 30_000
+
+    with pytest.raises(UnauthorizedError):
+        await service.authenticate(now_secret)
+    assert await service.authenticate(later_secret) == later_principal
+    clock.now += 30_000
+    with pytest.raises(UnauthorizedError):
+        await service.authenticate(later_secret)
+
+
+async def test_revocation_by_another_process_takes_effect_within_the_cache_ttl(
+    store: ControlStore, service: ControlService, clock: ManualClock
+) -> None:
+    other_process = ControlService(store, PEPPER, ADMIN_KEY, MARKETS, clock=clock)
+    tenant_id = await new_tenant(service)
+    principal, secret = await tenant_key(service, tenant_id)
+    await service.authenticate(secret)
+
+    await other_process.revoke_key(None, principal.key_id, actor=OPERATOR)
+    clock.now += 999
+    assert await service.authenticate(secret) == principal  # still cached
+    clock.now += 1
+    with pytest.raises(UnauthorizedError):
+        await service.authenticate(secret)
+
+
+async def test_disabled_tenant_is_forbidden(service: ControlService) -> None:
+    tenant_id = await new_tenant(service)
+    _, secret = await tenant_key(service, tenant_id)
+    await service.update_tenant(tenant_id, {"disabled": True}, actor=OPERATOR)
+    with pytest.raises(ForbiddenError):
+        await service.authenticate(secret)
+
+
+async def test_last_used_is_written_in_batches(service: ControlService, clock: ManualClock) -> None:
+    tenant_id = await new_tenant(service)
+    _, secret = await tenant_key(service, tenant_id)
+    await service.authenticate(secret)
+    clock.now += 5_000
+    await service.authenticate(secret)
+    assert (await service.list_keys(tenant_id))[0].last_used_at is None
+
+    await service.flush_last_used()
+    assert (await service.list_keys(tenant_id))[0].last_used_at == clock.now
+
+
+async def test_key_creation_limits(service: ControlService) -> None:
+    tenant_id = await new_tenant(service)
+    for bad in (0, -5, "60", 1.5, True):
+        with pytest.raises(InvalidRequestError):
+            await service.create_key(tenant_id, bad, actor=OPERATOR)
+    with pytest.raises(NotFoundError):
+        await service.create_key("tnt_nobody", actor=OPERATOR)
+
+
+# -- subscriptions -------------------------------------------------------------------------
+
+
+async def test_subscribe_validates_the_book_and_the_limits(service: ControlService) -> None:
+    tenant_id = await new_tenant(service, max_markets=1, max_replicas=2)
+    actor = Principal(tenant_id, "key_x", False)
+
+    with pytest.raises(UnknownExchangeError):
+        await service.subscribe(tenant_id, "kraken.com", "BTCUSD", actor=actor)
+    with pytest.raises(UnknownMarketError):
+        await service.subscribe(tenant_id, "binance.com", "BTCUSDX", actor=actor)
+    with pytest.raises(InvalidRequestError):
+        await service.subscribe(tenant_id, "binance.com", "BTC|USDT", actor=actor)
+    with pytest.raises(InvalidRequestError):
+        await service.subscribe(tenant_id, "binance.com", "BTCUSDT", 0, actor=actor)
+    with pytest.raises(LimitExceededError):
+        await service.subscribe(tenant_id, "binance.com", "BTCUSDT", 3, actor=actor)
+
+    sub, created = await service.subscribe(tenant_id, "alpaca-crypto", "BTC/USD", actor=actor)
+    assert created and (sub.market, sub.replicas) == ("BTC/USD", 1)
+    sub, created = await service.subscribe(tenant_id, "alpaca-crypto", "BTC/USD", 2, actor=actor)
+    assert not created and sub.replicas == 2
+    with pytest.raises(LimitExceededError):
+        await service.subscribe(tenant_id, "binance.com", "BTCUSDT", actor=actor)
+
+    assert await service.is_entitled(tenant_id, "alpaca-crypto", "BTC/USD")
+    await service.unsubscribe(tenant_id, "alpaca-crypto", "BTC/USD", actor=actor)
+    assert not await service.is_entitled(tenant_id, "alpaca-crypto", "BTC/USD")
+    with pytest.raises(NotFoundError):
+        await service.unsubscribe(tenant_id, "alpaca-crypto", "BTC/USD", actor=actor)
+
+
+async def test_concurrent_subscribes_respect_max_markets(service: ControlService) -> None:
+    tenant_id = await new_tenant(service, max_markets=4)
+    actor = Principal(tenant_id, "key_x", False)
+    outcomes = await asyncio.gather(
+        *(service.subscribe(tenant_id, "binance.com", f"COIN{i}USDT", actor=actor) for i in range(16)),
+        return_exceptions=True,
+    )
+    assert sum(isinstance(o, tuple) for o in outcomes) == 4
+    assert all(isinstance(o, tuple | LimitExceededError) for o in outcomes)
+    assert len(await service.subscriptions(tenant_id)) == 4
+
+
+# -- tenant isolation ----------------------------------------------------------------------
+
+
+async def test_tenants_cannot_see_or_touch_each_other(service: ControlService) -> None:
+    alice_id, bob_id = await new_tenant(service, "Alice"), await new_tenant(service, "Bob")
+    alice, alice_secret = await tenant_key(service, alice_id)
+    bob, bob_secret = await tenant_key(service, bob_id)
+    await service.subscribe(bob_id, "binance.com", "ETHUSDT", actor=bob)
+
+    with pytest.raises(NotFoundError):
+        await service.revoke_key(alice_id, bob.key_id, actor=alice)
+    assert await service.authenticate(bob_secret) == bob
+
+    assert await service.subscriptions(alice_id) == []
+    assert not await service.is_entitled(alice_id, "binance.com", "ETHUSDT")
+    with pytest.raises(NotFoundError):
+        await service.unsubscribe(alice_id, "binance.com", "ETHUSDT", actor=alice)
+    assert await service.is_entitled(bob_id, "binance.com", "ETHUSDT")
+    assert [k.id for k in await service.list_keys(alice_id)] == [alice.key_id]
+    assert await service.authenticate(alice_secret) == alice
+
+
+# -- operator views ------------------------------------------------------------------------
+
+
+async def test_audit_names_the_actor_and_never_the_key(service: ControlService) -> None:
+    tenant_id = await new_tenant(service)
+    principal, secret = await tenant_key(service, tenant_id)
+    await service.subscribe(tenant_id, "binance.com", "BTCUSDT", actor=principal)
+    await service.revoke_key(tenant_id, principal.key_id, actor=principal)
+
+    events = await service.audit()
+    assert [(e.action, e.actor) for e in events] == [
+        ("key.revoke", f"key:{principal.key_id}"),
+        ("subscription.put", f"key:{principal.key_id}"),
+        ("key.create", "operator"),
+        ("tenant.create", "operator"),
+    ]
+    assert secret not in repr(events)
+    with pytest.raises(InvalidRequestError):
+        await service.audit(0)
+
+
+async def test_nodes_view_shows_liveness_and_assignments(
+    store: ControlStore, service: ControlService, clock: ManualClock
+) -> None:
+    await store.register_node(NodeInfo("node-1", "", 10, clock.now, clock.now, False, 0.0))
+    await store.register_node(NodeInfo("node-2", "", 10, clock.now, clock.now - 10_000, False, 0.0))
+    await store.replace_assignments("node-1", [ReplicaAssignment("binance.com", "BTCUSDT", 1, "node-1")])
+
+    view = await service.nodes()
+    assert [(n["id"], n["live"]) for n in view] == [("node-1", True), ("node-2", False)]
+    assert view[0]["assignments"] == [
+        {"exchange": "binance.com", "market": "BTCUSDT", "replica": 1, "node_id": "node-1"}
+    ]

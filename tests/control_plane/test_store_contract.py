@@ -1,0 +1,267 @@
+"""One contract, two stores: every test runs against Redis (Valkey) and DynamoDB (moto server)."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+
+import pytest
+
+from control_plane.clock import now_ms
+from control_plane.errors import ConflictError, LimitExceededError, NotFoundError
+from control_plane.models import AuditEvent, BookRef, ReplicaAssignment, Subscription
+from control_plane.stores.base import ControlStore
+from tests.control_plane.helpers import make_key, make_node, make_tenant
+
+BTC = BookRef("binance.com", "BTCUSDT")
+ETH = BookRef("binance.com", "ETHUSDT")
+ALPACA_BTC = BookRef("alpaca-crypto", "BTC/USD")
+
+
+def sub(tenant_id: str, book: BookRef, replicas: int = 1, created_at: int = 1_000) -> Subscription:
+    return Subscription(tenant_id, book.exchange, book.market, replicas, created_at)
+
+
+# -- tenants -------------------------------------------------------------------------------
+
+
+async def test_tenant_round_trip_and_listing_order(store: ControlStore) -> None:
+    older = make_tenant("Acme", created_at=1_000, rate_limit_rps=2.5)
+    newer = make_tenant("Globex", created_at=2_000, disabled=True)
+    await store.create_tenant(newer)
+    await store.create_tenant(older)
+
+    assert await store.get_tenant(older.id) == older
+    assert await store.get_tenant("tnt_missing") is None
+    assert await store.list_tenants() == [older, newer]
+
+
+async def test_tenant_names_are_unique_regardless_of_case(store: ControlStore) -> None:
+    await store.create_tenant(make_tenant("Acme"))
+    with pytest.raises(ConflictError):
+        await store.create_tenant(make_tenant("ACME"))
+    assert len(await store.list_tenants()) == 1
+
+
+async def test_update_tenant_overwrites_fields_and_moves_the_name(store: ControlStore) -> None:
+    acme = make_tenant("Acme")
+    globex = make_tenant("Globex")
+    await store.create_tenant(acme)
+    await store.create_tenant(globex)
+
+    renamed = dataclasses.replace(acme, name="Acme Corp", max_markets=50, disabled=True)
+    assert await store.update_tenant(renamed)
+    assert await store.get_tenant(acme.id) == renamed
+
+    # The old name is free again; the other tenant's name is not.
+    await store.create_tenant(make_tenant("acme"))
+    with pytest.raises(ConflictError):
+        await store.update_tenant(dataclasses.replace(renamed, name="GLOBEX"))
+    assert await store.get_tenant(acme.id) == renamed
+    assert not await store.update_tenant(make_tenant("Nobody"))
+
+
+# -- API keys ------------------------------------------------------------------------------
+
+
+async def test_key_lookup_by_id_hash_and_tenant(store: ControlStore) -> None:
+    tenant = make_tenant()
+    await store.create_tenant(tenant)
+    first, _ = make_key(tenant.id, created_at=1_000, expires_at=9_000)
+    second, _ = make_key(tenant.id, created_at=2_000)
+    other, _ = make_key("tnt_other")
+    for key in (second, first, other):
+        await store.create_key(key)
+
+    assert await store.get_key(first.id) == first
+    assert await store.get_key_by_hash(second.key_hash) == second
+    assert await store.get_key_by_hash("0" * 64) is None
+    assert await store.list_keys(tenant.id) == [first, second]
+
+
+async def test_revocation_only_moves_earlier(store: ControlStore) -> None:
+    key, _ = make_key("tnt_a")
+    await store.create_key(key)
+
+    revoked = await store.revoke_key(key.id, at=5_000)
+    assert revoked is not None and revoked.revoked_at == 5_000
+    later = await store.revoke_key(key.id, at=9_000)
+    assert later is not None and later.revoked_at == 5_000
+    earlier = await store.revoke_key(key.id, at=3_000)
+    assert earlier is not None and earlier.revoked_at == 3_000
+    assert await store.revoke_key("key_missing", at=1) is None
+
+
+async def test_touch_only_moves_last_used_later(store: ControlStore) -> None:
+    key, _ = make_key("tnt_a")
+    await store.create_key(key)
+
+    await store.touch_keys({key.id: 7_000, "key_missing": 1})
+    await store.touch_keys({key.id: 6_000})
+    stored = await store.get_key(key.id)
+    assert stored is not None and stored.last_used_at == 7_000
+    assert await store.get_key("key_missing") is None
+
+
+# -- subscriptions -------------------------------------------------------------------------
+
+
+async def test_put_subscription_creates_then_updates_keeping_created_at(store: ControlStore) -> None:
+    tenant = make_tenant()
+    await store.create_tenant(tenant)
+
+    stored, created = await store.put_subscription(sub(tenant.id, BTC, replicas=1, created_at=1_000))
+    assert created and stored == sub(tenant.id, BTC, 1, 1_000)
+    stored, created = await store.put_subscription(sub(tenant.id, BTC, replicas=2, created_at=5_000))
+    assert not created and stored == sub(tenant.id, BTC, 2, 1_000)
+    assert await store.list_subscriptions(tenant.id) == [sub(tenant.id, BTC, 2, 1_000)]
+
+
+async def test_max_markets_counts_markets_not_updates(store: ControlStore) -> None:
+    tenant = make_tenant(max_markets=2)
+    await store.create_tenant(tenant)
+    await store.put_subscription(sub(tenant.id, BTC))
+    await store.put_subscription(sub(tenant.id, ALPACA_BTC))
+
+    with pytest.raises(LimitExceededError):
+        await store.put_subscription(sub(tenant.id, ETH))
+    _, created = await store.put_subscription(sub(tenant.id, BTC, replicas=3))
+    assert not created
+
+    assert await store.delete_subscription(tenant.id, BTC)
+    assert not await store.delete_subscription(tenant.id, BTC)
+    _, created = await store.put_subscription(sub(tenant.id, ETH))
+    assert created
+    assert [s.book for s in await store.list_subscriptions(tenant.id)] == [ALPACA_BTC, ETH]
+
+
+async def test_subscribing_needs_an_existing_tenant(store: ControlStore) -> None:
+    with pytest.raises(NotFoundError):
+        await store.put_subscription(sub("tnt_missing", BTC))
+
+
+async def test_concurrent_subscribes_never_exceed_max_markets(store: ControlStore) -> None:
+    tenant = make_tenant(max_markets=5)
+    await store.create_tenant(tenant)
+    books = [BookRef("binance.com", f"COIN{i}USDT") for i in range(20)]
+
+    outcomes = await asyncio.gather(
+        *(store.put_subscription(sub(tenant.id, book)) for book in books), return_exceptions=True
+    )
+
+    accepted = [o for o in outcomes if isinstance(o, tuple)]
+    refused = [o for o in outcomes if isinstance(o, LimitExceededError)]
+    assert (len(accepted), len(refused)) == (5, 15)
+    assert len(await store.list_subscriptions(tenant.id)) == 5
+
+
+async def test_concurrent_creates_of_one_market_count_once(store: ControlStore) -> None:
+    tenant = make_tenant(max_markets=2)
+    await store.create_tenant(tenant)
+
+    outcomes = await asyncio.gather(
+        *(store.put_subscription(sub(tenant.id, BTC, replicas=r)) for r in (1, 2, 3))
+    )
+
+    assert sorted(created for _, created in outcomes) == [False, False, True]
+    # Only one market was counted, so a second market still fits.
+    _, created = await store.put_subscription(sub(tenant.id, ETH))
+    assert created
+
+
+async def test_desired_replicas_takes_the_largest_capped_wish(store: ControlStore) -> None:
+    small = make_tenant(max_replicas=1)
+    big = make_tenant(max_replicas=3)
+    disabled = make_tenant(max_replicas=5, disabled=True)
+    for tenant in (small, big, disabled):
+        await store.create_tenant(tenant)
+    await store.put_subscription(sub(small.id, BTC, replicas=4))  # capped to 1
+    await store.put_subscription(sub(big.id, BTC, replicas=2))
+    await store.put_subscription(sub(big.id, ETH, replicas=9))  # capped to 3
+    await store.put_subscription(sub(small.id, ALPACA_BTC, replicas=1))
+    await store.put_subscription(sub(disabled.id, ALPACA_BTC, replicas=5))  # disabled: ignored
+    await store.put_subscription(sub(disabled.id, BookRef("binance.com", "DOGEUSDT"), replicas=5))
+
+    assert await store.desired_replicas() == {BTC: 2, ETH: 3, ALPACA_BTC: 1}
+    assert await store.book_subscriber_count(BTC) == 2
+    assert await store.book_subscriber_count(ALPACA_BTC) == 2
+
+    await store.delete_subscription(big.id, BTC)
+    await store.delete_subscription(small.id, BTC)
+    assert BTC not in await store.desired_replicas()
+    assert await store.book_subscriber_count(BTC) == 0
+
+
+# -- nodes and assignments -----------------------------------------------------------------
+
+
+async def test_node_registry(store: ControlStore) -> None:
+    await store.register_node(make_node("node-b"))
+    await store.register_node(make_node("node-a", capacity=7))
+
+    assert await store.heartbeat_node("node-a", at=2_000_000_000_000, load=12.5)
+    assert await store.set_draining("node-b", True)
+    assert not await store.heartbeat_node("node-x", at=1, load=0.0)
+    assert not await store.set_draining("node-x", True)
+
+    nodes = await store.list_nodes()
+    assert [n.id for n in nodes] == ["node-a", "node-b"]
+    assert (nodes[0].heartbeat_at, nodes[0].load, nodes[0].capacity) == (2_000_000_000_000, 12.5, 7)
+    assert nodes[1].draining
+
+    # A node that registers again starts from its new record.
+    await store.register_node(make_node("node-b"))
+    assert not (await store.list_nodes())[1].draining
+
+
+async def test_assignment_sets_are_replaced_whole(store: ControlStore) -> None:
+    first = [
+        ReplicaAssignment("binance.com", "BTCUSDT", 1, "node-a"),
+        ReplicaAssignment("alpaca-crypto", "BTC/USD", 3, "node-a"),
+    ]
+    await store.register_node(make_node("node-a"))
+    await store.register_node(make_node("node-b"))
+    await store.replace_assignments("node-a", first)
+    await store.replace_assignments("node-b", [ReplicaAssignment("binance.com", "BTCUSDT", 2, "node-b")])
+    assert await store.get_assignments("node-a") == sorted(first)
+
+    second = [ReplicaAssignment("binance.com", "ETHUSDT", 7, "node-a")]
+    await store.replace_assignments("node-a", second)
+    assert await store.get_assignments("node-a") == second
+    assert await store.list_assignments() == sorted(
+        [*second, ReplicaAssignment("binance.com", "BTCUSDT", 2, "node-b")]
+    )
+
+    await store.replace_assignments("node-a", [])
+    assert await store.get_assignments("node-a") == []
+    await store.remove_node("node-b")
+    assert await store.list_assignments() == []
+    assert [n.id for n in await store.list_nodes()] == ["node-a"]
+
+
+# -- audit and lease -----------------------------------------------------------------------
+
+
+async def test_audit_is_newest_first_and_limited(store: ControlStore) -> None:
+    for i in range(5):
+        await store.append_audit(AuditEvent(1_000 + i, "operator", "tenant.create", f"tnt_{i}", {"n": i}))
+
+    events = await store.list_audit(limit=3)
+    assert [e.target for e in events] == ["tnt_4", "tnt_3", "tnt_2"]
+    assert events[0].detail == {"n": 4}
+    assert await store.list_audit(limit=0) == []
+
+
+async def test_lease_is_exclusive_until_released_or_expired(store: ControlStore) -> None:
+    now = now_ms()
+    assert await store.try_lease("scheduler", "a", now, ttl_ms=200)
+    assert not await store.try_lease("scheduler", "b", now, ttl_ms=200)
+    assert await store.try_lease("scheduler", "a", now, ttl_ms=200)  # the holder extends
+
+    await store.release_lease("scheduler", "b")  # not the holder: no effect
+    assert not await store.try_lease("scheduler", "b", now, ttl_ms=200)
+    await store.release_lease("scheduler", "a")
+    assert await store.try_lease("scheduler", "b", now, ttl_ms=100)
+
+    await asyncio.sleep(0.25)
+    assert await store.try_lease("scheduler", "a", now_ms(), ttl_ms=100)
