@@ -99,7 +99,7 @@ class IngestNode:
             for feed in self.feeds.values():
                 await feed.close()
             await self._writer.close()
-            with contextlib.suppress(redis.RedisError, OSError):
+            with contextlib.suppress(StoreError):
                 await self._assignments.deregister(self.node_id)
 
     async def _drain(self) -> None:
