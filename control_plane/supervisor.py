@@ -18,6 +18,7 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from book_store.server import die_with_parent
 
@@ -32,6 +33,8 @@ class Child:
     args: list[str]
     env: Mapping[str, str]
     ready_key: str | None = None
+    log_path: Path | None = None
+    """Where the child's stderr goes (default: ours)."""
     proc: subprocess.Popen[str] | None = None
     ready_value: str | None = None
     restarts: int = 0
@@ -39,14 +42,18 @@ class Child:
 
     def start(self) -> None:
         self._ready.clear()
+        stderr = None if self.log_path is None else self.log_path.open("a")
         self.proc = subprocess.Popen(  # noqa: S603 - our own interpreter and module
             [sys.executable, "-m", *self.args],
             env=dict(self.env),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
+            stderr=stderr,
             text=True,
             preexec_fn=die_with_parent,
         )
+        if stderr is not None:
+            stderr.close()  # the child holds its own descriptor
         threading.Thread(target=self._pump, args=(self.proc,), daemon=True, name=f"out-{self.name}").start()
 
     def _pump(self, proc: subprocess.Popen[str]) -> None:

@@ -1,0 +1,125 @@
+"""A whole Ladder stack in subprocesses, started the way `ladder up --venue fake` starts it."""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from book_store.server import EmbeddedValkey
+from control_plane.cli import fake_venue_env
+from control_plane.supervisor import Child, Supervisor, child_env
+
+ADMIN_KEY = "ldr_admin_e2e_" + "x" * 20
+
+
+@dataclass
+class Stack:
+    """Handles to a running stack and the calls tests make against it."""
+
+    api: str
+    venue: str
+    redis_url: str
+    supervisor: Supervisor
+    store: EmbeddedValkey
+    log_dir: Path
+    http: httpx.Client = field(default_factory=lambda: httpx.Client(timeout=10))
+
+    def admin(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        return self.http.request(
+            method, self.api + path, headers={"Authorization": f"Bearer {ADMIN_KEY}"}, **kwargs
+        )
+
+    def tenant_key(self, name: str, **limits: Any) -> str:
+        """Create a tenant and one key for it; returns the key."""
+        tenant = self.admin("POST", "/v1/admin/tenants", json={"name": name, **limits})
+        assert tenant.status_code == 201, tenant.text
+        key = self.admin("POST", f"/v1/admin/tenants/{tenant.json()['id']}/keys")
+        assert key.status_code == 201, key.text
+        return str(key.json()["key"])
+
+    def call(self, key: str | None, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        return self.http.request(method, self.api + path, headers=headers, **kwargs)
+
+    def wait_synced(self, key: str, exchange: str, market: str, timeout_s: float = 20.0) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout_s
+        last = None
+        while time.monotonic() < deadline:
+            last = self.call(key, "GET", f"/v1/books/{exchange}/{market}", params={"depth": 100})
+            if last.status_code == 200 and last.json()["status"] == "synced":
+                return dict(last.json())
+            time.sleep(0.1)
+        raise AssertionError(f"{exchange} {market} not synced in {timeout_s} s: {last and last.text}")
+
+    def truth(self, venue: str, symbol: str, update_id: int) -> httpx.Response:
+        return self.http.get(
+            f"{self.venue}/_fake/book", params={"venue": venue, "symbol": symbol, "update_id": update_id}
+        )
+
+    def fault(self, **action: Any) -> None:
+        response = self.http.post(f"{self.venue}/_fake/control", json=action)
+        assert response.status_code == 200, response.text
+
+    def child(self, name: str) -> Child:
+        return next(c for c in self.supervisor.children if c.name == name)
+
+    def logs(self) -> str:
+        """Everything every child wrote to stderr so far."""
+        return "".join(p.read_text(errors="replace") for p in sorted(self.log_dir.glob("*.log")))
+
+    def stop(self) -> None:
+        self.http.close()
+        self.supervisor.stop()
+        self.store.stop()
+
+
+def start_stack(*, ingest_nodes: int = 2, extra_env: dict[str, str] | None = None) -> Stack:
+    store = EmbeddedValkey()
+    redis_url = store.start()
+    supervisor = Supervisor()
+    log_dir = Path(tempfile.mkdtemp(prefix="ladder-e2e-logs-"))
+
+    def child(name: str, args: list[str], ready_key: str | None = None) -> Child:
+        return Child(name, args, child_env(**env), ready_key=ready_key, log_path=log_dir / f"{name}.log")
+
+    try:
+        env = {
+            "LADDER_REDIS_URL": redis_url,
+            "LADDER_ADMIN_KEY": ADMIN_KEY,
+            "LADDER_CATALOG_REFRESH_S": "5",
+            "LADDER_HEARTBEAT_MS": "200",
+            "LADDER_STALE_AFTER_MS": "3000",
+            **(extra_env or {}),
+        }
+        venue_args = [
+            "--port",
+            "0",
+            "--spot-symbols",
+            "30",
+            "--futures-symbols",
+            "30",
+            "--alpaca-symbols",
+            "5",
+        ]
+        venue = supervisor.start(
+            child("fake-venue", ["fake_venue", *venue_args, "--rate", "20"], "FAKE_VENUE_URL")
+        )
+        env.update(fake_venue_env(venue))
+        supervisor.start(child("control", ["control_plane"]))
+        for i in range(ingest_nodes):
+            node_args = ["ingest_nodes", "--node-id", f"node-{i + 1}"]
+            supervisor.start(child(f"ingest-{i + 1}", node_args, "LADDER_INGEST_NODE"))
+        read_args = ["read_functions", "--host", "127.0.0.1", "--port", "0"]
+        api = supervisor.start(child("read", read_args, "LADDER_READ_URL"))
+    except BaseException:
+        supervisor.stop()
+        store.stop()
+        raise
+    return Stack(
+        api=api, venue=venue, redis_url=redis_url, supervisor=supervisor, store=store, log_dir=log_dir
+    )
