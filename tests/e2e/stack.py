@@ -27,6 +27,7 @@ class Stack:
     supervisor: Supervisor
     store: EmbeddedValkey
     log_dir: Path
+    env: dict[str, str]
     http: httpx.Client = field(default_factory=lambda: httpx.Client(timeout=10))
 
     def admin(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
@@ -72,6 +73,13 @@ class Stack:
         """Everything every child wrote to stderr so far."""
         return "".join(p.read_text(errors="replace") for p in sorted(self.log_dir.glob("*.log")))
 
+    def add_child(self, name: str, args: list[str], ready_key: str | None = None) -> str:
+        """Start one more component against this stack's store and venue; returns its ready value."""
+        child = Child(
+            name, args, child_env(**self.env), ready_key=ready_key, log_path=self.log_dir / f"{name}.log"
+        )
+        return self.supervisor.start(child)
+
     def stop(self) -> None:
         self.http.close()
         self.supervisor.stop()
@@ -84,11 +92,13 @@ def start_stack(*, ingest_nodes: int = 2, extra_env: dict[str, str] | None = Non
     supervisor = Supervisor()
     log_dir = Path(tempfile.mkdtemp(prefix="ladder-e2e-logs-"))
 
+    env: dict[str, str] = {}
+
     def child(name: str, args: list[str], ready_key: str | None = None) -> Child:
         return Child(name, args, child_env(**env), ready_key=ready_key, log_path=log_dir / f"{name}.log")
 
     try:
-        env = {
+        env |= {
             "LADDER_REDIS_URL": redis_url,
             "LADDER_ADMIN_KEY": ADMIN_KEY,
             "LADDER_CATALOG_REFRESH_S": "5",
@@ -121,5 +131,11 @@ def start_stack(*, ingest_nodes: int = 2, extra_env: dict[str, str] | None = Non
         store.stop()
         raise
     return Stack(
-        api=api, venue=venue, redis_url=redis_url, supervisor=supervisor, store=store, log_dir=log_dir
+        api=api,
+        venue=venue,
+        redis_url=redis_url,
+        supervisor=supervisor,
+        store=store,
+        log_dir=log_dir,
+        env=env,
     )
