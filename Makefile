@@ -9,7 +9,7 @@ PYTHON ?= python3
 $(STAMP): pyproject.toml sdk/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ./sdk -e '.[dev]'
+	$(PY) -m pip install -q -e ./sdk -e '.[dev,bench]'
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -1,0 +1,81 @@
+"""``python -m fake_venue``: run the fake venue until SIGTERM or SIGINT.
+
+Prints exactly one line to stdout once it is listening, for a supervisor to read:
+``FAKE_VENUE_URL=http://127.0.0.1:PORT``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+import sys
+
+from fake_venue.app import FakeVenue
+from fake_venue.config import VenueConfig
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    defaults = VenueConfig()
+    parser = argparse.ArgumentParser(prog="python -m fake_venue", description=__doc__)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    parser.add_argument("--spot-symbols", type=int, default=defaults.spot_symbols)
+    parser.add_argument("--futures-symbols", type=int, default=defaults.futures_symbols)
+    parser.add_argument("--alpaca-symbols", type=int, default=defaults.alpaca_symbols)
+    parser.add_argument(
+        "--rate", type=float, default=defaults.rate, help="updates per second per active symbol"
+    )
+    parser.add_argument("--levels", type=int, default=defaults.levels, help="levels per side of each book")
+    parser.add_argument("--seed", type=int, default=defaults.seed)
+    parser.add_argument(
+        "--history", type=int, default=defaults.history_max_events, help="updates kept per symbol"
+    )
+    parser.add_argument("--unicode-symbol", action="store_true", help="also list a non-ASCII spot symbol")
+    return parser.parse_args(argv)
+
+
+def config_from(args: argparse.Namespace) -> VenueConfig:
+    return VenueConfig(
+        seed=args.seed,
+        spot_symbols=args.spot_symbols,
+        futures_symbols=args.futures_symbols,
+        alpaca_symbols=args.alpaca_symbols,
+        rate=args.rate,
+        levels=args.levels,
+        history_max_events=args.history,
+        history_min_events=min(args.history, VenueConfig().history_min_events),
+        unicode_symbol=args.unicode_symbol,
+    )
+
+
+async def run(args: argparse.Namespace) -> None:
+    venue = FakeVenue(config_from(args))
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    url = await venue.start(args.host, args.port)
+    sys.stdout.write(f"FAKE_VENUE_URL={url}\n")
+    sys.stdout.flush()
+    try:
+        await stop.wait()
+    finally:
+        await venue.stop()
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    try:
+        import uvloop
+    except ImportError:
+        asyncio.run(run(args))
+    else:
+        uvloop.run(run(args))
+    with contextlib.suppress(BrokenPipeError):
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,71 @@
+"""The fake venue's settings: one frozen value, read once when the venue starts.
+
+Every default is the real venue's figure (weights per minute, ping cadence, message limits), so a
+client that behaves against the fake behaves against the venue. Tests shrink the time-based ones
+(weight window, ban length, ping interval) to keep the suite fast.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class BinanceLimits:
+    """The limits one Binance market (spot or USD-M futures) enforces."""
+
+    weight_limit: int
+    """REQUEST_WEIGHT per client IP per window."""
+    incoming_per_s: int
+    """WebSocket messages a client may send per second (pings and pongs included)."""
+    ping_interval_s: float
+    """How often the server pings each connection."""
+    pong_timeout_s: float
+    """A connection that has not answered a ping for this long is dropped."""
+
+
+SPOT_LIMITS = BinanceLimits(weight_limit=6000, incoming_per_s=5, ping_interval_s=20.0, pong_timeout_s=60.0)
+FUTURES_LIMITS = BinanceLimits(
+    weight_limit=2400, incoming_per_s=10, ping_interval_s=180.0, pong_timeout_s=600.0
+)
+
+
+@dataclass(frozen=True, slots=True)
+class VenueConfig:
+    """Everything the fake venue can be told at start-up; faults are set later, at run time."""
+
+    seed: int = 1
+    """Books, ids and update contents are a pure function of the seed and the update count."""
+    spot_symbols: int = 10
+    futures_symbols: int = 10
+    alpaca_symbols: int = 10
+    rate: float = 10.0
+    """Updates per second per active symbol."""
+    levels: int = 1500
+    """Target levels per side of each book."""
+    spot: BinanceLimits = SPOT_LIMITS
+    futures: BinanceLimits = FUTURES_LIMITS
+    weight_window_s: float = 60.0
+    """Length of the weight window; the header still says 1M, as on the venue."""
+    ban_base_s: float = 120.0
+    """First 418 ban; each further ban of the same IP doubles it up to ``ban_max_s``."""
+    ban_max_s: float = 3 * 86400.0
+    max_streams_per_connection: int = 1024
+    max_connection_age_s: float = 86400.0
+    history_max_events: int = 4096
+    """Updates kept per symbol for the truth endpoint and snapshot lag ..."""
+    history_min_events: int = 64
+    """... of which this many are kept regardless of age ..."""
+    history_seconds: float = 120.0
+    """... and older ones are dropped after this long."""
+    slow_client_bytes: int = 16 * 1024 * 1024
+    """A connection whose unsent output exceeds this is dropped as a slow client."""
+    alpaca_auth_timeout_s: float = 10.0
+    alpaca_connection_limit: int = 0
+    """Authenticated connections per key; 0 means unlimited."""
+    alpaca_symbol_limit: int = 0
+    """Order-book symbols per connection; 0 means unlimited."""
+    alpaca_credentials: tuple[tuple[str, str], ...] = ()
+    """Accepted (key, secret) pairs; empty means any non-empty key and secret."""
+    unicode_symbol: bool = False
+    """Add a TRADING spot symbol with a non-ASCII name, as Binance has listed."""

@@ -1,0 +1,348 @@
+"""``POST /_fake/control``: faults switched on at run time, one JSON object per request.
+
+``{"action": ..., "venue": "spot"|"futures"|"alpaca", "symbol": ..., ...}``; the answer is
+``{"ok": true, ...}`` or HTTP 400 ``{"error": ...}``. ``connection`` picks who is hit where it
+applies: ``"all"`` (default), ``"one"`` (the oldest connection listening to the symbol, or the
+oldest of the venue without a symbol) or a connection id from ``GET /_fake/connections``.
+
+=================  ==========================================================================
+action             fields (defaults)
+=================  ==========================================================================
+gap                symbol, count (1), connection: the next ``count`` events are withheld
+duplicate          symbol, back (0), connection: an event sent again (``back`` > 0: an older one,
+                   replayed after newer ones)
+disconnect         symbol (any), connection, mode close|drop|slow (close), code (1000); slow is
+                   the venue's slow-client exit (Alpaca: 407 then close; Binance: drop)
+server_shutdown    Binance only; symbol (any), connection: ``serverShutdown`` then close
+max_connection_age seconds: connections older than this are closed (the venues' 24 h cut-off)
+stall              symbol (all active), seconds: no updates at all, sockets stay open
+cross              symbol, locked (false), updates (10): a bid at/above the best ask, then cleared
+empty_book         symbol, side bids|asks|both (both): one update deleting every level
+symbol_status      symbol, status: exchangeInfo shows it; only TRADING symbols move
+rate               rate (events/s), symbol (venue-wide)
+burst              count, symbol (every active symbol at once)
+snapshot_delay_ms  ms, symbol (venue-wide)
+snapshot_lag       updates, symbol (venue-wide): snapshots as of that many updates ago
+http_status        status, count (1), retry_after (0): the next REST answers
+weight_limit       limit
+ack_delay_ms       ms: SUBSCRIBE/UNSUBSCRIBE acks held back, data goes first
+snapshot_in_hole   futures; enabled (true): snapshot ids fall between two events' ranges
+alpaca_reset       symbol (every subscribed one), connection: a full ``r: true`` book now
+alpaca_limits      connection_limit, symbol_limit (0 = unlimited)
+reset              venue (all): every fault above back to the start-up settings
+=================  ==========================================================================
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar
+
+import orjson
+from aiohttp import web
+
+from fake_venue.alpaca_venue import AlpacaVenue
+from fake_venue.binance_venue import BinanceVenue
+from fake_venue.connection import Connection
+from fake_venue.generator import ChangeSet
+from fake_venue.market import Market
+from fake_venue.scheduler import Scheduler
+
+Venue = BinanceVenue | AlpacaVenue
+ConnT = TypeVar("ConnT", bound=Connection)
+
+
+class ControlError(Exception):
+    """A control request that cannot be carried out; answered with 400."""
+
+
+class Control:
+    """Carries out control actions on the venues."""
+
+    def __init__(self, venues: dict[str, Venue], scheduler: Scheduler) -> None:
+        self.venues = venues
+        self.scheduler = scheduler
+        self._actions: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+            "gap": self.gap,
+            "duplicate": self.duplicate,
+            "disconnect": self.disconnect,
+            "server_shutdown": self.server_shutdown,
+            "max_connection_age": self.max_connection_age,
+            "stall": self.stall,
+            "cross": self.cross,
+            "empty_book": self.empty_book,
+            "symbol_status": self.symbol_status,
+            "rate": self.rate,
+            "burst": self.burst,
+            "snapshot_delay_ms": self.snapshot_delay,
+            "snapshot_lag": self.snapshot_lag,
+            "http_status": self.http_status,
+            "weight_limit": self.weight_limit,
+            "ack_delay_ms": self.ack_delay,
+            "snapshot_in_hole": self.snapshot_in_hole,
+            "alpaca_reset": self.alpaca_reset,
+            "alpaca_limits": self.alpaca_limits,
+            "reset": self.reset,
+        }
+
+    def handler(self) -> Callable[[web.Request], Awaitable[web.Response]]:
+        async def control(request: web.Request) -> web.Response:
+            try:
+                params = orjson.loads(await request.read())
+                if not isinstance(params, dict):
+                    raise ControlError("the body must be a JSON object")
+                action = self._actions.get(params.get("action", ""))
+                if action is None:
+                    raise ControlError(f"action must be one of {sorted(self._actions)}")
+                return web.json_response({"ok": True, **action(params)})
+            except orjson.JSONDecodeError:
+                return web.json_response({"error": "the body is not JSON"}, status=400)
+            except ControlError as error:
+                return web.json_response({"error": str(error)}, status=400)
+
+        return control
+
+    # -- per-symbol stream faults
+
+    def gap(self, params: dict[str, Any]) -> dict[str, Any]:
+        venue, market = self._venue(params), self._market(params)
+        count = _int(params, "count", 1)
+        if params.get("connection", "all") == "all":
+            market.skip_next += count
+            return {"connections": "all"}
+        hit = self._pick(venue.listeners_of(market.name), params)
+        for conn in hit:
+            conn.skip[market.name] = conn.skip.get(market.name, 0) + count
+        return {"connections": [conn.id for conn in hit]}
+
+    def duplicate(self, params: dict[str, Any]) -> dict[str, Any]:
+        venue, market = self._venue(params), self._market(params)
+        back = _int(params, "back", 0)
+        if params.get("connection", "all") == "all":
+            return {"resent": venue.duplicate(market, None, back)}
+        if isinstance(venue, BinanceVenue):
+            hit_binance = self._pick(venue.listeners_of(market.name), params)
+            return {"resent": sum(venue.duplicate(market, conn, back) for conn in hit_binance)}
+        hit_alpaca = self._pick(venue.listeners_of(market.name), params)
+        return {"resent": sum(venue.duplicate(market, conn, back) for conn in hit_alpaca)}
+
+    def stall(self, params: dict[str, Any]) -> dict[str, Any]:
+        venue = self._venue(params)
+        seconds = _number(params, "seconds")
+        markets = [self._market(params)] if "symbol" in params else list(venue.markets.active.values())
+        until = asyncio.get_running_loop().time() + seconds
+        for market in markets:
+            market.stall_until = until
+            self.scheduler.reschedule(market, venue)
+        return {"symbols": [market.name for market in markets]}
+
+    def cross(self, params: dict[str, Any]) -> dict[str, Any]:
+        market = self._market(params)
+        market.cross_pending = bool(params.get("locked", False))
+        market.cross_updates = _int(params, "updates", 10)
+        return {}
+
+    def empty_book(self, params: dict[str, Any]) -> dict[str, Any]:
+        venue, market = self._venue(params), self._market(params)
+        side = params.get("side", "both")
+        if side not in ("bids", "asks", "both"):
+            raise ControlError("side must be bids, asks or both")
+
+        def empty(changes: ChangeSet) -> None:
+            market.empty_side(changes, bids=side != "asks", asks=side != "bids")
+
+        update = market.step(extra=empty, generate=False)
+        if isinstance(venue, BinanceVenue):
+            venue.publish(market, update)
+        else:
+            venue.send_update(market, update)
+        return {"update_id": update.last_id}
+
+    def symbol_status(self, params: dict[str, Any]) -> dict[str, Any]:
+        venue, status = self._venue(params), params.get("status")
+        name = params.get("symbol")
+        if not isinstance(status, str) or not status or name not in venue.markets.specs:
+            raise ControlError("symbol_status needs a listed symbol and a status")
+        venue.markets.set_status(name, status)
+        return {}
+
+    def rate(self, params: dict[str, Any]) -> dict[str, Any]:
+        venue, rate = self._venue(params), _number(params, "rate")
+        if "symbol" in params:
+            market = self._market(params)
+            market.rate = rate
+            self.scheduler.reschedule(market, venue)
+        else:
+            venue.rate = rate
+            for market in venue.markets.active.values():
+                self.scheduler.reschedule(market, venue)
+        return {}
+
+    def burst(self, params: dict[str, Any]) -> dict[str, Any]:
+        venue, count = self._venue(params), _int(params, "count", 5)
+        markets = [self._market(params)] if "symbol" in params else list(venue.markets.active.values())
+        for market in markets:
+            if market.trading:
+                venue.burst(market, count)
+        return {"symbols": len(markets)}
+
+    # -- connections
+
+    def disconnect(self, params: dict[str, Any]) -> dict[str, Any]:
+        venue = self._venue(params)
+        hit = self._pick(venue.listeners_of(self._symbol_or_none(params)), params)
+        mode = params.get("mode", "close")
+        if mode not in ("close", "drop", "slow"):
+            raise ControlError("mode must be close, drop or slow")
+        for conn in hit:
+            if mode == "close":
+                conn.close(_int(params, "code", 1000), "closed by control")
+            elif mode == "drop":
+                conn.drop()
+            else:
+                conn.on_slow_client()
+        return {"connections": [conn.id for conn in hit]}
+
+    def max_connection_age(self, params: dict[str, Any]) -> dict[str, Any]:
+        self._venue(params).max_connection_age_s = _number(params, "seconds")
+        return {}
+
+    def server_shutdown(self, params: dict[str, Any]) -> dict[str, Any]:
+        venue = self._binance(params)
+        hit = self._pick(venue.listeners_of(self._symbol_or_none(params)), params)
+        venue.server_shutdown(hit)
+        return {"connections": [conn.id for conn in hit]}
+
+    def alpaca_reset(self, params: dict[str, Any]) -> dict[str, Any]:
+        venue = self.venues["alpaca"]
+        assert isinstance(venue, AlpacaVenue)
+        if "symbol" in params:
+            markets = [self._market({**params, "venue": "alpaca"})]
+        else:
+            markets = [market for name, market in venue.markets.active.items() if venue.listeners_of(name)]
+        hit: set[int] = set()
+        for market in markets:
+            conns = self._pick(venue.listeners_of(market.name), params)
+            venue.reset(market, conns)
+            hit.update(conn.id for conn in conns)
+        return {"symbols": [market.name for market in markets], "connections": sorted(hit)}
+
+    def alpaca_limits(self, params: dict[str, Any]) -> dict[str, Any]:
+        venue = self.venues["alpaca"]
+        assert isinstance(venue, AlpacaVenue)
+        venue.connection_limit = _int(params, "connection_limit", venue.connection_limit)
+        venue.symbol_limit = _int(params, "symbol_limit", venue.symbol_limit)
+        return {}
+
+    # -- REST and acks (Binance)
+
+    def snapshot_delay(self, params: dict[str, Any]) -> dict[str, Any]:
+        self._binance(params).faults.snapshot_delay_ms[self._symbol_or_none(params)] = _int(params, "ms")
+        return {}
+
+    def snapshot_lag(self, params: dict[str, Any]) -> dict[str, Any]:
+        self._binance(params).faults.snapshot_lag[self._symbol_or_none(params)] = _int(params, "updates")
+        return {}
+
+    def http_status(self, params: dict[str, Any]) -> dict[str, Any]:
+        venue = self._binance(params)
+        status = _int(params, "status")
+        if not 100 <= status <= 599:
+            raise ControlError("status must be an HTTP status")
+        venue.faults.force(status, _int(params, "count", 1), _int(params, "retry_after", 0))
+        return {"queued": len(venue.faults.forced)}
+
+    def weight_limit(self, params: dict[str, Any]) -> dict[str, Any]:
+        self._binance(params).weights.limit = _int(params, "limit")
+        return {}
+
+    def ack_delay(self, params: dict[str, Any]) -> dict[str, Any]:
+        self._binance(params).faults.ack_delay_ms = _int(params, "ms")
+        return {}
+
+    def snapshot_in_hole(self, params: dict[str, Any]) -> dict[str, Any]:
+        venue = self._binance(params)
+        if venue.name != "futures":
+            raise ControlError("only futures ids have holes")
+        venue.faults.snapshot_in_hole = bool(params.get("enabled", True))
+        return {}
+
+    def reset(self, params: dict[str, Any]) -> dict[str, Any]:
+        names = [params["venue"]] if "venue" in params else list(self.venues)
+        for name in names:
+            venue = self.venues.get(name)
+            if venue is None:
+                raise ControlError(f"venue must be one of {sorted(self.venues)}")
+            _reset_venue(venue)
+            for market in venue.markets.active.values():
+                self.scheduler.reschedule(market, venue)
+        return {"venues": names}
+
+    # -- parameter helpers
+
+    def _venue(self, params: dict[str, Any]) -> Venue:
+        venue = self.venues.get(params.get("venue", ""))
+        if venue is None:
+            raise ControlError(f"venue must be one of {sorted(self.venues)}")
+        return venue
+
+    def _binance(self, params: dict[str, Any]) -> BinanceVenue:
+        venue = self._venue(params)
+        if not isinstance(venue, BinanceVenue):
+            raise ControlError("this action applies to spot and futures only")
+        return venue
+
+    def _market(self, params: dict[str, Any]) -> Market:
+        venue = self._venue(params)
+        market = venue.markets.get(params.get("symbol", ""))
+        if market is None:
+            raise ControlError(f"{venue.name} lists no symbol {params.get('symbol')!r}")
+        return market
+
+    def _symbol_or_none(self, params: dict[str, Any]) -> str | None:
+        return self._market(params).name if "symbol" in params else None
+
+    @staticmethod
+    def _pick(conns: Sequence[ConnT], params: dict[str, Any]) -> list[ConnT]:
+        which = params.get("connection", "all")
+        if which == "all":
+            return list(conns)
+        if which == "one":
+            return list(conns[:1])
+        if isinstance(which, int) and not isinstance(which, bool):
+            return [conn for conn in conns if conn.id == which]
+        raise ControlError('connection must be "all", "one" or a connection id')
+
+
+def _reset_venue(venue: Venue) -> None:
+    venue.rate = venue.config.rate
+    venue.max_connection_age_s = venue.config.max_connection_age_s
+    for market in venue.markets.active.values():
+        market.rate = None
+        market.stall_until = 0.0
+        market.skip_next = 0
+        market.cross_pending = None
+    for conn in venue.connections.values():
+        conn.skip.clear()
+    if isinstance(venue, BinanceVenue):
+        venue.faults.clear()
+        venue.weights.limit = venue.dialect.limits.weight_limit
+        venue.weights.clear()
+    else:
+        venue.connection_limit = venue.config.alpaca_connection_limit
+        venue.symbol_limit = venue.config.alpaca_symbol_limit
+
+
+def _int(params: dict[str, Any], key: str, default: int | None = None) -> int:
+    value = params.get(key, default)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ControlError(f"{key} must be a non-negative integer")
+    return value
+
+
+def _number(params: dict[str, Any], key: str) -> float:
+    value = params.get(key)
+    if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
+        raise ControlError(f"{key} must be a non-negative number")
+    return float(value)

@@ -1,0 +1,239 @@
+"""One symbol on one venue, and the lazily built set of them.
+
+Theory of operation. A ``Market`` owns a book, the generator that moves it, its update ids and its
+recent history, plus the faults that act on one symbol (rate, stall, gap, cross). ``step`` makes one
+update: the generator changes the book, the venue's ``IdSource`` gives it an id range, and the
+update's undo record goes to history, so the truth endpoint can rebuild any recent state. An update
+is made once and then encoded once per stream form, however many clients receive it.
+
+``Markets`` holds a venue's catalogue. A symbol costs nothing until something touches it (a
+subscription, a depth snapshot, the truth endpoint); only then is its book seeded and it starts
+to move. So a catalogue of thousands of symbols is free until used.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from array import array
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from fake_venue.book import Book
+from fake_venue.config import VenueConfig
+from fake_venue.decimal_text import LevelStyle
+from fake_venue.generator import ChangeSet, Generator
+from fake_venue.history import History, Record
+from fake_venue.symbols import TRADING, SymbolSpec
+
+
+@dataclass(slots=True)
+class Update:
+    """One event's worth of book changes, as ``(tick, qty)`` pairs; qty 0 removes the level."""
+
+    first_id: int
+    last_id: int
+    prev_id: int
+    """``last_id`` of the event before this one on the same stream (futures ``pu``)."""
+    event_ms: int
+    txn_ms: int
+    t_ns: int
+    bids: list[tuple[int, int]]
+    asks: list[tuple[int, int]]
+
+
+class IdSource(Protocol):
+    """How a venue numbers updates."""
+
+    def initial(self, rng: random.Random) -> int: ...
+
+    def next_range(self, last_id: int, rng: random.Random) -> tuple[int, int]: ...
+
+
+class ContiguousIds:
+    """Binance spot: per symbol, each event starts right after the previous one ends."""
+
+    def initial(self, rng: random.Random) -> int:
+        return rng.randrange(10**9, 6 * 10**10)
+
+    def next_range(self, last_id: int, rng: random.Random) -> tuple[int, int]:
+        return last_id + 1, last_id + 1 + rng.getrandbits(2)
+
+
+class SharedIds:
+    """Binance futures: one counter for every symbol of the venue, plus random holes.
+
+    Other symbols' updates use up ids, so the next ``U`` of a symbol is not its previous ``u`` + 1;
+    the extra holes make that true even when a single symbol is active.
+    """
+
+    def __init__(self, rng: random.Random) -> None:
+        self.counter = rng.randrange(10**11, 9 * 10**11)
+
+    def initial(self, rng: random.Random) -> int:
+        self.counter += 1 + rng.randrange(50)
+        return self.counter
+
+    def next_range(self, last_id: int, rng: random.Random) -> tuple[int, int]:
+        first = self.counter + 2 + rng.getrandbits(5)
+        self.counter = first + rng.getrandbits(3)
+        return first, self.counter
+
+
+class Sequence:
+    """Alpaca has no ids; a plain per-symbol sequence numbers updates for the truth endpoint only."""
+
+    def initial(self, rng: random.Random) -> int:
+        return 0
+
+    def next_range(self, last_id: int, rng: random.Random) -> tuple[int, int]:
+        return last_id + 1, last_id + 1
+
+
+class Market:
+    """One symbol's book, ids, history and per-symbol faults."""
+
+    def __init__(
+        self,
+        spec: SymbolSpec,
+        status: str,
+        style: LevelStyle,
+        ids: IdSource,
+        config: VenueConfig,
+        rng: random.Random,
+    ) -> None:
+        self.spec = spec
+        self.name = spec.name
+        self.style = style
+        self.status = status
+        self.book = Book()
+        self.rng = rng
+        self._ids = ids
+        self.generator = Generator(rng, config.levels, spec.mean_qty, spec.mid_ticks)
+        if status == TRADING:
+            self.generator.seed(self.book)
+        self.last_id = ids.initial(rng)
+        self.last_txn_ms = int(time.time() * 1000)
+        self.last_t_ns = time.time_ns()
+        self.history = History(
+            self.last_id,
+            self.last_t_ns,
+            config.history_max_events,
+            config.history_min_events,
+            config.history_seconds,
+        )
+        self.rate: float | None = None
+        """Updates per second for this symbol; None follows the venue's rate."""
+        self.stall_until = 0.0
+        """Monotonic time before which the symbol makes no updates (the stall fault)."""
+        self.skip_next = 0
+        """Updates still to be withheld from every client (the gap fault)."""
+        self.schedule_token = 0
+        self.cross_pending: bool | None = None
+        """A cross fault to apply on the next update: True = locked, False = crossed."""
+        self.cross_updates = 0
+        self._cross_tick: int | None = None
+        self._cross_left = 0
+
+    @property
+    def trading(self) -> bool:
+        return self.status == TRADING
+
+    def step(self, extra: Callable[[ChangeSet], None] | None = None, generate: bool = True) -> Update:
+        """Make one update: generated changes, then any fault's ``extra`` changes, recorded."""
+        changes = ChangeSet(self.book)
+        if generate:
+            self.generator.step(changes)
+        self._apply_cross(changes)
+        if extra is not None:
+            extra(changes)
+        return self._commit(changes)
+
+    def empty_side(self, changes: ChangeSet, bids: bool, asks: bool) -> None:
+        """Delete every level of the chosen sides (the empty-book fault)."""
+        for is_bid, wanted in ((True, bids), (False, asks)):
+            if wanted:
+                for tick, _ in self.book.side(is_bid).levels():
+                    changes.set(is_bid, tick, 0)
+
+    def _apply_cross(self, changes: ChangeSet) -> None:
+        if self.cross_pending is not None:
+            self._cross_tick = self.generator.force_cross(changes, self.book, locked=self.cross_pending)
+            self._cross_left = self.cross_updates
+            self.cross_pending = None
+        elif self._cross_tick is not None:
+            self._cross_left -= 1
+            if self._cross_left <= 0:
+                changes.set(True, self._cross_tick, 0)
+                self._cross_tick = None
+
+    def _commit(self, changes: ChangeSet) -> Update:
+        rng = self.rng
+        first_id, last_id = self._ids.next_range(self.last_id, rng)
+        now_ns = time.time_ns()
+        t_ns = max(now_ns, self.last_t_ns + 1)
+        event_ms = now_ns // 1_000_000
+        txn_ms = max(event_ms - 1 - rng.getrandbits(1), self.last_txn_ms)
+        undo = array("q")
+        for (is_bid, tick), old in changes.old.items():
+            undo.extend((int(is_bid), tick, old))
+        self.history.record(Record(first_id, last_id, self.last_id, t_ns, time.monotonic(), undo))
+        update = Update(
+            first_id,
+            last_id,
+            self.last_id,
+            event_ms,
+            txn_ms,
+            t_ns,
+            changes.side_changes(True),
+            changes.side_changes(False),
+        )
+        self.last_id, self.last_t_ns, self.last_txn_ms = last_id, t_ns, txn_ms
+        return update
+
+
+class Markets:
+    """A venue's catalogue, with a market built for a symbol the first time it is used."""
+
+    def __init__(
+        self,
+        venue: str,
+        specs: list[SymbolSpec],
+        ids: IdSource,
+        style_for: Callable[[SymbolSpec], LevelStyle],
+        config: VenueConfig,
+        on_activate: Callable[[Market], None],
+    ) -> None:
+        self.venue = venue
+        self.specs = {spec.name: spec for spec in specs}
+        self.by_lower = {spec.name.lower(): spec.name for spec in specs}
+        self.active: dict[str, Market] = {}
+        self.statuses = {spec.name: spec.status for spec in specs}
+        self.catalogue_version = 0
+        """Bumped when a status changes, so cached exchangeInfo bodies know to rebuild."""
+        self._ids = ids
+        self._style_for = style_for
+        self._config = config
+        self._on_activate = on_activate
+
+    def get(self, name: str) -> Market | None:
+        """The market for ``name``, built and started on first use; None if not listed."""
+        market = self.active.get(name)
+        if market is not None:
+            return market
+        spec = self.specs.get(name)
+        if spec is None:
+            return None
+        rng = random.Random(f"{self._config.seed}:{self.venue}:{name}")
+        market = Market(spec, self.statuses[name], self._style_for(spec), self._ids, self._config, rng)
+        self.active[name] = market
+        self._on_activate(market)
+        return market
+
+    def set_status(self, name: str, status: str) -> None:
+        self.statuses[name] = status
+        market = self.active.get(name)
+        if market is not None:
+            market.status = status
+        self.catalogue_version += 1

@@ -1,0 +1,35 @@
+"""``python -m fake_venue``: one URL line on stdout when ready, a clean exit on SIGTERM."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+from pathlib import Path
+
+import aiohttp
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+async def test_cli_prints_the_url_and_exits_on_sigterm() -> None:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "fake_venue", "--port", "0", "--spot-symbols", "3", "--futures-symbols", "2",
+        "--alpaca-symbols", "2", "--rate", "5", "--levels", "50", "--seed", "9",
+        cwd=REPO, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert process.stdout is not None
+        line = (await asyncio.wait_for(process.stdout.readline(), timeout=15)).decode()
+        assert line.startswith("FAKE_VENUE_URL=http://127.0.0.1:")
+        url = line.strip().split("=", 1)[1]
+        async with aiohttp.ClientSession() as http, http.get(url + "/api/v3/exchangeInfo") as response:
+            symbols = [entry["symbol"] for entry in (await response.json())["symbols"]]
+        assert symbols == ["BTCUSDT", "ETHUSDT", "ETHBTC", "BCCBTC"]
+        process.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(process.wait(), timeout=10) == 0
+        assert await process.stdout.read() == b""  # exactly one line
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
