@@ -11,7 +11,6 @@ import redis.asyncio as redis
 from control_plane.errors import ConfigurationError
 from control_plane.settings import ControlSettings
 from control_plane.stores.base import ControlStore
-from control_plane.stores.dynamodb import DynamoControlStore
 from control_plane.stores.redis import RedisControlStore
 
 PEPPER_BYTES = 32
@@ -21,6 +20,9 @@ PEPPER_BYTES = 32
 async def open_control_store(settings: ControlSettings) -> AsyncIterator[ControlStore]:
     """The configured control store, with whatever it needed opened and, on exit, closed."""
     if settings.control_store == "dynamodb":
+        # Imported here: boto3 is heavy, and a Redis-backed process (or Lambda cold start) never needs it.
+        from control_plane.stores.dynamodb import DynamoControlStore
+
         dynamo = DynamoControlStore(
             settings.dynamodb_table,
             endpoint_url=settings.dynamodb_endpoint_url,
