@@ -1,0 +1,7 @@
+provider "aws" {
+  region = var.region
+
+  default_tags {
+    tags = merge({ Project = "ladder", Deployment = var.name }, var.tags)
+  }
+}
