@@ -1,0 +1,114 @@
+"""The aiohttp adapter: HTTP requests into core :class:`Request`\\ s, core responses out.
+
+It uses aiohttp's low-level server (no application router or middleware): the core already
+routes, and the read path is too short to pay for a second layer. The one thing only this
+adapter can do is the WebSocket stream: when the core accepts ``/v1/stream`` it returns a plan,
+and this adapter upgrades the connection and runs :class:`read_functions.stream.BookStream`.
+No access log is kept, so a key sent as ``?api_key=`` is never written anywhere.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Mapping
+
+from aiohttp import WSMsgType, web
+
+from book_store.errors import LadderError
+from read_functions.deps import Deps
+from read_functions.dispatch import Dispatcher, request_id
+from read_functions.errors import PayloadTooLargeError, error_response
+from read_functions.messages import Request, Response
+from read_functions.stream import BookStream, StreamPlan, close_code
+
+_NO_QUERY: Mapping[str, str] = {}
+_CLOSE_REASON_MAX = 120
+
+
+class AiohttpAdapter:
+    """The request handler of one listener."""
+
+    def __init__(self, dispatcher: Dispatcher, deps: Deps) -> None:
+        self._dispatch = dispatcher
+        self._deps = deps
+        self._max_body = deps.settings.max_body_bytes
+
+    def server(self) -> web.Server:
+        return web.Server(self.handle, access_log=None)
+
+    async def handle(self, http: web.BaseRequest) -> web.StreamResponse:
+        target = http.raw_path
+        path, _, query_string = target.partition("?")
+        headers = http.headers
+        rid = request_id(headers.get("X-Request-ID"))
+        body = b""
+        if http.body_exists:
+            try:
+                body = await self._read_body(http)
+            except PayloadTooLargeError as exc:
+                return _to_aiohttp(error_response(exc, rid))
+        request = Request(
+            method=http.method,
+            raw_path=path,
+            query=http.query if query_string else _NO_QUERY,
+            headers=headers,
+            body=body,
+            client=http.remote or "",
+            request_id=rid,
+            origin=f"{http.scheme}://{headers.get('Host', '')}",
+            query_string=query_string,
+        )
+        response = await self._dispatch(request)
+        if response.stream is not None:
+            return await self._stream(http, response.stream, response.headers)
+        return _to_aiohttp(response)
+
+    async def _read_body(self, http: web.BaseRequest) -> bytes:
+        if http.content_length is not None and http.content_length > self._max_body:
+            raise PayloadTooLargeError(f"the body may be at most {self._max_body} bytes")
+        body = await http.content.read(self._max_body + 1)
+        if len(body) > self._max_body:
+            raise PayloadTooLargeError(f"the body may be at most {self._max_body} bytes")
+        return body
+
+    async def _stream(
+        self, http: web.BaseRequest, plan: StreamPlan, headers: dict[str, str]
+    ) -> web.StreamResponse:
+        socket = web.WebSocketResponse(heartbeat=30.0)
+        socket.headers.update(headers)
+        await socket.prepare(http)
+        stream = BookStream(self._deps, plan)
+        stream.start()
+        incoming = asyncio.get_running_loop().create_task(_discard_incoming(socket))
+        try:
+            while not socket.closed:
+                sending = asyncio.ensure_future(stream.next_message())
+                done, _ = await asyncio.wait({sending, incoming}, return_when=asyncio.FIRST_COMPLETED)
+                if sending not in done:
+                    sending.cancel()
+                    break  # the client went away
+                await socket.send_frame(sending.result(), WSMsgType.TEXT)
+        except LadderError as exc:
+            await socket.close(code=close_code(exc), message=str(exc).encode()[:_CLOSE_REASON_MAX])
+        except ConnectionError:
+            pass  # the client went away mid-send
+        finally:
+            stream.stop()
+            incoming.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await incoming
+        return socket
+
+
+async def _discard_incoming(socket: web.WebSocketResponse) -> None:
+    """Read (and ignore) what the client sends, so that close and ping frames are handled."""
+    async for _message in socket:
+        pass
+
+
+def _to_aiohttp(response: Response) -> web.Response:
+    headers = response.headers
+    if response.content_type is not None:
+        headers["Content-Type"] = response.content_type
+    return web.Response(status=response.status, body=response.body or None, headers=headers)

@@ -1,0 +1,77 @@
+"""Book responses as bytes: the stored level blobs joined with a few pre-rendered pieces.
+
+A response body is ``head + age_ms + tail``. ``head`` (exchange, market and the snapshot's times)
+and ``tail`` (replica, status and the sliced level blobs) depend only on the snapshot, the depth
+and the side, so they are rendered once per served snapshot and reused by every request until
+the next snapshot replaces it; only ``age_ms`` is formatted per request. No level is ever parsed
+or re-encoded here.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+import orjson
+
+from book_store.codec import Snapshot
+from book_store.keys import BookKey
+from read_functions.book_cache import Entry
+
+# Views kept per book: a few depths in use at once; a caller cycling through depths cannot
+# make a book hold more than this many rendered copies.
+MAX_VIEWS = 16
+
+
+class Side(enum.Enum):
+    BOTH = "both"
+    BIDS = "bids"
+    ASKS = "asks"
+
+
+@dataclass(frozen=True, slots=True)
+class BookView:
+    """The pre-rendered pieces of one (snapshot, depth, side) response."""
+
+    head: bytes
+    tail: bytes
+    etag: str
+    publish_time: int
+
+    def body(self, age_ms: int) -> bytes:
+        return b"%b%d%b" % (self.head, age_ms, self.tail)
+
+
+def view_of(entry: Entry, snapshot: Snapshot, depth: int, side: Side) -> BookView:
+    """The cached view of ``snapshot`` for ``depth`` and ``side`` (rendered on first use)."""
+    if entry.views_of is not snapshot:
+        entry.views.clear()
+        entry.views_of = snapshot
+    key = (depth, side.value)
+    view = entry.views.get(key)
+    if view is None:
+        if len(entry.views) >= MAX_VIEWS:
+            entry.views.clear()
+        view = entry.views[key] = render(entry.book, snapshot, depth, side)
+    return view
+
+
+def render(book: BookKey, snapshot: Snapshot, depth: int, side: Side) -> BookView:
+    meta = snapshot.meta
+    head = b"".join((
+        b'{"exchange":', orjson.dumps(book.exchange), b',"market":', orjson.dumps(book.market),
+        b',"update_id":%d,"event_time":%b,"ingest_time":%b,"publish_time":%d,"age_ms":'
+        % (meta.update_id, _opt(meta.event_time), _opt(meta.ingest_time), meta.publish_time),
+    ))  # fmt: skip
+    parts = [b',"replica":%d,"status":"%b"' % (meta.replica, meta.status.label.encode())]
+    if side is not Side.ASKS:
+        parts += [b',"bids":[', snapshot.bids(depth), b"]"]
+    if side is not Side.BIDS:
+        parts += [b',"asks":[', snapshot.asks(depth), b"]"]
+    parts.append(b"}")
+    etag = f'W/"{meta.update_id}.{meta.replica}.{depth}.{side.value}"'
+    return BookView(head, b"".join(parts), etag, meta.publish_time)
+
+
+def _opt(value: int | None) -> bytes:
+    return b"null" if value is None else b"%d" % value

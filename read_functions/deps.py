@@ -1,0 +1,154 @@
+"""Everything a handler may use, built once per process and shared by every request.
+
+``Deps.open`` creates the store client, the caches and the control service; in a Lambda sandbox
+it runs once, on the first event, and the result serves every warm invocation. One housekeeping
+task flushes usage counts and keys' ``last_used_at`` every second.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+
+import redis.asyncio as redis
+from redis.exceptions import RedisError
+
+from book_store.errors import StoreError
+from control_plane.bootstrap import open_control_store, resolve_pepper
+from control_plane.service import ControlService
+from read_functions.access import CHANGES, Access
+from read_functions.book_cache import BookCache
+from read_functions.catalog_cache import CatalogCache
+from read_functions.rate_limit import RateLimiter
+from read_functions.settings import ReadSettings
+from read_functions.telemetry import Telemetry
+from read_functions.usage import UsageCounter
+
+log = logging.getLogger(__name__)
+
+_HOUSEKEEPING_S = 1.0
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+@dataclass
+class Deps:
+    settings: ReadSettings
+    redis: redis.Redis
+    books: BookCache
+    catalog: CatalogCache
+    access: Access
+    control: ControlService
+    limiter: RateLimiter
+    usage: UsageCounter
+    telemetry: Telemetry
+    _stack: AsyncExitStack = field(repr=False)
+    _housekeeping: asyncio.Task[None] | None = field(default=None, repr=False)
+    _flushed_at: float = field(default=0.0, repr=False)
+
+    @classmethod
+    async def open(cls, settings: ReadSettings, *, follow_changes: bool = True) -> Deps:
+        """Build everything; ``follow_changes=False`` (Lambda) reads books without a change feed."""
+        stack = AsyncExitStack()
+        try:
+            client = redis.Redis.from_url(settings.redis_url)
+            stack.push_async_callback(client.aclose)
+            store = await stack.enter_async_context(open_control_store(settings.control_settings()))
+            catalog = CatalogCache(client, refresh_s=settings.catalog_refresh_s)
+            pepper = await resolve_pepper(settings.control_settings(), store)
+            admin_key = settings.admin_key.get_secret_value() if settings.admin_key else None
+            # The control service must not cache: Access bounds staleness on its own (see access.py).
+            control = ControlService(store, pepper, admin_key, catalog, cache_ttl_ms=0)
+            # Without a change feed no announcement arrives: entitlements get the keys' 1 s bound.
+            entitlements_ms = settings.entitlements_max_age_ms if follow_changes else settings.auth_max_age_ms
+            access = Access(
+                control,
+                max_age_s=settings.auth_max_age_ms / 1000,
+                entitlements_max_age_s=entitlements_ms / 1000,
+            )
+            access.start()
+            stack.push_async_callback(access.close)
+            feed_url = settings.redis_url if follow_changes else None
+            books = BookCache(
+                client,
+                feed_url,
+                idle_s=settings.book_idle_s,
+                standing={CHANGES: access.apply},
+                on_reset=access.missed_changes,
+            )
+            await books.start()
+            stack.push_async_callback(books.close)
+            deps = cls(
+                settings=settings,
+                redis=client,
+                books=books,
+                catalog=catalog,
+                access=access,
+                control=control,
+                limiter=RateLimiter(client, lease_window_s=settings.rate_lease_ms / 1000),
+                usage=UsageCounter(client),
+                telemetry=Telemetry(),
+                _stack=stack,
+            )
+        except BaseException:
+            await stack.aclose()
+            raise
+        deps._register_gauges()
+        deps._housekeeping = asyncio.get_running_loop().create_task(deps._housekeep())
+        return deps
+
+    async def close(self) -> None:
+        if self._housekeeping is not None:
+            self._housekeeping.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._housekeeping
+        with contextlib.suppress(StoreError):
+            await self._flush()
+        await self._stack.aclose()
+
+    async def announce(self, change: bytes) -> None:
+        """Apply a change of keys, tenants or subscriptions here, and tell every other worker."""
+        self.access.apply(change)
+        try:
+            await self.redis.publish(CHANGES, change)
+        except (RedisError, OSError) as exc:
+            log.warning("could not announce a change (%s); other workers see it within 1 s", exc)
+
+    async def flush_if_due(self) -> None:
+        """Flush usage and keys' last use if the last flush is a second old (Lambda calls this)."""
+        if time.monotonic() - self._flushed_at >= _HOUSEKEEPING_S:
+            try:
+                await self._flush()
+            except StoreError as exc:
+                log.warning("usage flush failed (%s); keeping the counts for the next one", exc)
+
+    async def _housekeep(self) -> None:
+        while True:
+            await asyncio.sleep(_HOUSEKEEPING_S)
+            await self.flush_if_due()
+
+    async def _flush(self) -> None:
+        self._flushed_at = time.monotonic()
+        await self.usage.flush()
+        await self.control.flush_last_used()
+
+    def _register_gauges(self) -> None:
+        books, t = self.books, self.telemetry
+        t.gauge("ladder_read_cached_books", "Books held in this worker's cache.", lambda: len(books))
+        t.gauge("ladder_read_book_cache_hit_ratio", "Book reads served from the cache, of all book reads.",
+                lambda: books.hits / max(1, books.hits + books.misses))  # fmt: skip
+        t.counter(
+            "ladder_read_book_cache_hits_total", "Book reads served from the cache.", lambda: books.hits
+        )
+        t.counter("ladder_read_book_cache_misses_total", "Book reads that loaded from the store.",
+                  lambda: books.misses)  # fmt: skip
+        t.counter("ladder_read_change_messages_total", "Change messages applied to cached books.",
+                  lambda: books.messages)  # fmt: skip
+        t.counter("ladder_read_feed_resets_total", "Times the change feed dropped and the cache was cleared.",
+                  lambda: books.resets)  # fmt: skip

@@ -1,0 +1,89 @@
+"""The request pipeline every adapter calls: route, authenticate, limit, count, handle, map errors.
+
+Order of checks: the route (404/405), then the key (401/403), then the tenant's rate limit (429)
+and usage count; the handler does the rest (validation 400/404, entitlement 403, book state 503).
+Every exception ends here and nowhere else: :func:`read_functions.errors.error_response` turns it
+into a status and an error body. Every response gets ``X-Request-ID``; a tenant's responses also
+get its ``RateLimit-*`` headers.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+import time
+from collections.abc import Awaitable, Callable
+
+from control_plane.errors import ForbiddenError
+from control_plane.models import Principal
+from read_functions.access import presented_key
+from read_functions.deps import Deps
+from read_functions.errors import error_response
+from read_functions.messages import Request, Response
+from read_functions.rate_limit import Quota, TenantRateLimitedError
+from read_functions.routing import Access, Route, Router
+
+PrincipalSource = Callable[[Request, Route], Awaitable[Principal]]
+
+_SAFE_REQUEST_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
+
+
+def _new_prefix() -> str:
+    """8 random hex digits and the pid in hex: unique across workers and restarts."""
+    return f"{os.urandom(4).hex()}{os.getpid():x}-"
+
+
+_id_prefix = _new_prefix()
+_ids = itertools.count(1)
+
+
+def request_id(sent: str | None) -> str:
+    """The caller's ``X-Request-ID`` when it is safe to echo, else a new unique one."""
+    if sent and _SAFE_REQUEST_ID.fullmatch(sent):
+        return sent
+    return f"{_id_prefix}{next(_ids)}"
+
+
+def reset_request_ids() -> None:
+    """A forked worker must not hand out its parent's ids."""
+    global _id_prefix
+    _id_prefix = _new_prefix()
+
+
+class Dispatcher:
+    """Answers core requests for one listener (the main API, or the UBDCC compat listener)."""
+
+    def __init__(self, router: Router, deps: Deps, principal_source: PrincipalSource | None = None) -> None:
+        self.router = router
+        self.deps = deps
+        self._principal_source = principal_source or self._from_key
+
+    async def __call__(self, request: Request) -> Response:
+        started = time.perf_counter()
+        deps = self.deps
+        route_name = "unmatched"
+        quota: Quota | None = None
+        try:
+            route, request.path_params = self.router.match(request.method, request.raw_path)
+            route_name = route.path
+            if route.access is not Access.PUBLIC:
+                principal = request.principal = await self._principal_source(request, route)
+                if route.access is Access.ADMIN and not principal.is_admin:
+                    raise ForbiddenError("this route needs the admin key")
+                if principal.tenant_id is not None:
+                    quota = await deps.limiter.take(await deps.access.tenant(principal.tenant_id))
+                    deps.usage.count(principal.tenant_id)
+            response = await route.handler(request, deps)
+        except Exception as exc:  # the one boundary where any error becomes a response
+            response = error_response(exc, request.request_id)
+            if isinstance(exc, TenantRateLimitedError):
+                quota = exc.quota
+        if quota is not None:
+            response.headers.update(quota.headers())
+        response.headers["X-Request-ID"] = request.request_id
+        deps.telemetry.request_done(request, route_name, response.status, time.perf_counter() - started)
+        return response
+
+    async def _from_key(self, request: Request, route: Route) -> Principal:
+        return await self.deps.access.principal(presented_key(request, query_allowed=route.query_key))

@@ -1,0 +1,96 @@
+"""Errors to HTTP: the one table that turns an exception into a status and an error body.
+
+The table is walked over the exception's MRO, so a subclass (``UnknownMarketError``) inherits its
+parent's status (``NotFoundError`` -> 404) unless it has a row of its own. The body's ``code`` is
+the exception's stable ``code``; its message is ``str(exc)``, which control-plane and read errors
+write for the caller. Store faults and anything unexpected never show their text: the first says
+"retry", the second is logged with its traceback and answered as a bare 500 ``internal``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+
+import orjson
+
+from book_store.errors import LadderError, StoreError
+from book_store.keys import InvalidBookIdError
+from control_plane.errors import (
+    ApiError,
+    BookNotSyncedError,
+    BookTooOldError,
+    ConflictError,
+    ForbiddenError,
+    InvalidRequestError,
+    LimitExceededError,
+    NotFoundError,
+    RateLimitedError,
+    UnauthorizedError,
+)
+from read_functions.messages import JSON, Response
+
+log = logging.getLogger(__name__)
+
+
+class MethodNotAllowedError(ApiError):
+    """The path exists but not with this method."""
+
+    code = "method_not_allowed"
+
+
+class PayloadTooLargeError(ApiError):
+    """A request body over the limit; refused before it is parsed."""
+
+    code = "payload_too_large"
+
+
+STATUS_BY_ERROR: dict[type[BaseException], int] = {
+    InvalidRequestError: 400,
+    InvalidBookIdError: 400,
+    UnauthorizedError: 401,
+    ForbiddenError: 403,
+    NotFoundError: 404,
+    MethodNotAllowedError: 405,
+    ConflictError: 409,
+    PayloadTooLargeError: 413,
+    LimitExceededError: 422,
+    RateLimitedError: 429,
+    BookNotSyncedError: 503,
+    BookTooOldError: 503,
+    StoreError: 503,
+}
+
+_STORE_RETRY_AFTER_S = 1.0
+
+
+def status_for(exc: BaseException) -> int:
+    """The HTTP status of an exception: the first class of its MRO that has a row, else 500."""
+    for cls in type(exc).__mro__:
+        status = STATUS_BY_ERROR.get(cls)
+        if status is not None:
+            return status
+    return 500
+
+
+def error_body(code: str, message: str, request_id: str) -> bytes:
+    return orjson.dumps({"error": {"code": code, "message": message, "request_id": request_id}})
+
+
+def error_response(exc: BaseException, request_id: str) -> Response:
+    """The response for ``exc``; unexpected exceptions are logged here, once."""
+    status = status_for(exc)
+    headers: dict[str, str] = {}
+    if status == 500 or not isinstance(exc, LadderError):
+        log.error("unhandled error in request %s", request_id, exc_info=exc)
+        return Response(500, error_body("internal", "internal error", request_id), JSON, headers)
+    if isinstance(exc, StoreError):
+        log.warning("store error in request %s: %s", request_id, exc)
+        message = "the store is unavailable; retry shortly"
+        retry_after: float | None = _STORE_RETRY_AFTER_S
+    else:
+        message = str(exc)
+        retry_after = getattr(exc, "retry_after_s", None)
+    if retry_after is not None:
+        headers["Retry-After"] = str(max(1, math.ceil(retry_after)))
+    return Response(status, error_body(exc.code, message, request_id), JSON, headers)

@@ -1,0 +1,1 @@
+"""Route handlers: plain ``async def handler(request, deps) -> Response`` functions."""

@@ -1,0 +1,79 @@
+"""``GET /v1/books/{exchange}/{market}`` and its ``/bids`` and ``/asks`` variants: the hot path.
+
+A steady-state read costs no store round trip: the key, tenant, entitlement, catalog and book
+all come from memory, and the body is pre-rendered bytes around one formatted ``age_ms``.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+from control_plane.errors import BookTooOldError
+from read_functions.book_read import authorize_book, synced_replica
+from read_functions.book_view import Side, view_of
+from read_functions.deps import Deps, now_ms
+from read_functions.messages import JSON, Request, Response
+from read_functions.params import int_param
+
+MAX_AGE_LIMIT_MS = 86_400_000
+
+
+async def get_book(request: Request, deps: Deps) -> Response:
+    return await _read(request, deps, Side.BOTH)
+
+
+async def get_bids(request: Request, deps: Deps) -> Response:
+    return await _read(request, deps, Side.BIDS)
+
+
+async def get_asks(request: Request, deps: Deps) -> Response:
+    return await _read(request, deps, Side.ASKS)
+
+
+async def _read(request: Request, deps: Deps, side: Side) -> Response:
+    query = request.query
+    settings = deps.settings
+    depth = settings.default_depth
+    max_age_ms = None
+    if query:
+        depth = int_param(query, "depth", lo=1, hi=settings.max_depth) or depth
+        max_age_ms = int_param(query, "max_age_ms", lo=0, hi=MAX_AGE_LIMIT_MS)
+    params = request.path_params
+    assert request.principal is not None  # the route requires a key
+    book = await authorize_book(deps, request.principal, params["exchange"], params["market"])
+    entry = await deps.books.entry(book)
+    now = now_ms()
+    snapshot = synced_replica(deps, entry, now)
+    age_ms = max(0, now - snapshot.meta.publish_time)
+    if max_age_ms is not None and age_ms > max_age_ms:
+        raise BookTooOldError(
+            f"the freshest synced replica of {book.exchange} {book.market} is {age_ms} ms old "
+            f"(max_age_ms={max_age_ms})"
+        )
+    view = view_of(entry, snapshot, min(depth, max(snapshot.depth, 1)), side)
+    headers = {"ETag": view.etag, "Cache-Control": "no-cache"}
+    if_none_match = request.headers.get("if-none-match")
+    if if_none_match is not None and _matches(if_none_match, view.etag):
+        return Response(304, b"", None, headers)
+    body = view.body(age_ms)
+    accept_encoding = request.headers.get("accept-encoding")
+    if accept_encoding is not None and _accepts_gzip(accept_encoding):
+        compressor = zlib.compressobj(1, zlib.DEFLATED, 31)
+        body = compressor.compress(body) + compressor.flush()
+        headers["Content-Encoding"] = "gzip"
+        headers["Vary"] = "Accept-Encoding"
+    return Response(200, body, JSON, headers)
+
+
+def _matches(if_none_match: str, etag: str) -> bool:
+    """Weak comparison (RFC 9110 13.1.2): ``W/`` prefixes are ignored on both sides."""
+    wanted = etag.removeprefix("W/")
+    return any(tag.strip().removeprefix("W/") in (wanted, "*") for tag in if_none_match.split(","))
+
+
+def _accepts_gzip(accept_encoding: str) -> bool:
+    for item in accept_encoding.split(","):
+        coding, _, params = item.partition(";")
+        if coding.strip().lower() in ("gzip", "x-gzip"):
+            return params.replace(" ", "").lower() not in ("q=0", "q=0.0", "q=0.00", "q=0.000")
+    return False

@@ -1,0 +1,145 @@
+"""The route table: one list of :class:`Route` values, matched on raw path segments.
+
+Templates are ``/v1/books/{exchange}/{market}``: a ``{name}`` segment captures one path segment,
+percent-decoded after splitting, so ``BTC%2FUSD`` is the single market ``BTC/USD``. Static paths
+are found with one dict look-up; templated ones are grouped by segment count and their first
+segment after the version (``books``, ``admin``...), so a path is compared with one or two
+templates at most. Each route also carries what the OpenAPI document says
+about it, so the document is generated from the very list that serves requests.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
+
+from control_plane.errors import InvalidRequestError, NotFoundError
+from read_functions.errors import MethodNotAllowedError
+from read_functions.messages import Request, Response
+
+if TYPE_CHECKING:
+    from read_functions.deps import Deps
+
+Handler = Callable[[Request, "Deps"], Awaitable[Response]]
+JsonSchema = Mapping[str, Any]
+
+
+class Access(enum.Enum):
+    """Who may call a route."""
+
+    PUBLIC = "public"  # no key
+    TENANT = "tenant"  # a tenant's key (or the operator's, acting for no tenant)
+    ADMIN = "admin"  # the operator key only
+
+
+@dataclass(frozen=True, slots=True)
+class Param:
+    """A query parameter, for validation messages and the OpenAPI document."""
+
+    name: str
+    schema: JsonSchema
+    description: str
+    required: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """One documented response of a route."""
+
+    description: str
+    schema: JsonSchema | None = None
+    content_type: str = "application/json"
+    headers: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    method: str
+    path: str
+    handler: Handler
+    access: Access
+    summary: str
+    tag: str
+    params: tuple[Param, ...] = ()
+    body: JsonSchema | None = None
+    body_required: bool = True
+    replies: Mapping[int, Reply] = field(default_factory=dict)
+    operation_id: str = ""
+    query_key: bool = False  # the key may come as ?api_key= (the WebSocket stream only)
+    segments: tuple[str, ...] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "segments", tuple(self.path.split("/")))
+
+    @property
+    def path_params(self) -> tuple[str, ...]:
+        return tuple(s[1:-1] for s in self.segments if s.startswith("{"))
+
+
+class Router:
+    """Finds the route of a method and raw path, and the decoded path parameters."""
+
+    def __init__(self, routes: Sequence[Route]) -> None:
+        self.routes = tuple(routes)
+        self._static: dict[str, dict[str, Route]] = {}
+        self._templated: dict[tuple[int, str], list[Route]] = {}
+        for route in self.routes:
+            if "{" in route.path:
+                self._templated.setdefault(_group(route.segments), []).append(route)
+            else:
+                methods = self._static.setdefault(route.path, {})
+                if route.method in methods:
+                    raise ValueError(f"duplicate route {route.method} {route.path}")
+                methods[route.method] = route
+
+    def match(self, method: str, raw_path: str) -> tuple[Route, dict[str, str]]:
+        """The route and its path parameters; NotFoundError or MethodNotAllowedError otherwise."""
+        methods = self._static.get(raw_path)
+        if methods is not None:
+            route = methods.get(method)
+            if route is None:
+                raise _not_allowed(methods)
+            return route, {}
+        parts = raw_path.split("/")
+        allowed: dict[str, Route] = {}
+        for route in self._templated.get(_group(parts), ()):
+            params = _bind(route.segments, parts)
+            if params is None:
+                continue
+            if route.method == method:
+                return route, params
+            allowed[route.method] = route
+        if allowed:
+            raise _not_allowed(allowed)
+        raise NotFoundError("no such route")
+
+
+def _group(segments: Sequence[str]) -> tuple[int, str]:
+    """Segment count and the segment after ``/v1`` (templates never start with a parameter)."""
+    return len(segments), segments[2] if len(segments) > 2 else ""
+
+
+def _bind(template: tuple[str, ...], parts: list[str]) -> dict[str, str] | None:
+    params: dict[str, str] = {}
+    for expected, actual in zip(template, parts, strict=True):
+        if expected.startswith("{"):
+            if not actual:
+                return None
+            params[expected[1:-1]] = _decode(actual) if "%" in actual else actual
+        elif expected != actual:
+            return None
+    return params
+
+
+def _decode(segment: str) -> str:
+    try:
+        return unquote(segment, errors="strict")
+    except UnicodeDecodeError as exc:
+        raise InvalidRequestError("a path segment is not valid UTF-8 after percent-decoding") from exc
+
+
+def _not_allowed(methods: Mapping[str, Route]) -> MethodNotAllowedError:
+    return MethodNotAllowedError(f"method not allowed; allowed: {', '.join(sorted(methods))}")

@@ -1,0 +1,145 @@
+"""JSON Schemas (2020-12, as OpenAPI 3.1 uses them) of every body the API sends or accepts.
+
+The OpenAPI document is assembled from these and the route list; the tests validate real
+responses against the same schemas, so a shape change that is not written down here fails.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+Schema = dict[str, Any]
+
+INT = {"type": "integer"}
+STR = {"type": "string"}
+NULLABLE_INT = {"type": ["integer", "null"]}
+
+
+def obj(required: dict[str, Any], optional: dict[str, Any] | None = None, *, closed: bool = True) -> Schema:
+    return {
+        "type": "object",
+        "required": list(required),
+        "properties": {**required, **(optional or {})},
+        "additionalProperties": not closed,
+    }
+
+
+def ref(name: str) -> Schema:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def array_of(item: Schema) -> Schema:
+    return {"type": "array", "items": item}
+
+
+LEVEL = {
+    "type": "array",
+    "prefixItems": [STR, STR],
+    "minItems": 2,
+    "maxItems": 2,
+    "description": "[price, quantity] as the venue's decimal strings",
+}
+_BOOK_META = {
+    "exchange": STR,
+    "market": STR,
+    "update_id": INT,
+    "event_time": NULLABLE_INT,
+    "ingest_time": NULLABLE_INT,
+    "publish_time": INT,
+    "age_ms": INT,
+    "replica": INT,
+    "status": {"type": "string", "enum": ["synced"]},
+}
+TENANT_FIELDS = {
+    "name": STR,
+    "max_markets": INT,
+    "max_replicas": INT,
+    "rate_limit_rps": {"type": "number"},
+    "burst": INT,
+}
+API_KEY = {
+    "id": STR,
+    "prefix": STR,
+    "last4": STR,
+    "created_at": INT,
+    "last_used_at": NULLABLE_INT,
+    "expires_at": NULLABLE_INT,
+    "revoked_at": NULLABLE_INT,
+}
+SUBSCRIPTION = {"exchange": STR, "market": STR, "replicas": INT, "created_at": INT}
+
+COMPONENTS: dict[str, Schema] = {
+    "Error": obj({"error": obj({"code": STR, "message": STR, "request_id": STR})}),
+    "Level": LEVEL,
+    "Book": obj({**_BOOK_META, "bids": array_of(ref("Level")), "asks": array_of(ref("Level"))}),
+    "BookBids": obj({**_BOOK_META, "bids": array_of(ref("Level"))}),
+    "BookAsks": obj({**_BOOK_META, "asks": array_of(ref("Level"))}),
+    "Market": obj({"exchange": STR, "market": STR, "status": STR, "base": STR, "quote": STR}),
+    "Markets": obj({"markets": array_of(ref("Market"))}),
+    "Exchanges": obj({"exchanges": array_of(STR)}),
+    "SubscriptionRequest": obj(
+        {"exchange": STR, "market": STR}, {"replicas": {"type": "integer", "minimum": 1}}
+    ),
+    "Subscription": obj(SUBSCRIPTION),
+    "Subscriptions": obj(
+        {
+            "subscriptions": array_of(
+                obj(
+                    {
+                        **SUBSCRIPTION,
+                        "status": {"type": "string", "enum": ["synced", "resyncing", "stale", "starting"]},
+                    }
+                )
+            )
+        }
+    ),
+    "Usage": obj(
+        {
+            "tenant_id": STR,
+            "requests_total": INT,
+            "minutes": array_of(obj({"minute": INT, "requests": INT})),
+        }
+    ),
+    "ApiKey": obj(API_KEY),
+    "ApiKeys": obj({"keys": array_of(ref("ApiKey"))}),
+    "CreatedKey": obj({**API_KEY, "key": STR}),
+    "KeyRequest": obj({}, {"expires_in_s": {"type": "integer", "minimum": 1}}),
+    "Tenant": obj({"id": STR, **TENANT_FIELDS, "disabled": {"type": "boolean"}, "created_at": INT}),
+    "Tenants": obj({"tenants": array_of(ref("Tenant"))}),
+    "TenantCreate": obj({"name": STR}, {k: v for k, v in TENANT_FIELDS.items() if k != "name"}),
+    "TenantUpdate": obj({}, {**TENANT_FIELDS, "disabled": {"type": "boolean"}}),
+    "Nodes": obj({"nodes": array_of({"type": "object"})}),
+    "Audit": obj(
+        {
+            "audit": array_of(
+                obj({"at": INT, "actor": STR, "action": STR, "target": STR, "detail": {"type": "object"}})
+            )
+        }
+    ),
+    "Status": obj({"status": STR}),
+    "Ubdcc": {
+        "type": "object",
+        "description": "UBDCC envelope: result OK with the route's payload, or ERROR with error_id",
+        "required": ["result", "event"],
+        "properties": {
+            "result": {"type": "string", "enum": ["OK", "ERROR"]},
+            "event": STR,
+            "error_id": {"type": "string", "pattern": "^#[0-9]{4}$"},
+            "message": STR,
+            "debug": obj({"cluster_execution_time": {"type": "number"}}, closed=False),
+        },
+        "additionalProperties": True,
+    },
+    "UbdccCreate": {
+        "type": "object",
+        "properties": {
+            "exchange": STR,
+            "market": STR,
+            "markets": {"type": ["array", "string"], "items": STR},
+            "desired_quantity": {"type": ["integer", "null"]},
+            "update_interval": {"type": ["integer", "null"]},
+            "refresh_interval": {"type": ["integer", "null"]},
+        },
+        "additionalProperties": True,
+    },
+}

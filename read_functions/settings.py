@@ -1,0 +1,75 @@
+"""Configuration of a read process, read once at start-up from ``LADDER_*`` variables."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, SecretStr, ValidationError
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from control_plane.errors import ConfigurationError
+from control_plane.settings import ControlSettings
+
+
+class ReadSettings(BaseSettings):
+    """One frozen settings object per read process (server worker or Lambda sandbox)."""
+
+    model_config = SettingsConfigDict(env_prefix="LADDER_", frozen=True, extra="ignore")
+
+    redis_url: str = Field(
+        description="The book store (Valkey/Redis) URL; books, usage and limits live there."
+    )
+    control_store: Literal["redis", "dynamodb"] = "redis"
+    control_prefix: str = "ladder:"
+    dynamodb_table: str = "ladder-control"
+    dynamodb_endpoint_url: str | None = None
+    dynamodb_region: str = "us-east-1"
+    admin_key: SecretStr | None = None
+    pepper: SecretStr | None = None
+
+    max_silence_ms: int = Field(default=5000, ge=100, description="A replica silent this long is not served.")
+    default_depth: int = Field(default=100, ge=1, le=5000)
+    max_depth: int = Field(default=5000, ge=1, description="The largest depth a caller may ask for.")
+    auth_max_age_ms: int = Field(
+        default=1000, ge=1, le=60_000, description="Keys and tenants: staleness bound."
+    )
+    entitlements_max_age_ms: int = Field(
+        default=10_000,
+        ge=1,
+        le=600_000,
+        description="Subscriptions changed behind the API's back: staleness bound.",
+    )
+    book_idle_s: float = Field(default=60.0, gt=0, description="Unsubscribe books not read for this long.")
+    rate_lease_ms: int = Field(default=50, ge=1, description="A rate-limit lease is this much of the rate.")
+    max_body_bytes: int = Field(default=64 * 1024, ge=1024)
+    catalog_refresh_s: float = Field(default=60.0, gt=0, description="Reload the market catalog this often.")
+    compat_tenant: str = Field(default="compat", min_length=1, max_length=100)
+    compat_max_markets: int = Field(default=5000, ge=1)
+    compat_max_replicas: int = Field(default=2, ge=1)
+    compat_rate_limit_rps: float = Field(default=100_000.0, gt=0)
+
+    def control_settings(self) -> ControlSettings:
+        """The control plane's settings for the same store selection and secrets."""
+        return ControlSettings(
+            redis_url=self.redis_url,
+            control_store=self.control_store,
+            control_prefix=self.control_prefix,
+            dynamodb_table=self.dynamodb_table,
+            dynamodb_endpoint_url=self.dynamodb_endpoint_url,
+            dynamodb_region=self.dynamodb_region,
+            admin_key=self.admin_key,
+            pepper=self.pepper,
+        )
+
+
+def load_settings(**overrides: object) -> ReadSettings:
+    """Read the environment (``overrides`` win); a missing or bad variable is named clearly."""
+    try:
+        return ReadSettings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"LADDER_{'_'.join(str(p) for p in err['loc']).upper()}: "
+            + ("is missing" if err["type"] == "missing" else err["msg"])
+            for err in exc.errors()
+        )
+        raise ConfigurationError(problems) from None

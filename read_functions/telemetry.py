@@ -1,0 +1,144 @@
+"""The read API's traces and metrics, behind one small object that the rest of the package calls.
+
+Callers use only the methods below (``request_done`` from the dispatcher, ``gauge``/``counter``
+for values kept elsewhere, ``render`` for ``GET /metrics``); the OpenTelemetry pipeline behind
+them is :mod:`book_store.telemetry`, configured by the ``OTEL_*`` variables.
+
+The hot path pays a few dict updates and one histogram record per request; a request span is
+only built when tracing is on, and then after the fact (its start time is known), with the
+caller's W3C ``traceparent`` as its parent. Metric attributes stay low-cardinality: route
+template and status on request metrics, the tenant id on the per-tenant counters (tenants are
+few and operator-made); never a market, a key or a request id. Spans carry the rest. Each worker
+process keeps its own numbers; ``worker`` labels them.
+
+=========================================================  =========================================
+``ladder_read_requests_total{route,status}``                answered requests
+``ladder_read_request_seconds{route}``                      request -> response (histogram)
+``ladder_read_tenant_requests_total{tenant}``               requests made with a tenant's keys
+``ladder_read_rate_limited_total{tenant}``                  of which refused with 429
+``gauge``/``counter`` registrations                         cache size, hits, misses, hit ratio ...
+=========================================================  =========================================
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable
+from contextvars import ContextVar
+
+from opentelemetry.metrics import CallbackOptions, Observation
+from opentelemetry.trace import SpanKind, StatusCode
+
+from book_store import telemetry as otel
+from read_functions.messages import Request
+
+LATENCY_BUCKETS_S = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)
+
+book_cache_hit: ContextVar[bool | None] = ContextVar("ladder_book_cache_hit", default=None)
+"""Set by the book cache while it serves a request; the request span reports it, then clears it."""
+
+
+class Telemetry:
+    """Request counters, latency and spans of one read worker, plus values sampled on scrape."""
+
+    def __init__(self, pipeline: otel.Telemetry | None = None) -> None:
+        self.pipeline = pipeline or otel.Telemetry.from_env("ladder-read")
+        self.worker = str(os.getpid())
+        self.requests: dict[tuple[str, int], int] = {}
+        self.tenant_requests: dict[str, int] = {}
+        self.rate_limited: dict[str, int] = {}
+        self._tracer = self.pipeline.tracer
+        self._route_attrs: dict[str, dict[str, str]] = {}
+        meter = self.pipeline.meter
+        meter.create_observable_counter(
+            "ladder_read_requests",
+            [otel.counts_callback(self.requests, ("route", "status"))],
+            description="Requests answered, by route template and status.",
+        )
+        meter.create_observable_counter(
+            "ladder_read_tenant_requests",
+            [otel.counts_callback(self.tenant_requests, ("tenant",))],
+            description="Requests made with a tenant's keys.",
+        )
+        meter.create_observable_counter(
+            "ladder_read_rate_limited",
+            [otel.counts_callback(self.rate_limited, ("tenant",))],
+            description="Requests refused by the tenant's rate limit (429).",
+        )
+        self._latency = meter.create_histogram(
+            "ladder_read_request_seconds",
+            unit="s",
+            description="Time from request to response, by route template.",
+            explicit_bucket_boundaries_advisory=LATENCY_BUCKETS_S,
+        )
+
+    def request_done(self, request: Request, route: str, status: int, seconds: float) -> None:
+        """Count one answered request (``route`` is its template) and trace it when tracing is on."""
+        key = (route, status)
+        self.requests[key] = self.requests.get(key, 0) + 1
+        principal = request.principal
+        tenant = None if principal is None else principal.tenant_id
+        if tenant is not None:
+            self.tenant_requests[tenant] = self.tenant_requests.get(tenant, 0) + 1
+            if status == 429:
+                self.rate_limited[tenant] = self.rate_limited.get(tenant, 0) + 1
+        attrs = self._route_attrs.get(route)
+        if attrs is None:
+            attrs = self._route_attrs[route] = {"route": route}
+        self._latency.record(seconds, attrs)
+        hit = book_cache_hit.get()
+        if hit is not None:
+            book_cache_hit.set(None)  # the next request of this connection starts unknown
+        if self._tracer is not None:
+            self._trace(request, route, status, seconds, tenant, hit)
+
+    def gauge(self, name: str, help_text: str, read: Callable[[], float]) -> None:
+        """A value read at scrape time (a cache size)."""
+        self.pipeline.meter.create_observable_gauge(name, [_sampled(read)], description=help_text)
+
+    def counter(self, name: str, help_text: str, read: Callable[[], float]) -> None:
+        """A count kept elsewhere and read at scrape time (cache hits, feed resets)."""
+        self.pipeline.meter.create_observable_counter(name, [_sampled(read)], description=help_text)
+
+    def render(self) -> bytes:
+        """The Prometheus text exposition of this worker's metrics."""
+        return self.pipeline.render_prometheus({"worker": self.worker})
+
+    def _trace(
+        self, request: Request, route: str, status: int, seconds: float, tenant: str | None, hit: bool | None
+    ) -> None:
+        assert self._tracer is not None
+        end_ns = time.time_ns()
+        attributes: dict[str, str | int | bool] = {
+            "http.request.method": request.method,
+            "http.route": route,
+            "http.response.status_code": status,
+            "ladder.request_id": request.request_id,
+        }
+        if tenant is not None:
+            attributes["ladder.tenant"] = tenant
+        params = request.path_params
+        for name in ("exchange", "market"):
+            value = params.get(name) or request.query.get(name)
+            if value:
+                attributes[f"ladder.{name}"] = value
+        if hit is not None:
+            attributes["ladder.cache_hit"] = hit
+        span = self._tracer.start_span(
+            f"{request.method} {route}",
+            context=otel.caller_context(request.headers),
+            kind=SpanKind.SERVER,
+            attributes=attributes,
+            start_time=end_ns - int(seconds * 1e9),
+        )
+        if status >= 500:
+            span.set_status(StatusCode.ERROR)
+        span.end(end_time=end_ns)
+
+
+def _sampled(read: Callable[[], float]) -> Callable[[CallbackOptions], Iterable[Observation]]:
+    def observe(_options: CallbackOptions) -> Iterable[Observation]:
+        return [Observation(read())]
+
+    return observe

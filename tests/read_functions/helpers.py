@@ -1,0 +1,182 @@
+"""A read API in this process on a real port, a real Valkey behind it, and a writer to feed it."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+import jsonschema
+import redis.asyncio as redis
+from aiohttp import web
+
+from book_store.catalog import MarketCatalog, MarketInfo
+from book_store.codec import BookStatus, SnapshotMeta, encode_snapshot
+from book_store.keys import BookKey
+from book_store.writer import BookWriter
+from read_functions.aiohttp_app import AiohttpAdapter
+from read_functions.compat import CompatTenant
+from read_functions.deps import Deps
+from read_functions.dispatch import Dispatcher
+from read_functions.routes import COMPAT_ROUTES, ROUTES
+from read_functions.routing import Router
+from read_functions.schemas import COMPONENTS
+from read_functions.server import bind
+from read_functions.settings import ReadSettings
+
+ADMIN_KEY = "ldr_admin_test_key_0123456789"
+PEPPER = "pepper-for-tests-0123456789abcdef"
+ETH = BookKey("binance.com", "ETHBTC")
+BTC = BookKey("binance.com", "BTCUSDT")
+ALPACA = BookKey("alpaca-crypto", "BTC/USD")
+MARKETS = [
+    MarketInfo("binance.com", "ETHBTC", "TRADING", "ETH", "BTC"),
+    MarketInfo("binance.com", "BTCUSDT", "TRADING", "BTC", "USDT"),
+    MarketInfo("alpaca-crypto", "BTC/USD", "TRADING", "BTC", "USD"),
+]
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def levels(prices: Sequence[str], qty: str = "1.0") -> list[bytes]:
+    return [f'["{p}","{qty}"]'.encode() for p in prices]
+
+
+def snapshot(
+    update_id: int,
+    replica: int = 0,
+    *,
+    status: BookStatus = BookStatus.SYNCED,
+    publish_time: int | None = None,
+    bids: Sequence[bytes] | None = None,
+    asks: Sequence[bytes] | None = None,
+) -> bytes:
+    published = now_ms() if publish_time is None else publish_time
+    meta = SnapshotMeta(update_id, published - 2, published - 1, published, replica, status)
+    bids = levels([f"{100 - i}.{update_id % 100:02d}" for i in range(5)]) if bids is None else bids
+    asks = levels([f"{101 + i}.{update_id % 100:02d}" for i in range(5)]) if asks is None else asks
+    return encode_snapshot(meta, bids, asks)
+
+
+def validate(payload: Any, schema_name: str) -> None:
+    """Check a response body against the schema the OpenAPI document publishes."""
+    schema = {"$ref": f"#/components/schemas/{schema_name}", "components": {"schemas": COMPONENTS}}
+    jsonschema.validate(payload, schema)
+
+
+@dataclass
+class Stack:
+    deps: Deps
+    url: str
+    compat_url: str
+    http: aiohttp.ClientSession
+    store: redis.Redis
+    writer: BookWriter
+    runners: list[web.ServerRunner]
+
+    admin = {"Authorization": f"Bearer {ADMIN_KEY}"}
+
+    async def publish(self, book: BookKey, replica: int, raw: bytes) -> None:
+        self.writer.put(book, replica, raw)
+        await self.writer.drain()
+
+    async def tenant(self, **limits: object) -> tuple[str, str]:
+        """A new tenant and a key for it, through the admin routes."""
+        fields = {
+            "name": f"t{time.perf_counter_ns()}",
+            "max_markets": 10,
+            "max_replicas": 3,
+            "rate_limit_rps": 100_000,
+            "burst": 100_000,
+            **limits,
+        }
+        async with self.http.post(f"{self.url}/v1/admin/tenants", json=fields, headers=self.admin) as r:
+            assert r.status == 201, await r.text()
+            tenant_id = (await r.json())["id"]
+        async with self.http.post(f"{self.url}/v1/admin/tenants/{tenant_id}/keys", headers=self.admin) as r:
+            assert r.status == 201, await r.text()
+            return tenant_id, (await r.json())["key"]
+
+    async def subscriber(self, *books: BookKey, **limits: object) -> dict[str, str]:
+        """Headers of a new tenant subscribed to ``books``."""
+        _, key = await self.tenant(**limits)
+        headers = {"X-API-Key": key}
+        for book in books:
+            body = {"exchange": book.exchange, "market": book.market}
+            async with self.http.post(f"{self.url}/v1/subscriptions", json=body, headers=headers) as r:
+                assert r.status == 201, await r.text()
+        return headers
+
+    async def close(self) -> None:
+        await self.http.close()
+        for runner in self.runners:
+            await runner.cleanup()
+        await self.deps.close()
+        await self.writer.close()
+
+
+def settings(redis_url: str, **overrides: Any) -> ReadSettings:
+    return ReadSettings(redis_url=redis_url, admin_key=ADMIN_KEY, pepper=PEPPER, **overrides)
+
+
+async def open_stack(redis_url: str, store: redis.Redis, **overrides: Any) -> Stack:
+    await MarketCatalog(store).replace("binance.com", [m for m in MARKETS if m.exchange == "binance.com"])
+    await MarketCatalog(store).replace("alpaca-crypto", [m for m in MARKETS if m.exchange == "alpaca-crypto"])
+    deps = await Deps.open(settings(redis_url, **overrides))
+    runners = []
+    urls = []
+    for routes, source in ((ROUTES, None), (COMPAT_ROUTES, CompatTenant(deps, deps.settings.compat_tenant))):
+        listener = bind("test", "127.0.0.1", 0, 1, None)
+        runner = web.ServerRunner(AiohttpAdapter(Dispatcher(Router(routes), deps, source), deps).server())
+        await runner.setup()
+        await web.SockSite(runner, listener.sockets[0]).start()
+        runners.append(runner)
+        urls.append(listener.url)
+    http = aiohttp.ClientSession(auto_decompress=False, skip_auto_headers=("Accept-Encoding",))
+    return Stack(deps, urls[0], urls[1], http, store, BookWriter(store), runners)
+
+
+class ServerProcess:
+    """``python -m read_functions`` in a subprocess; its announced URLs; stopped with SIGTERM."""
+
+    def __init__(self, args: list[str], env: dict[str, str], timeout_s: float = 30.0) -> None:
+        import os
+        import subprocess
+        import sys
+
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "read_functions", "--host", "127.0.0.1", "--port", "0", *args],
+            env={**os.environ, **env},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        self.urls: dict[str, str] = {}
+        self.output: list[str] = []
+        deadline = time.monotonic() + timeout_s
+        wanted = {"LADDER_READ_URL"} | ({"LADDER_COMPAT_URL"} if "--compat-port" in args else set())
+        assert self.proc.stdout is not None
+        while not wanted <= self.urls.keys():
+            line = self.proc.stdout.readline()
+            if not line or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError("read server did not start:\n" + "".join(self.output))
+            self.output.append(line)
+            name, _, value = line.strip().partition("=")
+            if name in wanted:
+                self.urls[name] = value
+
+    @property
+    def url(self) -> str:
+        return self.urls["LADDER_READ_URL"]
+
+    def stop(self, timeout_s: float = 15.0) -> int:
+        import signal
+
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(timeout_s)

@@ -1,0 +1,135 @@
+"""Subscriptions, keys, markets and operator routes over real HTTP, each reply checked against its schema."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.read_functions.helpers import ETH, Stack, snapshot, validate
+
+
+async def call(
+    stack: Stack, method: str, path: str, headers: dict[str, str], body: Any = None
+) -> tuple[int, Any]:
+    kwargs: dict[str, Any] = {"headers": headers}
+    if isinstance(body, bytes):
+        kwargs["data"] = body
+    elif body is not None:
+        kwargs["json"] = body
+    async with stack.http.request(method, f"{stack.url}{path}", **kwargs) as r:
+        return r.status, (await r.json() if r.status != 204 else None)
+
+
+async def test_subscriptions_lifecycle(stack: Stack) -> None:
+    _, key = await stack.tenant(max_markets=1, max_replicas=2)
+    me = {"X-API-Key": key}
+    status, created = await call(
+        stack, "POST", "/v1/subscriptions", me, {"exchange": "binance.com", "market": "ETHBTC"}
+    )
+    assert status == 201 and created["replicas"] == 1
+    validate(created, "Subscription")
+    status, updated = await call(
+        stack, "POST", "/v1/subscriptions", me, {"exchange": "binance.com", "market": "ETHBTC", "replicas": 2}
+    )
+    assert status == 200 and updated["replicas"] == 2 and updated["created_at"] == created["created_at"]
+    await stack.publish(ETH, 0, snapshot(1))
+    status, listing = await call(stack, "GET", "/v1/subscriptions", me)
+    validate(listing, "Subscriptions")
+    assert [(s["market"], s["status"]) for s in listing["subscriptions"]] == [("ETHBTC", "synced")]
+    errors = [
+        ({"exchange": "binance.com", "market": "BTCUSDT"}, 422, "limit_exceeded"),  # max_markets is 1
+        ({"exchange": "binance.com", "market": "ETHBTC", "replicas": 3}, 422, "limit_exceeded"),
+        ({"exchange": "binance.com", "market": "NOPE"}, 404, "unknown_market"),
+        ({"exchange": "nowhere", "market": "ETHBTC"}, 404, "unknown_exchange"),
+        ({"exchange": "binance.com", "market": "ETHBTC", "replica": 2}, 400, "invalid_request"),
+        ({"exchange": "binance.com", "market": "ETHBTC", "replicas": "2"}, 400, "invalid_request"),
+        (b"{not json", 400, "invalid_request"),
+        (b"[1, 2]", 400, "invalid_request"),
+        (b"x" * 70_000, 413, "payload_too_large"),
+    ]
+    for body, expected, code in errors:
+        status, error = await call(stack, "POST", "/v1/subscriptions", me, body)
+        assert (status, error["error"]["code"]) == (expected, code), (
+            body if not isinstance(body, bytes) else body[:20]
+        )
+        validate(error, "Error")
+    status, _ = await call(stack, "DELETE", "/v1/subscriptions/binance.com/ETHBTC", me)
+    assert status == 204
+    status, error = await call(stack, "DELETE", "/v1/subscriptions/binance.com/ETHBTC", me)
+    assert status == 404 and error["error"]["code"] == "not_found"
+
+
+async def test_markets_and_exchanges(stack: Stack) -> None:
+    _, key = await stack.tenant()
+    me = {"X-API-Key": key}
+    status, exchanges = await call(stack, "GET", "/v1/exchanges", me)
+    validate(exchanges, "Exchanges")
+    assert exchanges["exchanges"] == ["alpaca-crypto", "binance.com"]
+    status, markets = await call(stack, "GET", "/v1/markets?exchange=binance.com", me)
+    validate(markets, "Markets")
+    assert [m["market"] for m in markets["markets"]] == ["BTCUSDT", "ETHBTC"]
+    status, everything = await call(stack, "GET", "/v1/markets", me)
+    assert len(everything["markets"]) == 3
+    status, error = await call(stack, "GET", "/v1/markets?exchange=nowhere", me)
+    assert status == 404 and error["error"]["code"] == "unknown_exchange"
+
+
+async def test_tenant_keys_rotation(stack: Stack) -> None:
+    _, key = await stack.tenant()
+    me = {"X-API-Key": key}
+    status, created = await call(stack, "POST", "/v1/keys", me, {"expires_in_s": 3600})
+    assert status == 201 and created["key"].startswith("ldr_") and created["expires_at"] is not None
+    validate(created, "CreatedKey")
+    status, keys = await call(stack, "GET", "/v1/keys", me)
+    validate(keys, "ApiKeys")
+    assert len(keys["keys"]) == 2 and all("key" not in k for k in keys["keys"])
+    old_id = next(k["id"] for k in keys["keys"] if k["id"] != created["id"])
+    status, _ = await call(stack, "DELETE", f"/v1/keys/{old_id}?grace_s=60", me)
+    assert status == 204
+    status, _ = await call(stack, "GET", "/v1/keys", me)  # still inside the grace period
+    assert status == 200
+    status, error = await call(stack, "DELETE", "/v1/keys/key_doesnotexist", me)
+    assert status == 404
+    status, error = await call(stack, "GET", "/v1/keys", stack.admin)
+    assert status == 403 and "admin key" in error["error"]["message"]
+
+
+async def test_operator_routes(stack: Stack) -> None:
+    admin = stack.admin
+    fields = {"name": "Acme", "max_markets": 5, "max_replicas": 2, "rate_limit_rps": 50, "burst": 100}
+    status, tenant = await call(stack, "POST", "/v1/admin/tenants", admin, fields)
+    assert status == 201
+    validate(tenant, "Tenant")
+    status, error = await call(stack, "POST", "/v1/admin/tenants", admin, fields)
+    assert status == 409 and error["error"]["code"] == "conflict"
+    status, fetched = await call(stack, "GET", f"/v1/admin/tenants/{tenant['id']}", admin)
+    assert fetched == tenant
+    status, patched = await call(stack, "PATCH", f"/v1/admin/tenants/{tenant['id']}", admin, {"burst": 7})
+    assert status == 200 and patched["burst"] == 7
+    status, listing = await call(stack, "GET", "/v1/admin/tenants", admin)
+    validate(listing, "Tenants")
+    assert tenant["id"] in {t["id"] for t in listing["tenants"]}
+    status, key = await call(stack, "POST", f"/v1/admin/tenants/{tenant['id']}/keys", admin)
+    assert status == 201
+    status, keys = await call(stack, "GET", f"/v1/admin/tenants/{tenant['id']}/keys", admin)
+    assert [k["id"] for k in keys["keys"]] == [key["id"]]
+    status, _ = await call(stack, "DELETE", f"/v1/admin/keys/{key['id']}", admin)
+    assert status == 204
+    status, nodes = await call(stack, "GET", "/v1/admin/nodes", admin)
+    validate(nodes, "Nodes")
+    status, audit = await call(stack, "GET", "/v1/admin/audit?limit=3", admin)
+    validate(audit, "Audit")
+    assert len(audit["audit"]) == 3 and audit["audit"][0]["action"].startswith("key.")
+    status, error = await call(stack, "GET", "/v1/admin/tenants/tnt_nope", admin)
+    assert status == 404
+    status, error = await call(stack, "GET", "/v1/admin/audit?limit=0", admin)
+    assert status == 400
+
+
+async def test_service_routes(stack: Stack) -> None:
+    for path in ("/healthz", "/readyz"):
+        status, body = await call(stack, "GET", path, {})
+        assert status == 200 and body["status"] in ("ok", "ready")
+    async with stack.http.get(f"{stack.url}/metrics") as r:
+        text = await r.text()
+        assert r.status == 200 and r.headers["Content-Type"].startswith("text/plain")
+    assert "ladder_read_requests_total{" in text and "ladder_read_cached_books" in text

@@ -1,0 +1,122 @@
+"""The hot path: publishes reach the cache within milliseconds, and steady reads touch no store."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import orjson
+import pytest
+import redis.asyncio as redis
+
+from book_store.keys import BookKey
+from read_functions.change_feed import ChangeFeed
+from tests.read_functions.helpers import ETH, Stack, open_stack, snapshot
+
+
+async def command_calls(client: redis.Redis) -> dict[str, int]:
+    stats = await client.info("commandstats")
+    return {name.removeprefix("cmdstat_"): int(value["calls"]) for name, value in stats.items()}
+
+
+async def read_update_id(stack: Stack, headers: dict[str, str]) -> int:
+    async with stack.http.get(f"{stack.url}/v1/books/binance.com/ETHBTC", headers=headers) as r:
+        assert r.status == 200, await r.text()
+        return int(orjson.loads(await r.read())["update_id"])
+
+
+async def test_a_publish_is_visible_on_the_next_read(stack: Stack) -> None:
+    headers = await stack.subscriber(ETH)
+    await stack.publish(ETH, 0, snapshot(1))
+    assert await read_update_id(stack, headers) == 1  # now cached and subscribed
+    for update_id in range(2, 12):
+        await stack.publish(ETH, 0, snapshot(update_id))
+        published = time.perf_counter()
+        while await read_update_id(stack, headers) != update_id:
+            assert time.perf_counter() - published < 0.05, "publish not visible within 50 ms"
+            await asyncio.sleep(0.001)
+
+
+@pytest.fixture
+async def quiet_stack(clean_redis_url: str, redis_client: redis.Redis) -> Stack:
+    """A stack whose background refreshes are slow enough not to blur a command count."""
+    stack = await open_stack(clean_redis_url, redis_client, auth_max_age_ms=60_000, catalog_refresh_s=3600)
+    yield stack  # type: ignore[misc]
+    await stack.close()
+
+
+async def test_steady_reads_make_no_store_calls(quiet_stack: Stack, redis_client: redis.Redis) -> None:
+    stack = quiet_stack
+    headers = await stack.subscriber(ETH)
+    await stack.publish(ETH, 0, snapshot(5))
+    for _ in range(20):  # warm every cache: key, tenant, entitlement, catalog, book, rate-limit lease
+        await read_update_id(stack, headers)
+    before = await command_calls(redis_client)
+    started = time.monotonic()
+    reads = 300
+    for _ in range(reads):
+        await read_update_id(stack, headers)
+    elapsed = time.monotonic() - started
+    after = await command_calls(redis_client)
+    delta = {name: after[name] - before.get(name, 0) for name in after if after[name] != before.get(name, 0)}
+    delta.pop("info", None)
+    assert delta.get("hgetall", 0) == 0 and delta.get("hget", 0) == 0, delta
+    # What remains is background work (a usage flush a second, keys' last use), never per request.
+    assert sum(delta.values()) <= 5 + 6 * elapsed < reads / 4, (delta, elapsed)
+
+
+async def test_misses_of_one_loop_turn_share_one_pipeline(stack: Stack, redis_client: redis.Redis) -> None:
+    books = [BookKey("binance.com", f"M{i}") for i in range(40)]
+    for i, book in enumerate(books):
+        await stack.publish(book, 0, snapshot(i + 1))
+    before = await command_calls(redis_client)
+    entries = await asyncio.gather(*(stack.deps.books.entry(book) for book in books))
+    after = await command_calls(redis_client)
+    assert [e.replicas[0].meta.update_id for e in entries] == list(range(1, 41))
+    assert after["hgetall"] - before.get("hgetall", 0) == 40
+    assert after["subscribe"] - before.get("subscribe", 0) == 1  # one SUBSCRIBE for all 40 channels
+
+
+async def test_a_dropped_feed_drops_the_cache(stack: Stack, redis_client: redis.Redis) -> None:
+    headers = await stack.subscriber(ETH)
+    await stack.publish(ETH, 0, snapshot(1))
+    assert await read_update_id(stack, headers) == 1
+    assert len(stack.deps.books) == 1
+    resets = stack.deps.books.resets
+    await redis_client.client_kill_filter(_type="pubsub")
+    deadline = time.monotonic() + 5
+    while stack.deps.books.resets == resets:
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.01)
+    assert len(stack.deps.books) == 0
+    await stack.publish(ETH, 0, snapshot(2))  # published while the feed may still be down
+    deadline = time.monotonic() + 5
+    while await read_update_id(stack, headers) != 2:
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.01)
+
+
+async def test_idle_books_are_unsubscribed(clean_redis_url: str, redis_client: redis.Redis) -> None:
+    stack = await open_stack(clean_redis_url, redis_client, book_idle_s=0.2)
+    try:
+        headers = await stack.subscriber(ETH)
+        await stack.publish(ETH, 0, snapshot(1))
+        await read_update_id(stack, headers)
+        assert len(stack.deps.books) == 1
+        await asyncio.sleep(0.5)
+        assert len(stack.deps.books) == 0
+        assert await read_update_id(stack, headers) == 1  # loaded again on demand
+    finally:
+        await stack.close()
+
+
+async def test_the_feed_survives_pings_with_nothing_subscribed(clean_redis_url: str) -> None:
+    resets: list[None] = []
+    feed = ChangeFeed(clean_redis_url, lambda _c, _d: None, lambda: resets.append(None), ping_interval_s=0.05)
+    feed.start()
+    try:
+        assert await feed.wait_connected(5)
+        await asyncio.sleep(0.4)  # several PINGs answered with a plain +PONG
+        assert feed.connected and resets == []
+    finally:
+        await feed.close()

@@ -1,0 +1,158 @@
+"""The OpenAPI document: valid, exactly the served routes, and honoured under property-based testing."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+import pytest
+import redis
+import requests
+import schemathesis
+from hypothesis import HealthCheck, given, settings
+from openapi_spec_validator import validate as validate_spec
+from schemathesis import GenerationMode
+from schemathesis.checks import (
+    content_type_conformance,
+    response_headers_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
+
+from book_store.codec import BookStatus
+from book_store.server import EmbeddedValkey
+from book_store.writer import encode_message
+from read_functions import openapi
+from read_functions.routes import ROUTES
+from tests.read_functions.helpers import ADMIN_KEY, ETH, MARKETS, PEPPER, ServerProcess, snapshot
+
+OPENAPI_DB = 3
+
+
+def test_the_document_is_valid_openapi_31_and_lists_every_route() -> None:
+    document = openapi.document(ROUTES)
+    validate_spec(document)
+    assert document["openapi"] == "3.1.0"
+    documented = {(method.upper(), path) for path, item in document["paths"].items() for method in item}
+    assert documented == {(r.method, r.path) for r in ROUTES}
+    ids = [op["operationId"] for item in document["paths"].values() for op in item.values()]
+    assert len(ids) == len(set(ids))
+
+
+def _keep_fresh(url: str, stop: threading.Event) -> None:
+    """Publish a synced snapshot of ETHBTC every 100 ms, as an ingest node would."""
+    client = redis.Redis.from_url(url)
+    update_id = 1
+    while not stop.wait(0.1):
+        raw = snapshot(update_id, status=BookStatus.SYNCED)
+        client.hset(ETH.snapshots, "0", raw)
+        client.publish(ETH.channel, encode_message(0, raw))
+        update_id += 1
+    client.close()
+
+
+@pytest.fixture(scope="module")
+def live_api(valkey_server: EmbeddedValkey) -> Iterator[tuple[str, dict[str, str]]]:
+    url = f"redis://{valkey_server.host}:{valkey_server.port}/{OPENAPI_DB}"
+    client = redis.Redis.from_url(url)
+    client.flushdb()
+    for market in MARKETS:
+        client.hset(
+            f"ladder:catalog:{market.exchange}",
+            market.market,
+            f'{{"exchange":"{market.exchange}","market":"{market.market}","status":"TRADING",'
+            f'"base":"{market.base}","quote":"{market.quote}"}}',
+        )
+        client.sadd("ladder:catalog:exchanges", market.exchange)
+    stop = threading.Event()
+    writer = threading.Thread(target=_keep_fresh, args=(url, stop), daemon=True)
+    writer.start()
+    server = ServerProcess(
+        [], {"LADDER_REDIS_URL": url, "LADDER_ADMIN_KEY": ADMIN_KEY, "LADDER_PEPPER": PEPPER}
+    )
+    try:
+        admin = {"Authorization": f"Bearer {ADMIN_KEY}"}
+        tenant = requests.post(
+            f"{server.url}/v1/admin/tenants",
+            headers=admin,
+            timeout=5,
+            json={
+                "name": "schemathesis",
+                "max_markets": 5,
+                "max_replicas": 2,
+                "rate_limit_rps": 100000,
+                "burst": 100000,
+            },
+        ).json()
+        key = requests.post(
+            f"{server.url}/v1/admin/tenants/{tenant['id']}/keys", headers=admin, timeout=5
+        ).json()
+        tenant_headers = {"X-API-Key": key["key"]}
+        subscribed = requests.post(
+            f"{server.url}/v1/subscriptions",
+            headers=tenant_headers,
+            timeout=5,
+            json={"exchange": ETH.exchange, "market": ETH.market},
+        )
+        assert subscribed.status_code == 201
+        yield server.url, tenant_headers
+    finally:
+        stop.set()
+        writer.join()
+        server.stop()
+        client.close()
+
+
+@pytest.mark.parametrize(("mode", "examples"), [(GenerationMode.POSITIVE, 4), (GenerationMode.NEGATIVE, 2)])
+def test_no_server_errors_and_no_schema_violations(
+    live_api: tuple[str, dict[str, str]], mode: GenerationMode, examples: int
+) -> None:
+    """Schemathesis generates requests for every operation; each answer must match the document."""
+    url, tenant_headers = live_api
+    api = schemathesis.openapi.from_url(f"{url}/openapi.json")
+    session = requests.Session()
+    for result in api.get_all_operations():
+        operation = result.ok()
+        has_inputs = bool(operation.path_parameters or operation.query or operation.body)
+        if mode is GenerationMode.NEGATIVE and not has_inputs:
+            continue  # nothing to get wrong
+        admin = "/admin/" in operation.path
+        caller = {"Authorization": f"Bearer {ADMIN_KEY}"} if admin else tenant_headers
+
+        exercise(operation, mode, examples, url, session, caller)
+
+
+def exercise(
+    operation: schemathesis.APIOperation,
+    mode: GenerationMode,
+    examples: int,
+    url: str,
+    session: requests.Session,
+    caller: dict[str, str],
+) -> None:
+    """Run Hypothesis over one operation: every answer must match the document."""
+    checks = [
+        status_code_conformance,
+        content_type_conformance,
+        response_schema_conformance,
+        response_headers_conformance,
+    ]
+
+    @given(case=operation.as_strategy(generation_mode=mode))
+    @settings(
+        max_examples=examples,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+        derandomize=True,
+        database=None,
+    )
+    def check(case: schemathesis.Case) -> None:
+        response = case.call_and_validate(
+            base_url=url, session=session, headers=caller, timeout=10, checks=checks
+        )
+        if response.status_code >= 500:
+            # The one 5xx a healthy server gives: the caller asked for a fresher book than exists.
+            assert response.status_code == 503, response.text
+            assert response.json()["error"]["code"] == "book_too_old", response.text
+
+    check()

@@ -1,0 +1,104 @@
+"""``python -m read_functions``: several workers, HTTPS with a private CA, the compat listener, SIGTERM."""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+from collections.abc import Iterator
+from pathlib import Path
+
+import aiohttp
+import pytest
+import redis
+import trustme
+
+from book_store.server import EmbeddedValkey
+from tests.read_functions.helpers import ADMIN_KEY, PEPPER, ServerProcess
+
+SERVER_DB = 4
+
+
+@pytest.fixture
+def tls_files(tmp_path: Path) -> tuple[trustme.CA, Path, Path]:
+    ca = trustme.CA()
+    cert = ca.issue_cert("127.0.0.1", "localhost")
+    chain, key = tmp_path / "chain.pem", tmp_path / "key.pem"
+    cert.private_key_pem.write_to_path(key)
+    chain.write_bytes(b"".join(blob.bytes() for blob in cert.cert_chain_pems))
+    return ca, chain, key
+
+
+@pytest.fixture
+def server_env(valkey_server: EmbeddedValkey) -> Iterator[dict[str, str]]:
+    url = f"redis://{valkey_server.host}:{valkey_server.port}/{SERVER_DB}"
+    redis.Redis.from_url(url).flushdb()
+    yield {"LADDER_REDIS_URL": url, "LADDER_ADMIN_KEY": ADMIN_KEY, "LADDER_PEPPER": PEPPER}
+
+
+async def test_two_workers_over_https_with_compat(
+    tls_files: tuple[trustme.CA, Path, Path], server_env: dict[str, str]
+) -> None:
+    ca, chain, key = tls_files
+    server = await asyncio.to_thread(
+        ServerProcess,
+        [
+            "--workers",
+            "2",
+            "--tls-cert",
+            str(chain),
+            "--tls-key",
+            str(key),
+            "--compat-port",
+            "0",
+            "--compat-tenant",
+            "ubdcc-users",
+        ],
+        server_env,
+    )
+    try:
+        assert server.url.startswith("https://127.0.0.1:")
+        assert server.urls["LADDER_COMPAT_URL"].startswith("https://127.0.0.1:")
+        client_tls = ssl.create_default_context()
+        ca.configure_trust(client_tls)
+        workers = set()
+        for _ in range(24):  # a new connection each time: SO_REUSEPORT spreads them over the workers
+            async with (
+                aiohttp.ClientSession() as http,
+                http.get(f"{server.url}/healthz", ssl=client_tls) as r,
+            ):
+                assert r.status == 200
+                workers.add(r.headers["X-Request-ID"].split("-")[0][8:])  # the worker's pid, in hex
+        assert len(workers) == 2
+        async with aiohttp.ClientSession() as http:
+            async with http.get(
+                f"{server.urls['LADDER_COMPAT_URL']}/get_depthcache_list", ssl=client_tls
+            ) as r:
+                assert (await r.json())["result"] == "OK"
+            async with http.get(
+                f"{server.url}/v1/admin/tenants",
+                ssl=client_tls,
+                headers={"Authorization": f"Bearer {ADMIN_KEY}"},
+            ) as r:
+                assert [t["name"] for t in (await r.json())["tenants"]] == ["ubdcc-users"]
+            with pytest.raises(aiohttp.ClientError):
+                await http.get(server.url.replace("https", "http") + "/healthz")
+            with pytest.raises(aiohttp.ClientConnectorCertificateError):
+                await http.get(f"{server.url}/healthz")  # the private CA is not trusted by default
+    finally:
+        assert await asyncio.to_thread(server.stop) == 0
+
+
+def test_a_missing_setting_is_named(server_env: dict[str, str]) -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LADDER_")}
+    done = subprocess.run(
+        [sys.executable, "-m", "read_functions", "--port", "0"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2 and "LADDER_REDIS_URL: is missing" in done.stderr

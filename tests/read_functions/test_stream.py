@@ -1,0 +1,90 @@
+"""GET /v1/stream over a real WebSocket: one message per snapshot, conflation, access checks."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import aiohttp
+import orjson
+import pytest
+
+from read_functions.stream import BookStream
+from tests.read_functions.helpers import ETH, Stack, levels, snapshot, validate
+
+STREAM = "/v1/stream?exchange=binance.com&market=ETHBTC"
+
+
+async def next_book(socket: aiohttp.ClientWebSocketResponse) -> dict[str, object]:
+    message = await asyncio.wait_for(socket.receive(), 5)
+    assert message.type is aiohttp.WSMsgType.TEXT, message
+    return orjson.loads(message.data)
+
+
+async def test_one_message_per_published_snapshot(stack: Stack) -> None:
+    headers = await stack.subscriber(ETH)
+    await stack.publish(ETH, 0, snapshot(1))
+    async with stack.http.ws_connect(f"{stack.url}{STREAM}&depth=2", headers=headers) as socket:
+        first = await next_book(socket)
+        validate(first, "Book")
+        assert first["update_id"] == 1 and len(first["bids"]) == 2  # type: ignore[arg-type]
+        for update_id in (2, 3, 4):
+            await stack.publish(ETH, 0, snapshot(update_id))
+            assert (await next_book(socket))["update_id"] == update_id
+
+
+async def test_key_in_query_for_browsers(stack: Stack) -> None:
+    headers = await stack.subscriber(ETH)
+    await stack.publish(ETH, 0, snapshot(5))
+    async with stack.http.ws_connect(f"{stack.url}{STREAM}&api_key={headers['X-API-Key']}") as socket:
+        assert (await next_book(socket))["update_id"] == 5
+
+
+async def test_a_slow_consumer_gets_the_latest_snapshot_not_a_backlog(stack: Stack) -> None:
+    headers = await stack.subscriber(ETH)
+    deep = levels([f"{100_000 - i}.12345678" for i in range(1000)], "123.45678900")
+    await stack.publish(ETH, 0, snapshot(1, bids=deep, asks=deep))
+    published = 400
+    async with stack.http.ws_connect(f"{stack.url}{STREAM}&depth=1000", headers=headers) as socket:
+        assert (await next_book(socket))["update_id"] == 1
+        for update_id in range(2, published + 1):  # ~65 KB each, 26 MB in all, while the client reads nothing
+            stack.writer.put(ETH, 0, snapshot(update_id, bids=deep, asks=deep))
+            await stack.writer.drain()
+        await asyncio.sleep(0.3)
+        (stream,) = [w for w in stack.deps.books._entries[ETH].watchers if isinstance(w, BookStream)]
+        assert stream.conflated > 0
+        received = []
+        while not received or received[-1] != published:
+            received.append((await next_book(socket))["update_id"])
+        assert received == sorted(received)
+        assert len(received) < published / 2, len(received)
+
+
+async def test_refused_before_the_upgrade(stack: Stack) -> None:
+    _, key = await stack.tenant()
+    for path, headers, status in [
+        (STREAM, {"X-API-Key": key}, 403),
+        (STREAM, {}, 401),
+        ("/v1/stream?exchange=binance.com&market=NOPE", {"X-API-Key": key}, 404),
+        ("/v1/stream?exchange=binance.com", {"X-API-Key": key}, 400),
+    ]:
+        with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
+            await stack.http.ws_connect(f"{stack.url}{path}", headers=headers)
+        assert refused.value.status == status
+    async with stack.http.get(f"{stack.url}{STREAM}", headers={"X-API-Key": key}) as r:
+        assert r.status == 403  # checks come before the upgrade requirement
+
+
+async def test_revoked_key_closes_the_stream_with_4401(stack: Stack) -> None:
+    headers = await stack.subscriber(ETH)
+    await stack.publish(ETH, 0, snapshot(1))
+    async with stack.http.get(f"{stack.url}/v1/keys", headers=headers) as r:
+        key_id = (await r.json())["keys"][0]["id"]
+    async with stack.http.ws_connect(f"{stack.url}{STREAM}", headers=headers) as socket:
+        await next_book(socket)
+        async with stack.http.delete(f"{stack.url}/v1/admin/keys/{key_id}", headers=stack.admin) as r:
+            assert r.status == 204
+        started = time.monotonic()
+        message = await asyncio.wait_for(socket.receive(), 5)
+        assert message.type is aiohttp.WSMsgType.CLOSE and socket.close_code == 4401
+        assert time.monotonic() - started <= 1.5
