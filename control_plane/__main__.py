@@ -9,6 +9,9 @@ import signal
 
 import redis.asyncio as redis
 
+from book_store.metrics_server import serve_metrics
+from book_store.telemetry import Telemetry
+from control_plane import telemetry
 from control_plane.errors import ConfigurationError
 from control_plane.replica_status import BookStoreReplicaStatus
 from control_plane.runtime import run_control
@@ -36,12 +39,15 @@ async def _serve(settings: ControlSettings, redis_url: str) -> None:
         loop.add_signal_handler(sig, task.cancel)
     client = redis.Redis.from_url(redis_url)
     status = BookStoreReplicaStatus(client, max_silence_ms=settings.replica_silence_ms)
+    metrics = telemetry.install(telemetry.ControlTelemetry(Telemetry.from_env("ladder-control"))).telemetry
     try:
-        await run_control(settings, status)
+        async with serve_metrics(metrics.render_prometheus):
+            await run_control(settings, status)
     except asyncio.CancelledError:
         logging.getLogger(__name__).info("stopped")
     finally:
         await client.aclose()
+        metrics.shutdown()
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ import secrets
 from contextlib import AsyncExitStack
 
 from book_store.errors import StoreError
+from control_plane import telemetry
 from control_plane.bootstrap import open_control_store
 from control_plane.clock import Clock, now_ms
 from control_plane.replica_status import ReplicaStatusSource
@@ -114,7 +115,8 @@ async def run_control(
         try:
             while True:
                 try:
-                    await loop.step()
+                    with telemetry.current().round() as observe:
+                        observe(await loop.step())
                 except StoreError as exc:
                     log.warning("scheduling round skipped: %s", exc)
                 await asyncio.sleep(interval_s)

@@ -14,6 +14,9 @@ import signal
 import aiohttp
 import redis.asyncio as redis
 
+from book_store.metrics_server import serve_metrics
+from book_store.telemetry import Telemetry
+from ingest_nodes import telemetry
 from ingest_nodes.node import IngestNode
 from ingest_nodes.settings import IngestSettings
 
@@ -45,14 +48,22 @@ async def _serve(settings: IngestSettings) -> None:
         drain = False
         stop.set()
 
+    def _dump() -> None:
+        import sys as _s
+        for t in asyncio.all_tasks(loop):
+            print("----", t.get_name(), file=_s.stderr); t.print_stack(limit=6, file=_s.stderr)
+        _s.stderr.flush()
+    loop.add_signal_handler(signal.SIGUSR1, _dump)
     loop.add_signal_handler(signal.SIGTERM, stop.set)
     loop.add_signal_handler(signal.SIGINT, stop_now)
     client = redis.Redis.from_url(settings.redis_url)
-    async with aiohttp.ClientSession() as session:
+    metrics = telemetry.install(telemetry.IngestTelemetry(Telemetry.from_env("ladder-ingest"))).telemetry
+    async with aiohttp.ClientSession() as session, serve_metrics(metrics.render_prometheus):
         node = IngestNode(settings, client, session)
         print(f"LADDER_INGEST_NODE={settings.node_id}", flush=True)
         await node.run(stop, drain=lambda: drain)
     await client.aclose()
+    metrics.shutdown()
 
 
 if __name__ == "__main__":

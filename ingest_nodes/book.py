@@ -45,7 +45,8 @@ def _write(target: MutableMapping[Decimal, bytes], levels: Iterable[Level], *, n
             if negate:
                 key = -key
             if Decimal(quantity):
-                target[key] = dumps((price, quantity))
+                # orjson hands back every result in a 4 KiB block; "%b" keeps an exact-size copy.
+                target[key] = b"%b" % dumps((price, quantity))
             else:
                 target.pop(key, None)
     except (InvalidOperation, TypeError, ValueError) as exc:

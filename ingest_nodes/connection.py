@@ -3,23 +3,29 @@
 Theory of operation
 -------------------
 Binance lets one connection carry up to 1024 streams but only a few incoming control messages per
-second, so a connection keeps a *wanted* set of streams and a background sender that turns the
-difference to what the venue has acknowledged into paced ``SUBSCRIBE``/``UNSUBSCRIBE`` batches.
-Frames are parsed at the edge and routed by symbol to the one route (a book replica) that this
-connection carries for that symbol; two replicas of one book never share a connection, so one
-connection's fault never takes every replica of a book down.
+second (pings and pongs included), so a connection keeps the set of streams its routes want, and a
+background sender turns the difference to what it has subscribed into ``SUBSCRIBE`` /
+``UNSUBSCRIBE`` batches paced under that limit. A batch the venue rejects (an error frame naming its
+request id) is taken back and retried later. Frames are parsed at the edge and routed by symbol to
+the one route (a book replica) this connection carries for that symbol; two replicas of one book
+never share a connection, so one connection's fault never takes every replica of a book down.
 
-When the socket ends for any reason (close, reset, no pong, ``serverShutdown``) every route hears
-``on_disconnect()`` (its book is no longer provably in sync) and the connection reconnects with
-jittered backoff and subscribes again; each route then resyncs from a fresh snapshot.
+Endings: when the socket ends (close, reset, no pong) every route hears ``on_disconnect`` (its book
+is no longer provably in sync) and the connection reconnects with jittered backoff and subscribes
+again. Before that can happen for a known reason, the connection hands its books over instead:
+when it reaches ``max_age_s`` (the venue cuts connections at 24 h) or the venue announces
+``serverShutdown``, it calls ``on_rollover``; the owner opens a successor, moves the routes there
+and, once they are spliced, closes this one. A *retiring* connection no longer changes its
+subscriptions and never reconnects.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import random
 from collections.abc import Callable
-from typing import Protocol
+from typing import Final, Protocol
 
 import orjson
 import websockets
@@ -29,21 +35,32 @@ from ingest_nodes.backoff import Backoff
 from ingest_nodes.events import DepthUpdate
 from ingest_nodes.exchanges import ExchangeSpec
 from ingest_nodes.rest import now_ms
+from ingest_nodes.stats import ConnectionStats
 from ingest_nodes.venues.binance.parse import parse_futures_frame, parse_spot_frame
-from ingest_nodes.venues.binance.schemas import ServerShutdown, VenueErrorFrame
+from ingest_nodes.venues.binance.schemas import ServerShutdown, SubscribeAck, VenueErrorFrame
 from ingest_nodes.venues.errors import VenuePayloadError
 
 log = logging.getLogger(__name__)
 
-SUBSCRIBE_BATCH = 200
+SUBSCRIBE_BATCH: Final = 500
+SUBSCRIBE_RETRY_S: Final = 5.0
 
 
 class Route(Protocol):
-    """What a connection delivers to: one book replica."""
+    """What a connection delivers to: one book replica (which may listen to two connections)."""
 
-    def on_update(self, update: DepthUpdate) -> None: ...
+    def on_update(self, update: DepthUpdate, source: StreamConnection) -> None: ...
 
-    def on_disconnect(self) -> None: ...
+    def on_disconnect(self, source: StreamConnection) -> None: ...
+
+    def begin_handover(self, old: StreamConnection, new: StreamConnection) -> None:
+        """``new`` now carries this route too; move over from ``old`` without losing sync."""
+
+    def finish_handover(self, old: StreamConnection) -> None:
+        """``old`` closes now: move over whatever the cost."""
+
+
+RolloverHandler = Callable[["StreamConnection", str], None]
 
 
 class StreamConnection:
@@ -56,20 +73,30 @@ class StreamConnection:
         name: str,
         max_streams: int,
         backoff: Backoff | None = None,
-        on_connected: Callable[[], None] | None = None,
+        max_age_s: float | None = None,
+        on_rollover: RolloverHandler | None = None,
+        subscribe_batch: int = SUBSCRIBE_BATCH,
     ) -> None:
+        """``max_age_s``: hand over (or reconnect, without ``on_rollover``) at this socket age."""
         self.spec = spec
         self.name = name
         self.max_streams = max_streams
-        self.connects = 0
+        self.stats = ConnectionStats()
+        self.retiring = False
+        self._max_age_s = max_age_s
+        self._on_rollover = on_rollover
+        self._batch = subscribe_batch
         self._routes: dict[str, Route] = {}
-        self._acked: set[str] = set()
+        self._subscribed: set[str] = set()
+        self._pending: dict[int, tuple[str, list[str]]] = {}
         self._changed = asyncio.Event()
+        self._emptied = asyncio.Event()
         self._backoff = backoff or Backoff()
         self._parse = parse_futures_frame if spec.is_futures else parse_spot_frame
         self._next_id = 1
-        self._on_connected = on_connected
         self._task: asyncio.Task[None] | None = None
+        self._ws: ClientConnection | None = None
+        self._closer: asyncio.Task[None] | None = None
 
     # -- routes ---------------------------------------------------------------------------------
 
@@ -78,19 +105,28 @@ class StreamConnection:
 
     @property
     def has_room(self) -> bool:
-        return len(self._routes) < self.max_streams
+        return not self.retiring and len(self._routes) < self.max_streams
 
     def __len__(self) -> int:
         return len(self._routes)
 
+    def routes(self) -> list[tuple[str, Route]]:
+        """The routes carried now (a copy: handing over changes them)."""
+        return list(self._routes.items())
+
     def add(self, symbol: str, route: Route) -> None:
-        """Carry ``symbol``'s stream to ``route`` (subscribed on the next paced batch)."""
+        """Carry ``symbol``'s stream to ``route`` (subscribed with the next paced batch)."""
         self._routes[symbol] = route
+        self._emptied.clear()
         self._changed.set()
 
     def remove(self, symbol: str) -> None:
+        """Stop carrying ``symbol`` (a retiring connection keeps its subscription until it closes)."""
         self._routes.pop(symbol, None)
-        self._changed.set()
+        if not self._routes:
+            self._emptied.set()
+        if not self.retiring:
+            self._changed.set()
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -103,15 +139,23 @@ class StreamConnection:
             await asyncio.gather(self._task, return_exceptions=True)
             self._task = None
 
-    def reconnect(self) -> None:
-        """Drop the socket now (tests and the 24-hour rollover use this)."""
-        if self._task is not None:
-            self._task.cancel()
-            self.start()
+    def retire(self) -> None:
+        """A successor took over: keep delivering until closed, but never reconnect or resubscribe."""
+        self.retiring = True
+        if not self._routes:
+            self._emptied.set()
+
+    async def wait_empty(self, timeout_s: float) -> bool:
+        """Wait until no route is left (True) or ``timeout_s`` passed (False)."""
+        try:
+            await asyncio.wait_for(self._emptied.wait(), timeout_s)
+        except TimeoutError:
+            return False
+        return True
 
     async def _run(self) -> None:
         attempt = 0
-        url = self.spec.ws_url.rstrip("/") + "/ws"
+        url = self.spec.ws_url.rstrip("/") + self.spec.stream_path
         while True:
             try:
                 async with connect(
@@ -124,63 +168,118 @@ class StreamConnection:
                     compression=None,
                 ) as ws:
                     attempt = 0
-                    self.connects += 1
-                    if self._on_connected is not None:
-                        self._on_connected()
+                    self.stats.connects += 1
+                    self._ws = ws
                     await self._serve(ws)
             except (OSError, TimeoutError, websockets.WebSocketException) as exc:
-                log.warning("%s: connection lost (%s)", self.name, type(exc).__name__)
+                log.warning("%s: connection lost (%s: %s)", self.name, type(exc).__name__, exc)
             finally:
-                self._acked.clear()
-                for route in list(self._routes.values()):
-                    route.on_disconnect()
+                self._lost()
+            if self.retiring:
+                return
             await asyncio.sleep(self._backoff.compute(attempt))
             attempt += 1
 
+    def _lost(self) -> None:
+        if self._ws is not None:
+            self._ws = None
+            self.stats.disconnects += 1
+        self._subscribed.clear()
+        self._pending.clear()
+        for _symbol, route in self.routes():
+            route.on_disconnect(self)
+
     async def _serve(self, ws: ClientConnection) -> None:
-        sender = asyncio.get_running_loop().create_task(self._send_subscriptions(ws))
+        loop = asyncio.get_running_loop()
+        sender = loop.create_task(self._send_subscriptions(ws))
+        timer = None if self._max_age_s is None else loop.call_later(self._max_age_s, self._roll, "max_age")
         self._changed.set()
         try:
             async for raw in ws:
-                try:
-                    frame = self._parse(raw, now_ms())
-                except VenuePayloadError as exc:
-                    # A lost depth event shows up as a gap in the update ids of its book.
-                    log.warning("%s: unreadable frame skipped: %s", self.name, exc)
-                    continue
-                if isinstance(frame, DepthUpdate):
-                    route = self._routes.get(frame.symbol)
-                    if route is not None:
-                        route.on_update(frame)
-                elif isinstance(frame, ServerShutdown):
-                    log.info("%s: venue announced shutdown; reconnecting", self.name)
-                    return
-                elif isinstance(frame, VenueErrorFrame):
-                    log.warning("%s: venue error %s: %s", self.name, frame.code, frame.msg)
+                self._receive(raw)
         finally:
+            if timer is not None:
+                timer.cancel()
             sender.cancel()
             await asyncio.gather(sender, return_exceptions=True)
 
+    def _receive(self, raw: str | bytes) -> None:
+        self.stats.frames += 1
+        try:
+            frame = self._parse(raw, now_ms())
+        except VenuePayloadError as exc:
+            # A lost depth event shows up as a gap in the update ids of its book.
+            self.stats.unreadable_frames += 1
+            log.warning("%s: unreadable frame skipped: %s", self.name, exc)
+            return
+        if isinstance(frame, DepthUpdate):
+            route = self._routes.get(frame.symbol)
+            if route is not None:
+                route.on_update(frame, self)
+        elif isinstance(frame, SubscribeAck):
+            if isinstance(frame.id, int):
+                self._pending.pop(frame.id, None)
+        elif isinstance(frame, ServerShutdown):
+            self.stats.shutdown_notices += 1
+            log.info("%s: venue announced a shutdown", self.name)
+            self._roll("server_shutdown")
+        elif isinstance(frame, VenueErrorFrame):
+            self._rejected(frame)
+
+    def _roll(self, reason: str) -> None:
+        """Time to leave this socket: hand over to a successor, or reconnect when nobody can."""
+        if self.retiring:
+            return
+        if self._on_rollover is not None:
+            self._on_rollover(self, reason)
+        elif self._ws is not None:
+            self._closer = asyncio.get_running_loop().create_task(self._ws.close(1000, "rollover"))
+
+    def _rejected(self, frame: VenueErrorFrame) -> None:
+        sent = self._pending.pop(frame.id, None) if isinstance(frame.id, int) else None
+        log.warning("%s: venue error %s: %s", self.name, frame.code, frame.msg)
+        if sent is None:
+            return
+        method, streams = sent
+        self.stats.subscribe_errors += 1
+        if method == "SUBSCRIBE":
+            self._subscribed.difference_update(streams)
+        else:
+            self._subscribed.update(streams)
+        asyncio.get_running_loop().call_later(SUBSCRIBE_RETRY_S, self._changed.set)
+
     async def _send_subscriptions(self, ws: ClientConnection) -> None:
-        """Turn the difference between wanted and acknowledged streams into paced batches."""
-        pause = 1.0 / max(1, self.spec.control_messages_per_s - 1)  # leave room for pongs
+        """Turn the difference between wanted and subscribed streams into paced batches."""
+        pause = 1.0 / max(1, self.spec.control_messages_per_s - 2)  # leave room for a ping and a pong
         while True:
             await self._changed.wait()
             self._changed.clear()
+            if self.retiring:
+                continue
             wanted = {self.spec.stream_name(symbol) for symbol in self._routes}
             for method, streams in (
-                ("UNSUBSCRIBE", self._acked - wanted),
-                ("SUBSCRIBE", wanted - self._acked),
+                ("UNSUBSCRIBE", self._subscribed - wanted),
+                ("SUBSCRIBE", wanted - self._subscribed),
             ):
                 ordered = sorted(streams)
-                for start in range(0, len(ordered), SUBSCRIBE_BATCH):
-                    batch = ordered[start : start + SUBSCRIBE_BATCH]
-                    await ws.send(
-                        orjson.dumps({"method": method, "params": batch, "id": self._next_id}).decode()
-                    )
+                for start in range(0, len(ordered), self._batch):
+                    batch = ordered[start : start + self._batch]
+                    request_id = self._next_id
                     self._next_id += 1
+                    self._pending[request_id] = (method, batch)
+                    message = {"method": method, "params": batch, "id": request_id}
+                    await ws.send(orjson.dumps(message).decode())
                     if method == "SUBSCRIBE":
-                        self._acked.update(batch)
+                        self._subscribed.update(batch)
                     else:
-                        self._acked.difference_update(batch)
+                        self._subscribed.difference_update(batch)
                     await asyncio.sleep(pause)
+
+
+def rollover_age(max_age_s: float, jitter: float, rng: random.Random | None = None) -> float:
+    """A connection's age at rollover: ``max_age_s`` less up to ``jitter`` of it, at random.
+
+    Connections opened together (a node starting) then hand over at different times, so their books
+    never need the venue, or the weight budget, all at once.
+    """
+    return max_age_s * (1.0 - jitter * (rng or random).random())

@@ -54,6 +54,24 @@ class ExchangeSpec:
             limits.FUTURES_CONTROL_MESSAGES_PER_S if self.is_futures else limits.SPOT_CONTROL_MESSAGES_PER_S
         )
 
+    @property
+    def stream_path(self) -> str:
+        """The combined-stream endpoint under ``ws_url`` (futures: ``wss://fstream.binance.com/public``).
+
+        Streams are added with ``SUBSCRIBE`` after connecting; every frame comes wrapped as
+        ``{"stream": ..., "data": ...}``, ``serverShutdown`` included.
+        """
+        return "/stream"
+
+    @property
+    def weight_pool(self) -> str:
+        """What the venue counts request weight against: its REST host and market family.
+
+        Spot (``/api``) and USD-M futures (``/fapi``) have separate limits even on one host.
+        """
+        host = self.rest_url.split("://", 1)[-1].split("/", 1)[0]
+        return f"{host}{'/fapi' if self.is_futures else '/api'}"
+
     def stream_name(self, market: str) -> str:
         """The diff-depth stream of a market (lower case, 100 ms cadence)."""
         return f"{market.lower()}@depth@100ms"

@@ -4,14 +4,17 @@ Theory of operation
 -------------------
 The control plane decides which book replicas each node keeps; the node only follows. It registers,
 heartbeats every ``heartbeat_ms``, and reconciles its running replicas with its assignment set
-(starting what is new, stopping what was taken away). A node that stops heartbeating loses its
-assignments to other nodes within a few seconds, so a crash costs no reads where a book has a
-second replica. On SIGTERM the node asks to be drained: the scheduler moves its replicas away
-make-before-break, the node keeps serving them until they are gone (or ``drain_timeout_s``), then
-leaves.
+whenever that set changes (starting what is new, stopping what was taken away). A node that stops
+heartbeating loses its assignments to other nodes within a few seconds, so a crash costs no reads
+where a book has a second replica. On SIGTERM the node asks to be drained: the scheduler moves its
+replicas away make-before-break, the node keeps serving them until they are gone (or
+``drain_timeout_s``), then leaves.
 
-The node also keeps the market catalog fresh: it fetches each venue's exchangeInfo (one node per
-interval does it, by a short lock in the store) so that nothing downstream trusts a market name.
+Per exchange the node runs one snapshot scheduler (every snapshot inside the weight budget shared
+through the store) and one feed (the venue connections and their rollovers). Alongside: the
+keepalive that republishes quiet books and marks silent ones stale, the market catalog refresh
+(one node per interval fetches each venue's exchangeInfo, by a short lock in the store), the
+replica cross-check, the optional periodic re-snapshot, and the counters written to the store.
 """
 
 from __future__ import annotations
@@ -19,26 +22,33 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+import zlib
+from collections import Counter
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 import aiohttp
 import redis.asyncio as redis
+from redis.exceptions import RedisError
 
 from book_store.catalog import MarketCatalog
 from book_store.errors import StoreError
 from book_store.keys import BookKey
 from book_store.writer import BookWriter
 from control_plane.assignments import AssignmentClient
-from ingest_nodes.budget import WeightBudget
+from control_plane.models import ReplicaAssignment
+from ingest_nodes import telemetry
+from ingest_nodes.checkpoints import CheckpointLog, ReplicaChecker
 from ingest_nodes.engine import BookEngine
-from ingest_nodes.exchanges import ExchangeSpec, Protocol, exchange_specs
-from ingest_nodes.feed import ExchangeFeed
+from ingest_nodes.exchange_runtime import ExchangeRuntime, build_exchange
+from ingest_nodes.exchanges import Protocol, exchange_specs
 from ingest_nodes.publisher import Publisher
 from ingest_nodes.replica import BookReplica
-from ingest_nodes.rest import VenueRequestError, VenueRestClient
+from ingest_nodes.reporting import StatsReporter
+from ingest_nodes.rest import VenueRequestError
 from ingest_nodes.settings import IngestSettings
+from ingest_nodes.stats import ReplicaStats
 from ingest_nodes.sync import FuturesSyncMachine, SpotSyncMachine
-from ingest_nodes.venues.binance.limits import snapshot_limit
 from ingest_nodes.venues.errors import VenuePayloadError
 
 log = logging.getLogger(__name__)
@@ -54,38 +64,46 @@ class IngestNode:
         self.node_id = settings.node_id
         self._client = client
         self._assignments = AssignmentClient(client)
-        self._specs = {e: s for e, s in exchange_specs(settings).items() if s.protocol is not Protocol.ALPACA}
-        self._writer = BookWriter(client)
+        self._writer = BookWriter(client, on_flush=telemetry.current().flushed)
         self.publisher = Publisher(
             self._writer,
             depth_levels=settings.depth_levels,
             publish_interval_ms=settings.publish_interval_ms,
             keepalive_ms=settings.keepalive_ms,
             stale_after_ms=settings.stale_after_ms,
+            resyncing_keepalive_ms=settings.resyncing_keepalive_ms,
         )
-        self._rest = {e: VenueRestClient(session, s, self._budget(s)) for e, s in self._specs.items()}
-        self.feeds = {
-            e: ExchangeFeed(s, streams_per_connection=settings.streams_per_connection)
-            for e, s in self._specs.items()
+        self.exchanges: dict[str, ExchangeRuntime] = {
+            exchange: build_exchange(spec, settings, client, session)
+            for exchange, spec in exchange_specs(settings).items()
+            if spec.protocol is not Protocol.ALPACA
         }
+        every, levels = settings.checkpoint_every, settings.checkpoint_levels
+        self.checkpoints = CheckpointLog(client, every=every, levels=levels) if every else None
+        self.checker = ReplicaChecker(client, resync=settings.resync_on_mismatch)
+        stats_ttl_s = max(10, int(5 * settings.stats_interval_s))
+        self._reporter = StatsReporter(client, self.node_id, ttl_s=stats_ttl_s)
         self.replicas: dict[ReplicaId, BookReplica] = {}
         self._emptied = asyncio.Event()
-
-    def _budget(self, spec: ExchangeSpec) -> WeightBudget:
-        limit = int(spec.weight_per_minute * self.settings.weight_budget_share)
-        host = spec.rest_url.split("://", 1)[-1].split("/", 1)[0]
-        return WeightBudget(self._client, egress_id=self.settings.egress_id, venue_host=host, limit=limit)
+        telemetry.current().watch(self)
 
     # -- lifecycle ------------------------------------------------------------------------------
 
     async def run(self, stop: asyncio.Event, drain: Callable[[], bool] = lambda: True) -> None:
         """Serve assignments until ``stop`` is set, then (if ``drain()``) drain, and leave."""
         await self._assignments.register(self.node_id, address="", capacity=self.settings.capacity)
-        background = [
-            asyncio.create_task(self.publisher.run_keepalive(), name="keepalive"),
-            asyncio.create_task(self._catalog_loop(), name="catalog"),
-            asyncio.create_task(self._follow_assignments(), name="assignments"),
-        ]
+        loops: dict[str, Coroutine[Any, Any, None]] = {
+            "keepalive": self.publisher.run_keepalive(),
+            "catalog": self._catalog_loop(),
+            "heartbeat": self._heartbeat(),
+            "assignments": self._follow_assignments(),
+            "checks": self._every(self.settings.replica_check_interval_s, self._check_replicas),
+            "stats": self._every(self.settings.stats_interval_s, self.report),
+            **{f"snapshots-{e}": x.scheduler.run() for e, x in self.exchanges.items()},
+        }
+        if self.settings.resnapshot_interval_s:
+            loops["resnapshot"] = self._every(1.0, self._resnapshot_due)
+        background = [asyncio.create_task(coro, name=name) for name, coro in loops.items()]
         try:
             await stop.wait()
             if drain():
@@ -94,11 +112,12 @@ class IngestNode:
             for task in background:
                 task.cancel()
             await asyncio.gather(*background, return_exceptions=True)
+            await asyncio.gather(*(exchange.feed.close() for exchange in self.exchanges.values()))
             for key in list(self.replicas):
                 await self._stop_replica(key)
-            for feed in self.feeds.values():
-                await feed.close()
             await self._writer.close()
+            if self.checkpoints is not None:
+                await self.checkpoints.drain()
             with contextlib.suppress(StoreError):
                 await self._assignments.deregister(self.node_id)
 
@@ -112,74 +131,157 @@ class IngestNode:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._emptied.wait(), self.settings.drain_timeout_s)
 
+    @staticmethod
+    async def _every(period_s: float, job: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        while True:
+            await asyncio.sleep(period_s)
+            try:
+                await job()
+            except (RedisError, StoreError, OSError) as exc:
+                log.warning("%s skipped: store unreachable (%s)", job.__name__, type(exc).__name__)
+
     # -- assignments ----------------------------------------------------------------------------
 
-    async def _follow_assignments(self) -> None:
+    async def _heartbeat(self) -> None:
         period = self.settings.heartbeat_ms / 1000
         while True:
             try:
                 await self._assignments.heartbeat(self.node_id, load=len(self.replicas))
-                await self.reconcile()
             except StoreError as exc:
                 log.warning("control plane unreachable (%s); keeping current replicas", type(exc).__name__)
             await asyncio.sleep(period)
 
+    async def _follow_assignments(self) -> None:
+        """Apply the assignment set whenever it changes (notified, and re-read every few seconds).
+
+        Re-reading thousands of assignments on every heartbeat would cost more than the books do.
+        """
+        while True:
+            try:
+                async for assigned in self._assignments.watch(self.node_id):
+                    await self._apply(assigned)
+            except StoreError as exc:
+                log.warning("assignments unreachable (%s); keeping current replicas", type(exc).__name__)
+                await asyncio.sleep(1.0)
+
     async def reconcile(self) -> None:
+        """Read the assignment set now and apply it."""
+        await self._apply(await self._assignments.assignments(self.node_id))
+
+    async def _apply(self, assigned: list[ReplicaAssignment]) -> None:
         """Start what we were assigned and do not run; stop what we run and were not assigned."""
         wanted = {
-            (BookKey(a.exchange, a.market), a.replica)
-            for a in await self._assignments.assignments(self.node_id)
-            if a.exchange in self._specs
+            (BookKey(a.exchange, a.market), a.replica) for a in assigned if a.exchange in self.exchanges
         }
         for key in set(self.replicas) - wanted:
             await self._stop_replica(key)
-        for key in wanted - set(self.replicas):
+        for key in sorted(wanted - set(self.replicas), key=lambda k: (k[0].exchange, k[0].market, k[1])):
             self._start_replica(*key)
 
     def _start_replica(self, book: BookKey, replica: int) -> None:
-        spec = self._specs[book.exchange]
-        machine = FuturesSyncMachine() if spec.is_futures else SpotSyncMachine()
+        exchange = self.exchanges[book.exchange]
+        machine = FuturesSyncMachine if exchange.spec.is_futures else SpotSyncMachine
+        max_buffer = self.settings.max_buffer
         runner = BookReplica(
             book,
             replica,
-            BookEngine(machine),
-            self._rest[spec.id],
+            lambda: BookEngine(machine(max_buffer=max_buffer)),
+            exchange.scheduler,
             self.publisher,
-            snapshot_limit=snapshot_limit(spec.depth_tiers, self.settings.depth_levels),
+            snapshot_limit=exchange.snapshot_limit,
+            checkpoints=self.checkpoints,
         )
         self.replicas[(book, replica)] = runner
         runner.start()
-        self.feeds[spec.id].attach(runner)
-        log.info("started %s/%s replica %d", book.exchange, book.market, replica)
+        exchange.feed.attach(runner)
+        log.debug("started %s/%s replica %d", book.exchange, book.market, replica)
 
     async def _stop_replica(self, key: ReplicaId) -> None:
         runner = self.replicas.pop(key)
         if not self.replicas:
             self._emptied.set()
-        await self.feeds[key[0].exchange].detach(runner)
+        await self.exchanges[key[0].exchange].feed.detach(runner)
         await runner.stop()
-        log.info("stopped %s/%s replica %d", key[0].exchange, key[0].market, key[1])
+        log.debug("stopped %s/%s replica %d", key[0].exchange, key[0].market, key[1])
+
+    # -- trust ----------------------------------------------------------------------------------
+
+    async def _check_replicas(self) -> None:
+        synced = [r for r in self.replicas.values() if r.engine.synced]
+        await self.checker.check(synced)
+
+    async def _resnapshot_due(self) -> None:
+        """Start a re-snapshot of each book synced for about ``resnapshot_interval_s`` (spread out)."""
+        now = asyncio.get_running_loop().time()
+        interval = self.settings.resnapshot_interval_s
+        for (book, index), replica in self.replicas.items():
+            since = replica.synced_since
+            spread = 0.9 + 0.2 * (zlib.crc32(f"{book.tag}{index}".encode()) % 1000) / 1000
+            if since is not None and now - since >= interval * spread:
+                replica.resnapshot()
+
+    # -- counters -------------------------------------------------------------------------------
+
+    def stats(self) -> dict[str, object]:
+        """Every counter of this node, summed over its replicas, connections and exchanges."""
+        totals = ReplicaStats()
+        kept: Counter[str] = Counter()
+        synced: Counter[str] = Counter()
+        for (book, _index), replica in self.replicas.items():
+            totals.add(replica.stats)
+            kept[book.exchange] += 1
+            synced[book.exchange] += replica.engine.synced
+        exchanges = {
+            exchange_id: {
+                "replicas": kept[exchange_id],
+                "synced": synced[exchange_id],
+                "connections_open": len(exchange.feed.connections),
+                "connections": exchange.feed.connection_totals().to_json(),
+                "snapshots": exchange.stats.to_json(),
+                "snapshots_pending": exchange.scheduler.pending,
+            }
+            for exchange_id, exchange in self.exchanges.items()
+        }
+        return {
+            "node_id": self.node_id,
+            "replicas": len(self.replicas),
+            "synced": sum(synced.values()),
+            "replica_totals": totals.to_json(),
+            "checkpoints_recorded": 0 if self.checkpoints is None else self.checkpoints.recorded,
+            "replica_checks": self.checker.compared,
+            "replica_mismatches": self.checker.mismatches,
+            "exchanges": exchanges,
+        }
+
+    async def report(self) -> None:
+        """Write the counters to the store (the node's document and changed replica entries)."""
+        await self._reporter.report(self.stats(), {key: r.stats for key, r in self.replicas.items()})
 
     # -- market catalog -------------------------------------------------------------------------
 
     async def _catalog_loop(self) -> None:
         catalog = MarketCatalog(self._client)
         while True:
-            complete = [await self._refresh_catalog(catalog, spec) for spec in self._specs.values()]
+            try:
+                complete = [await self._refresh_catalog(catalog, x) for x in self.exchanges.values()]
+            except (RedisError, OSError) as exc:
+                log.warning("market catalog not refreshed: store unreachable (%s)", type(exc).__name__)
+                complete = [False]
             await asyncio.sleep(self.settings.catalog_refresh_s if all(complete) else 5.0)
 
-    async def _refresh_catalog(self, catalog: MarketCatalog, spec: ExchangeSpec) -> bool:
+    async def _refresh_catalog(self, catalog: MarketCatalog, exchange: ExchangeRuntime) -> bool:
         """Refresh one exchange's markets unless another node did within the interval.
 
         Returns False while the exchange still has no catalog at all.
         """
+        spec = exchange.spec
         lock = f"ladder:catalog-lock:{spec.id}"
         ttl = max(1, int(self.settings.catalog_refresh_s))
         taken = await self._client.set(lock, self.node_id, nx=True, ex=ttl)
         if not taken and await catalog.count(spec.id):
             return True
         try:
-            await catalog.replace(spec.id, await self._rest[spec.id].markets())
+            await catalog.replace(spec.id, await exchange.rest.markets())
         except (VenueRequestError, VenuePayloadError) as exc:
             log.warning("%s: exchangeInfo failed: %s", spec.id, exc)
             await self._client.delete(lock)

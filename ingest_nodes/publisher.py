@@ -10,7 +10,10 @@ burst of updates to one book inside one turn therefore costs one encode and one 
 
 A keepalive loop republishes replicas that have been quiet for ``keepalive_ms``, so that readers can
 tell a quiet book from a dead node by ``publish_time``, and marks a synced replica ``stale`` when its
-venue stream has sent nothing for ``stale_after_ms`` while the socket stays open.
+venue stream has sent nothing for ``stale_after_ms`` while the socket stays open. Stale means "not
+trusted now", not "broken": the next event makes the replica ``synced`` again (a genuinely quiet
+book is stale while it is quiet, and readers are told so instead of being served a book nobody can
+vouch for).
 """
 
 from __future__ import annotations
@@ -21,8 +24,10 @@ from typing import Protocol
 from book_store.codec import BookStatus, SnapshotMeta, encode_snapshot
 from book_store.keys import BookKey
 from book_store.writer import BookWriter
+from ingest_nodes import telemetry
 from ingest_nodes.engine import BookEngine
 from ingest_nodes.rest import now_ms
+from ingest_nodes.stats import ReplicaStats
 
 
 class Publishable(Protocol):
@@ -30,21 +35,34 @@ class Publishable(Protocol):
 
     book: BookKey
     replica: int
-    engine: BookEngine
     last_event_ms: int
     last_publish_ms: int
+    last_status: BookStatus | None
+    stats: ReplicaStats
+
+    @property
+    def engine(self) -> BookEngine: ...
 
 
 class Publisher:
     """Encodes and writes the snapshots of every replica on this node."""
 
-    def __init__(self, writer: BookWriter, *, depth_levels: int, publish_interval_ms: int,
-                 keepalive_ms: int, stale_after_ms: int) -> None:  # fmt: skip
+    def __init__(
+        self,
+        writer: BookWriter,
+        *,
+        depth_levels: int,
+        publish_interval_ms: int,
+        keepalive_ms: int,
+        stale_after_ms: int,
+        resyncing_keepalive_ms: int = 4000,
+    ) -> None:
         self._writer = writer
         self._depth = depth_levels
         self._interval = publish_interval_ms
         self._keepalive = keepalive_ms
         self._stale_after = stale_after_ms
+        self._resyncing_keepalive = max(keepalive_ms, resyncing_keepalive_ms)
         self._dirty: dict[tuple[BookKey, int], Publishable] = {}
         self._scheduled = False
         self._replicas: dict[tuple[BookKey, int], Publishable] = {}
@@ -94,6 +112,9 @@ class Publisher:
         """Encode the replica's current state and hand it to the writer."""
         engine = replica.engine
         status = self.status(replica, now)
+        if status is BookStatus.STALE and replica.last_status is not BookStatus.STALE:
+            replica.stats.stale_episodes += 1
+        replica.last_status = status
         meta = SnapshotMeta(
             update_id=engine.update_id or 0,
             event_time=engine.event_time,
@@ -108,15 +129,22 @@ class Publisher:
             payload = encode_snapshot(
                 meta, engine.book.top_bids(self._depth), engine.book.top_asks(self._depth)
             )
+        telemetry.current().published(replica, meta.ingest_time)
         replica.last_publish_ms = now
         self._writer.put(replica.book, replica.replica, payload)
 
     async def run_keepalive(self) -> None:
-        """Republish quiet replicas so their ``publish_time`` keeps vouching for them."""
+        """Republish quiet replicas so their ``publish_time`` keeps vouching for them.
+
+        A replica that is not synced has nothing to vouch for (readers never serve it): it is
+        republished only every ``resyncing_keepalive_ms``, so that thousands of books waiting for
+        their snapshots do not cost thousands of store writes a second.
+        """
         period = self._keepalive / 2000
         while True:
             await asyncio.sleep(period)
             now = now_ms()
             for replica in list(self._replicas.values()):
-                if now - replica.last_publish_ms >= self._keepalive:
+                due = self._keepalive if replica.engine.synced else self._resyncing_keepalive
+                if now - replica.last_publish_ms >= due:
                     self.publish(replica, now)

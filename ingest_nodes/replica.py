@@ -1,119 +1,285 @@
-"""One replica of one book: venue events in, snapshot requests out, publishes marked.
+"""One replica of one book on this node: its served engine, the stream feeding it, and handovers.
 
-The replica is the async driver around the pure :class:`~ingest_nodes.engine.BookEngine`: it feeds
-it what the connection delivers, fetches a snapshot whenever the engine asks for one (retrying with
-backoff, never two at once), and tells the publisher when the served book changed.
+Theory of operation
+-------------------
+The replica's served engine (``main``, a :class:`~ingest_nodes.lane.Lane`) is fed by one
+connection, ``source``. Events from any other connection are ignored, except during a handover.
+
+Handover (make-before-break): when ``source`` must go (age limit, venue shutdown) the feed adds the
+replica to a successor connection and calls ``begin_handover``. The successor's events are kept in
+a splice buffer while the old connection keeps feeding the served book. As soon as the successor
+has delivered the event the served book is at, or a buffered event *continues* the served book's
+update id (the venue's own continuity rule: spot ``U <= id + 1``, futures ``pu == id``), the
+replica switches: the buffered events are applied and the successor becomes ``source``. The book
+stays synced and published throughout, costs no snapshot, and keeps its trusted depth; the engine
+still checks every event, so a wrong splice could only ever show up as a gap and a resync, never as
+a wrong book. For the same reason a quiet book, which reaches no splice point before the old
+connection is closed, simply moves over as it is. A book that is not synced switches at once and
+starts over; so does one whose old connection closes before the successor delivered anything for
+it (the venue left no time between its notice and the close). If the successor itself must go
+before the splice, the splice moves on to its own successor.
+
+Periodic re-snapshot (optional): a second engine on the same stream (``shadow``) syncs from a fresh
+REST snapshot; once synced it is at the served book's update id (both saw the same events), the two
+are compared, and the shadow, with its fresh trusted depth, becomes the served engine.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Protocol
+from collections import deque
+from collections.abc import Callable
+from typing import Final
 
-import aiohttp
-
+from book_store.codec import BookStatus
 from book_store.keys import BookKey
-from ingest_nodes.backoff import Backoff
+from ingest_nodes import telemetry
+from ingest_nodes.checkpoints import CheckpointLog, same_top
+from ingest_nodes.connection import StreamConnection
 from ingest_nodes.engine import BookEngine, EngineResult
-from ingest_nodes.events import DepthSnapshot, DepthUpdate
+from ingest_nodes.events import DepthUpdate
+from ingest_nodes.lane import Lane
 from ingest_nodes.publisher import Publisher
-from ingest_nodes.rest import VenueRequestError, now_ms
-from ingest_nodes.venues.errors import VenuePayloadError
+from ingest_nodes.rest import now_ms
+from ingest_nodes.snapshots import SnapshotScheduler
+from ingest_nodes.stats import ReplicaStats
+from ingest_nodes.sync import FuturesSyncMachine, SpotSyncMachine
 
 log = logging.getLogger(__name__)
 
-# After a snapshot that turned out too old, wait this long before the next one: the stream has to
-# move past it, and hammering the venue costs weight for nothing.
-MIN_REFETCH_S = 0.25
+MAX_SPLICE_BUFFER: Final = 2000
+"""Successor events kept while the old connection catches up; beyond it, switch and resync."""
+
+RESNAPSHOT_CHECK_LEVELS: Final = 20
+"""Levels per side compared between a served book and its fresh re-snapshot."""
+
+EngineFactory = Callable[[], BookEngine]
 
 
-class SnapshotSource(Protocol):
-    async def snapshot(self, symbol: str, limit: int) -> DepthSnapshot: ...
+class _Splice:
+    __slots__ = ("buffer", "heard", "target")
+
+    def __init__(self, target: StreamConnection) -> None:
+        self.target = target
+        self.buffer: deque[DepthUpdate] = deque()
+        self.heard = False
+        """The successor has delivered an event of this symbol: it is live for it."""
 
 
 class BookReplica:
-    """Keeps one replica of one book in sync and published."""
+    """Keeps one replica of one book in sync and published (see the module docstring)."""
 
     def __init__(
         self,
         book: BookKey,
         replica: int,
-        engine: BookEngine,
-        snapshots: SnapshotSource,
+        new_engine: EngineFactory,
+        scheduler: SnapshotScheduler,
         publisher: Publisher,
         *,
         snapshot_limit: int,
-        backoff: Backoff | None = None,
+        checkpoints: CheckpointLog | None = None,
     ) -> None:
         self.book = book
         self.replica = replica
-        self.engine = engine
-        self.snapshot_limit = snapshot_limit
+        self.stats = ReplicaStats()
+        self.source: StreamConnection | None = None
         self.last_event_ms = now_ms()
         self.last_publish_ms = 0
-        self.resyncs = 0
-        self.last_resync_reason: str | None = None
-        self._snapshots = snapshots
+        self.last_status: BookStatus | None = None
+        self.synced_since: float | None = None
+        """Loop time the served book last became synced (None while it is not)."""
+        self._new_engine = new_engine
+        self._scheduler = scheduler
         self._publisher = publisher
-        self._backoff = backoff or Backoff()
-        self._fetch: asyncio.Task[None] | None = None
-        self._fetched_at = 0.0
+        self._limit = snapshot_limit
+        self._checkpoints = checkpoints
+        self.main = self._lane(self._on_main)
+        self._shadow: Lane | None = None
+        self._splice: _Splice | None = None
 
     @property
     def symbol(self) -> str:
         return self.book.market
 
+    @property
+    def snapshot_limit(self) -> int:
+        return self._limit
+
+    @property
+    def engine(self) -> BookEngine:
+        """The engine whose book is served."""
+        return self.main.engine
+
+    def connections(self) -> list[StreamConnection]:
+        """Every connection that carries this replica now (two during a handover)."""
+        found = [] if self.source is None else [self.source]
+        if self._splice is not None:
+            found.append(self._splice.target)
+        return found
+
     def start(self) -> None:
         self._publisher.track(self)
 
     async def stop(self) -> None:
-        if self._fetch is not None:
-            self._fetch.cancel()
-            await asyncio.gather(self._fetch, return_exceptions=True)
+        self.main.close()
+        self._drop_shadow()
         self._publisher.untrack(self)
+        telemetry.current().stopped(self)
 
-    # -- what the connection delivers ----------------------------------------------------------
+    # -- what the connections deliver ----------------------------------------------------------
 
-    def on_update(self, update: DepthUpdate) -> None:
-        self.last_event_ms = update.ingest_time
-        self._handle(self.engine.on_update(update))
+    def on_update(self, update: DepthUpdate, source: StreamConnection) -> None:
+        if source is self.source:
+            self.last_event_ms = update.ingest_time
+            telemetry.current().event(self.book.exchange)
+            self.main.feed(update)
+            if self._shadow is not None:
+                self._shadow.feed(update)
+            if self._splice is not None:
+                self._try_splice()
+        elif self._splice is not None and source is self._splice.target:
+            self._splice.heard = True
+            self._splice.buffer.append(update)
+            self._try_splice()
 
-    def on_disconnect(self) -> None:
-        self._handle(self.engine.on_disconnect())
+    def on_disconnect(self, source: StreamConnection) -> None:
+        if source is self.source:
+            if self._splice is not None and self._splice.heard:
+                self._switch()  # the successor is live: the engine judges its events as they come
+            elif self._splice is not None:
+                self._switch(restart="the old connection closed before the successor was live")
+            else:
+                self._drop_shadow()
+                self.main.disconnect()
+        elif self._splice is not None and source is self._splice.target:
+            self._splice.buffer.clear()
+            self._splice.heard = False
 
     def invalidate(self, reason: str) -> None:
-        self._handle(self.engine.invalidate(reason))
+        """Throw the served book away (a replica mismatch, say): it resyncs."""
+        self._drop_shadow()
+        self.main.invalidate(reason)
 
-    # -- reacting to the engine ----------------------------------------------------------------
+    # -- handover --------------------------------------------------------------------------------
 
-    def _handle(self, result: EngineResult) -> None:
-        if result.resync_reason is not None:
-            self.resyncs += 1
-            self.last_resync_reason = result.resync_reason
-            log.info(
-                "%s/%s r%d: resync (%s)", self.book.exchange, self.symbol, self.replica, result.resync_reason
-            )
-        if result.need_snapshot and (self._fetch is None or self._fetch.done()):
-            self._fetch = asyncio.get_running_loop().create_task(self._fetch_snapshot())
-        if result.changed or result.resync_reason is not None:
+    def begin_handover(self, old: StreamConnection, new: StreamConnection) -> None:
+        if self._splice is not None and self._splice.target is old:
+            # The successor we were splicing onto is itself being replaced: splice onto its successor.
+            old.remove(self.symbol)
+            self._splice = _Splice(new)
+        elif self.source is old:
+            self._splice = _Splice(new)
+            if not self.engine.synced:
+                self._switch(restart="not synced")
+
+    def finish_handover(self, old: StreamConnection) -> None:
+        """``old`` closes now. Nothing reached the splice point (a quiet book): the book moves over
+        as it is, and the engine checks the successor's first event against it like any other."""
+        if self.source is old and self._splice is not None:
+            self._switch()
+
+    def _try_splice(self) -> None:
+        splice = self._splice
+        assert splice is not None
+        engine = self.engine
+        update_id = engine.update_id
+        machine = engine.machine
+        if update_id is None or not isinstance(machine, SpotSyncMachine | FuturesSyncMachine):
+            self._switch(restart="sync lost during the handover")
+            return
+        rules = machine.rules
+        buffer = splice.buffer
+        caught_up = False
+        while buffer and rules.is_duplicate(buffer[0], update_id):
+            caught_up = buffer.popleft().final_update_id == update_id
+        if caught_up or (buffer and rules.continues(buffer[0], update_id)):
+            self._switch()
+        elif len(buffer) > MAX_SPLICE_BUFFER:
+            self._switch(restart="the old connection fell too far behind")
+
+    def _switch(self, restart: str | None = None) -> None:
+        """Make the successor the source; the served book carries on, or starts over for ``restart``."""
+        splice = self._splice
+        assert splice is not None
+        self._splice = None
+        old, self.source = self.source, splice.target
+        if old is not None:
+            old.remove(self.symbol)
+        if restart is None:
+            self.stats.handovers += 1
+        else:
+            log.info("%s/%s r%d: handover without a splice (%s)", self.book.exchange, self.symbol,
+                     self.replica, restart)  # fmt: skip
+            self._drop_shadow()
+            self.main.invalidate("handover")
+        for update in splice.buffer:
+            self.on_update(update, splice.target)
+
+    # -- periodic re-snapshot -------------------------------------------------------------------
+
+    def resnapshot(self) -> None:
+        """Start syncing a second engine from a fresh snapshot; it replaces the served one when synced."""
+        if self._shadow is None and self.engine.synced and self._splice is None:
+            self._shadow = self._lane(self._on_shadow)
+
+    def _on_shadow(self, result: EngineResult) -> None:
+        shadow = self._shadow
+        if shadow is None or not shadow.engine.synced or not self.engine.synced:
+            return
+        same_id = shadow.engine.update_id == self.engine.update_id
+        if same_id and not same_top(shadow.engine.book, self.engine.book, RESNAPSHOT_CHECK_LEVELS):
+            self.stats.mismatches += 1
+            log.warning("%s/%s r%d: a fresh snapshot disagrees with the served book at %s",
+                        self.book.exchange, self.symbol, self.replica, self.engine.update_id)  # fmt: skip
+        self._shadow = None
+        self.main.close()
+        self.main = shadow
+        shadow_result = EngineResult(changed=True, need_snapshot=False, resync_reason=None)
+        shadow.retarget(self._on_main)
+        self.stats.resnapshots += 1
+        self.synced_since = None
+        self._on_main(shadow_result)
+
+    def _drop_shadow(self) -> None:
+        if self._shadow is not None:
+            self._shadow.close()
+            self._shadow = None
+
+    # -- reacting to the served engine -----------------------------------------------------------
+
+    def _lane(self, on_result: Callable[[EngineResult], None]) -> Lane:
+        return Lane(
+            self._new_engine(),
+            self.symbol,
+            snapshot_limit=self._limit,
+            scheduler=self._scheduler,
+            on_result=on_result,
+            stats=self.stats,
+            trace=lambda: telemetry.current().snapshot_fetch(self),
+        )
+
+    def _on_main(self, result: EngineResult) -> None:
+        reason = result.resync_reason
+        if reason is not None:
+            self._resynced(reason)
+        engine = self.engine
+        if engine.synced:
+            if self.synced_since is None:
+                self.synced_since = asyncio.get_running_loop().time()
+            if result.changed and self._checkpoints is not None:
+                self._checkpoints.offer(self.book, self.replica, engine)
+        if result.changed or reason is not None:
             self._publisher.mark(self)
 
-    async def _fetch_snapshot(self) -> None:
-        loop = asyncio.get_running_loop()
-        wait = self._fetched_at + MIN_REFETCH_S - loop.time()
-        if wait > 0:
-            await asyncio.sleep(wait)
-        attempt = 0
-        while True:
-            try:
-                snapshot = await self._snapshots.snapshot(self.symbol, self.snapshot_limit)
-                break
-            except (VenueRequestError, VenuePayloadError, aiohttp.ClientError, TimeoutError) as exc:
-                retry_after = getattr(exc, "retry_after_s", None)
-                log.warning("%s/%s: snapshot failed: %s", self.book.exchange, self.symbol, exc)
-                await asyncio.sleep(self._backoff.compute(attempt, retry_after))
-                attempt += 1
-        self._fetched_at = loop.time()
-        self._fetch = None  # this task is ending: a follow-up request must start a new one
-        self._handle(self.engine.on_snapshot(snapshot))
+    def _resynced(self, reason: str) -> None:
+        self.stats.resyncs[reason] += 1
+        telemetry.current().resync(self, reason)
+        self.synced_since = None
+        self._drop_shadow()
+        where = (self.book.exchange, self.symbol, self.replica)
+        if reason == "crossed":
+            log.error("%s/%s r%d: ALARM crossed book; resyncing", *where)
+        else:
+            log.info("%s/%s r%d: resync (%s)", *where, reason)

@@ -1,8 +1,15 @@
-"""REST calls to a Binance venue: depth snapshots and exchangeInfo, inside the weight budget."""
+"""REST calls to a Binance venue: depth snapshots and exchangeInfo, inside the shared weight budget.
+
+Snapshots are paid for by the caller (the snapshot scheduler charges the budget in batches before it
+fetches); exchangeInfo pays for itself. Every answer's ``X-MBX-USED-WEIGHT-1M`` is fed back to the
+budget, and a 429/418 closes the budget for ``Retry-After`` (60 s when the venue names no time).
+"""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from typing import Final
 
 import aiohttp
 
@@ -12,10 +19,11 @@ from ingest_nodes.budget import WeightBudget
 from ingest_nodes.events import DepthSnapshot
 from ingest_nodes.exchanges import ExchangeSpec
 from ingest_nodes.venues.binance.exchange_info import parse_exchange_info
-from ingest_nodes.venues.binance.limits import depth_weight
 from ingest_nodes.venues.binance.parse import parse_futures_snapshot, parse_rest_error, parse_spot_snapshot
+from ingest_nodes.venues.binance.schemas import VenueRestError
 
-USED_WEIGHT_HEADER = "X-MBX-USED-WEIGHT-1M"
+USED_WEIGHT_HEADER: Final = "X-MBX-USED-WEIGHT-1M"
+DEFAULT_BACKOFF_S: Final = 60.0
 
 
 class VenueRequestError(LadderError):
@@ -24,11 +32,17 @@ class VenueRequestError(LadderError):
     code = "venue_request_failed"
 
     def __init__(
-        self, message: str, *, status: int | None = None, retry_after_s: float | None = None
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        retry_after_s: float | None = None,
+        invalid_symbol: bool = False,
     ) -> None:
         super().__init__(message)
         self.status = status
         self.retry_after_s = retry_after_s
+        self.invalid_symbol = invalid_symbol
 
 
 def now_ms() -> int:
@@ -45,45 +59,64 @@ class VenueRestClient:
         budget: WeightBudget,
         *,
         timeout_s: float = 10.0,
+        on_status: Callable[[int], None] | None = None,
     ) -> None:
+        """``on_status(status)`` observes every non-200 answer (for counters)."""
         self._session = session
         self._spec = spec
         self._budget = budget
         self._timeout = aiohttp.ClientTimeout(total=timeout_s)
+        self._on_status = on_status
+
+    @property
+    def budget(self) -> WeightBudget:
+        return self._budget
 
     async def snapshot(self, symbol: str, limit: int) -> DepthSnapshot:
-        """``GET depth`` for one symbol, paid from the shared weight budget."""
-        body = await self._get(
-            self._spec.depth_path,
-            {"symbol": symbol, "limit": str(limit)},
-            depth_weight(self._spec.depth_tiers, limit),
-        )
+        """``GET depth`` for one symbol. The caller has already charged its weight to the budget."""
+        body = await self._get(self._spec.depth_path, {"symbol": symbol, "limit": str(limit)})
         parse = parse_futures_snapshot if self._spec.is_futures else parse_spot_snapshot
         return parse(body, symbol, limit, now_ms())
 
     async def markets(self) -> list[MarketInfo]:
-        """Every symbol the venue lists, with its status."""
-        body = await self._get(self._spec.exchange_info_path, {}, self._spec.exchange_info_weight)
+        """Every symbol the venue lists, with its status (pays its own weight)."""
+        await self._budget.acquire(self._spec.exchange_info_weight)
+        body = await self._get(self._spec.exchange_info_path, {})
         return parse_exchange_info(body, self._spec.id)
 
-    async def _get(self, path: str, params: dict[str, str], weight: int) -> bytes:
-        await self._budget.acquire(weight)
+    async def _get(self, path: str, params: dict[str, str]) -> bytes:
         url = self._spec.rest_url.rstrip("/") + path
+        sent_at_s = time.time()
         try:
             async with self._session.get(url, params=params, timeout=self._timeout) as response:
                 body = await response.read()
                 used = response.headers.get(USED_WEIGHT_HEADER)
                 if used is not None and used.isdigit():
-                    await self._budget.observe(int(used))
+                    await self._budget.observe(int(used), sent_at_s)
                 if response.status == 200:
                     return body
                 error = parse_rest_error(response.status, body, response.headers)
         except (aiohttp.ClientError, TimeoutError) as exc:
             raise VenueRequestError(f"{self._spec.id} {path}: {type(exc).__name__}") from exc
-        if error.retry_after_s is not None or response.status in (418, 429):
-            await self._budget.close_for(error.retry_after_s if error.retry_after_s is not None else 60.0)
+        await self._refused(error)
         raise VenueRequestError(
-            f"{self._spec.id} {path} answered {response.status} (code {error.code})",
-            status=response.status,
+            f"{self._spec.id} {path} answered {error.status} (code {error.code}: {error.msg[:80]})",
+            status=error.status,
             retry_after_s=error.retry_after_s,
+            invalid_symbol=error.invalid_symbol,
         )
+
+    async def _refused(self, error: VenueRestError) -> None:
+        if self._on_status is not None:
+            self._on_status(error.status)
+        if error.rate_limited or error.retry_after_s is not None:
+            await self._budget.close_for(_pause_s(error))
+
+
+def _pause_s(error: VenueRestError) -> float:
+    """How long the venue wants us quiet: ``Retry-After``, else the ban's end, else a minute."""
+    if error.retry_after_s is not None:
+        return error.retry_after_s
+    if error.banned_until_ms is not None:
+        return max(1.0, (error.banned_until_ms - now_ms()) / 1000)
+    return DEFAULT_BACKOFF_S

@@ -44,8 +44,40 @@ class IngestSettings(BaseSettings):
     depth_levels: int = Field(default=100, ge=1, le=5000, description="Levels per side published.")
     publish_interval_ms: int = Field(default=0, ge=0, description="0 publishes every applied update.")
     keepalive_ms: int = Field(default=1000, ge=50, description="Republish a quiet book this often.")
-    stale_after_ms: int = Field(default=60_000, ge=100, description="No event this long -> stale.")
+    resyncing_keepalive_ms: int = Field(
+        default=4000, ge=50, description="Republish a book that is not synced this often."
+    )
+    stale_after_ms: int = Field(
+        default=60_000, ge=100, description="No event this long while the socket is open -> stale."
+    )
     streams_per_connection: int = Field(default=200, ge=1, le=1024)
+    connection_max_age_s: float = Field(
+        default=85_800, gt=0, description="Hand a connection's books to a successor at this age (venue: 24h)."
+    )
+    rollover_jitter: float = Field(
+        default=0.02, ge=0, le=0.5, description="Hand over up to this share of the age earlier, at random."
+    )
+    handover_timeout_s: float = Field(
+        default=30.0, gt=0, description="Books not spliced onto the successor by then resync."
+    )
+    snapshot_concurrency: int = Field(
+        default=32, ge=1, le=256, description="Snapshot requests in flight per exchange."
+    )
+    max_buffer: int = Field(
+        default=10_000, ge=1, description="Events buffered per book while its snapshot is on its way."
+    )
+    resnapshot_interval_s: float = Field(
+        default=0.0, ge=0, description="Re-snapshot each synced book this often (0: never)."
+    )
+    checkpoint_every: int = Field(
+        default=64, ge=0, description="Checkpoint about one update id in this many (0: no replica checks)."
+    )
+    checkpoint_levels: int = Field(default=20, ge=1, le=1000, description="Levels a side in a checkpoint.")
+    replica_check_interval_s: float = Field(default=5.0, gt=0)
+    resync_on_mismatch: bool = Field(
+        default=True, description="A replica outside the majority at a mismatch resyncs."
+    )
+    stats_interval_s: float = Field(default=2.0, gt=0, description="Counters are written to the store.")
     catalog_refresh_s: float = Field(default=300.0, gt=0)
     weight_budget_share: float = Field(
         default=0.8, gt=0, le=1, description="Part of the venue's weight to use."

@@ -86,7 +86,12 @@ class Stack:
         self.store.stop()
 
 
-def start_stack(*, ingest_nodes: int = 2, extra_env: dict[str, str] | None = None) -> Stack:
+def start_stack(
+    *,
+    ingest_nodes: int = 2,
+    extra_env: dict[str, str] | None = None,
+    extra_venue_args: list[str] | None = None,
+) -> Stack:
     store = EmbeddedValkey()
     redis_url = store.start()
     supervisor = Supervisor()
@@ -117,7 +122,11 @@ def start_stack(*, ingest_nodes: int = 2, extra_env: dict[str, str] | None = Non
             "5",
         ]
         venue = supervisor.start(
-            child("fake-venue", ["fake_venue", *venue_args, "--rate", "20"], "FAKE_VENUE_URL")
+            child(
+                "fake-venue",
+                ["fake_venue", *venue_args, "--rate", "20", *(extra_venue_args or [])],
+                "FAKE_VENUE_URL",
+            )
         )
         env.update(fake_venue_env(venue))
         supervisor.start(child("control", ["control_plane"]))

@@ -67,7 +67,7 @@ async def test_budget_is_exact_across_nodes(redis_client: redis.Redis) -> None:
 async def test_venue_reported_weight_and_bans_are_shared(redis_client: redis.Redis) -> None:
     await away_from_minute_edge()
     budget = WeightBudget(redis_client, egress_id="nat-1", venue_host="api.example", limit=100)
-    await budget.observe(95)  # the venue counts requests we did not make
+    await budget.observe(95, time.time())  # the venue counts requests we did not make
     waiting = asyncio.create_task(budget.acquire(10))
     await asyncio.sleep(0.2)
     assert not waiting.done()

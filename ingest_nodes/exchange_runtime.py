@@ -1,0 +1,71 @@
+"""Everything one exchange needs on a node: its weight budget, REST client, snapshot scheduler, feed.
+
+Built once per configured exchange from the settings; the node starts the scheduler's dispatcher
+and places every replica of the exchange on the feed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+
+import aiohttp
+import redis.asyncio as redis
+
+from ingest_nodes.budget import WeightBudget
+from ingest_nodes.exchanges import ExchangeSpec
+from ingest_nodes.feed import ExchangeFeed
+from ingest_nodes.rest import VenueRestClient
+from ingest_nodes.settings import IngestSettings
+from ingest_nodes.snapshots import SnapshotScheduler
+from ingest_nodes.stats import SnapshotStats
+from ingest_nodes.venues.binance.limits import depth_weight, snapshot_limit
+
+
+@dataclass(frozen=True, slots=True)
+class ExchangeRuntime:
+    spec: ExchangeSpec
+    budget: WeightBudget
+    rest: VenueRestClient
+    scheduler: SnapshotScheduler
+    feed: ExchangeFeed
+    snapshot_limit: int
+    """The cheapest snapshot depth that covers the published depth (a shallower one costs less)."""
+    stats: SnapshotStats
+
+
+def build_exchange(
+    spec: ExchangeSpec, settings: IngestSettings, client: redis.Redis, session: aiohttp.ClientSession
+) -> ExchangeRuntime:
+    stats = SnapshotStats()
+    budget = WeightBudget(
+        client,
+        egress_id=settings.egress_id,
+        venue_host=spec.weight_pool,
+        limit=int(spec.weight_per_minute * settings.weight_budget_share),
+    )
+    rest = VenueRestClient(session, spec, budget, on_status=stats.refused)
+    scheduler = SnapshotScheduler(
+        rest,
+        budget,
+        weight_of=partial(depth_weight, spec.depth_tiers),
+        concurrency=settings.snapshot_concurrency,
+        stats=stats,
+        exchange=spec.id,
+    )
+    feed = ExchangeFeed(
+        spec,
+        streams_per_connection=settings.streams_per_connection,
+        max_age_s=settings.connection_max_age_s,
+        rollover_jitter=settings.rollover_jitter,
+        handover_timeout_s=settings.handover_timeout_s,
+    )
+    return ExchangeRuntime(
+        spec=spec,
+        budget=budget,
+        rest=rest,
+        scheduler=scheduler,
+        feed=feed,
+        snapshot_limit=snapshot_limit(spec.depth_tiers, settings.depth_levels),
+        stats=stats,
+    )

@@ -1,0 +1,242 @@
+"""The snapshot scheduler: every REST depth snapshot one exchange's books need on this node.
+
+Theory of operation
+-------------------
+Thousands of books may want a snapshot at once (a node starting, a reconnect), and the venue
+allows only so much request weight per minute per IP, shared by every node behind that IP. Books
+ask with ``request``; one dispatcher per exchange fetches them, at most ``concurrency`` at a time,
+paying each from a small pool of *tickets*: weight charged to the shared budget in advance, for as
+many queued requests as there are slots, in one store round trip. A slot that frees up starts the
+next request at once, without waiting for the store, so the node spends each window's weight as
+fast as the venue answers. Tickets are only good in the window they were charged in, and not in
+its last ``margin_ms`` (a request must reach the venue inside the window that paid for it); a
+stale ticket is dropped. Books that were serving before go first (``urgent``), books starting for
+the first time after.
+
+A grant first asks the requester whether it still wants the snapshot (``snapshot_granted``): a book
+that waits for its first snapshot only starts buffering its stream at that moment (see
+``lane.Lane``), so a thousand waiting books cost a thousand held events, not minutes of buffers.
+The requester decides what a failure means (``snapshot_failed``); asking again is just ``request``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import deque
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Protocol
+
+from redis.exceptions import RedisError
+
+from ingest_nodes import telemetry
+from ingest_nodes.budget import DEFAULT_MARGIN_MS, WINDOW_MS, WeightBudget
+from ingest_nodes.events import DepthSnapshot
+from ingest_nodes.rest import VenueRequestError, VenueRestClient
+from ingest_nodes.stats import SnapshotStats
+from ingest_nodes.venues.errors import VenuePayloadError
+
+log = logging.getLogger(__name__)
+
+SnapshotError = VenueRequestError | VenuePayloadError
+STORE_RETRY_S = 1.0
+
+
+class SnapshotRequester(Protocol):
+    """Who asks for snapshots: one book engine (see ``lane.Lane``)."""
+
+    @property
+    def symbol(self) -> str: ...
+
+    @property
+    def snapshot_limit(self) -> int: ...
+
+    @property
+    def urgent(self) -> bool:
+        """True for a book that was serving before: it goes ahead of books starting up."""
+
+    def snapshot_granted(self) -> bool:
+        """The weight is paid: return False if the snapshot is no longer wanted (nothing is fetched)."""
+
+    def fetching(self) -> AbstractContextManager[None]:
+        """Wraps the request (tracing); an exception inside means the fetch failed."""
+
+    def snapshot_arrived(self, snapshot: DepthSnapshot) -> None: ...
+
+    def snapshot_failed(self, error: SnapshotError) -> None: ...
+
+
+class _Tickets:
+    """Weight already charged to the budget, usable until its window is about to close."""
+
+    __slots__ = ("count", "weight", "window")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.weight = 0
+        self.window = -1
+
+    def usable(self, weight: int, now_s: float) -> bool:
+        window, into_ms = divmod(int(now_s * 1000), WINDOW_MS)
+        fresh = window == self.window and WINDOW_MS - into_ms > DEFAULT_MARGIN_MS
+        return self.count > 0 and self.weight == weight and fresh
+
+    def fill(self, weight: int, count: int, now_s: float) -> None:
+        self.count, self.weight, self.window = count, weight, int(now_s * 1000) // WINDOW_MS
+
+
+class SnapshotScheduler:
+    """Queues snapshot requests of one exchange and fetches them as the weight budget allows."""
+
+    def __init__(
+        self,
+        rest: VenueRestClient,
+        budget: WeightBudget,
+        *,
+        weight_of: Callable[[int], int],
+        concurrency: int,
+        stats: SnapshotStats | None = None,
+        exchange: str = "",
+    ) -> None:
+        """``weight_of(limit)`` prices one snapshot of that depth; ``exchange`` names it in metrics."""
+        if concurrency < 1:
+            raise ValueError(f"concurrency must be at least 1, got {concurrency}")
+        self._rest = rest
+        self._budget = budget
+        self._weight_of = weight_of
+        self._concurrency = concurrency
+        self._exchange = exchange
+        self.stats = stats or SnapshotStats()
+        self._urgent: deque[SnapshotRequester] = deque()
+        self._fresh: deque[SnapshotRequester] = deque()
+        self._queued: set[SnapshotRequester] = set()
+        self._delayed: dict[SnapshotRequester, asyncio.TimerHandle] = {}
+        self._tickets = _Tickets()
+        self._in_flight = 0
+        self._wake = asyncio.Event()
+        self._fetches: set[asyncio.Task[None]] = set()
+
+    @property
+    def pending(self) -> int:
+        """Requests waiting for their turn (delayed ones included)."""
+        return len(self._queued) + len(self._delayed)
+
+    @property
+    def in_flight(self) -> int:
+        return self._in_flight
+
+    def request(self, who: SnapshotRequester, *, delay_s: float = 0.0) -> None:
+        """Queue ``who`` for one snapshot (no-op when it is already queued or waiting its delay)."""
+        if who in self._queued or who in self._delayed:
+            return
+        if delay_s > 0:
+            self._delayed[who] = asyncio.get_running_loop().call_later(delay_s, self._enqueue, who)
+        else:
+            self._enqueue(who)
+
+    def cancel(self, who: SnapshotRequester) -> None:
+        """Forget a queued request (a fetch already in flight still answers; requesters ignore it)."""
+        self._queued.discard(who)
+        handle = self._delayed.pop(who, None)
+        if handle is not None:
+            handle.cancel()
+
+    async def run(self) -> None:
+        """Fetch queued requests, paid with tickets, until cancelled."""
+        try:
+            while True:
+                head = await self._next()
+                weight = self._weight_of(head.snapshot_limit)
+                if self._tickets.usable(weight, time.time()):
+                    self._take(head)
+                    self._tickets.count -= 1
+                    self._start(head, weight)
+                else:
+                    await self._buy_tickets(weight)
+        finally:
+            for task in list(self._fetches):
+                task.cancel()
+
+    # -- queue -----------------------------------------------------------------------------------
+
+    def _enqueue(self, who: SnapshotRequester) -> None:
+        self._delayed.pop(who, None)
+        if who in self._queued:
+            return
+        self._queued.add(who)
+        (self._urgent if who.urgent else self._fresh).append(who)
+        self.stats.requested += 1
+        self._wake.set()
+
+    def _head(self) -> SnapshotRequester | None:
+        """The next request (urgent ones first), dropping cancelled ones on the way."""
+        for queue in (self._urgent, self._fresh):
+            while queue:
+                if queue[0] in self._queued:
+                    return queue[0]
+                queue.popleft()
+        return None
+
+    def _take(self, who: SnapshotRequester) -> None:
+        (self._urgent if self._urgent and self._urgent[0] is who else self._fresh).popleft()
+        self._queued.discard(who)
+
+    async def _next(self) -> SnapshotRequester:
+        """Wait for a queued request and a free slot."""
+        while True:
+            head = self._head()
+            if head is not None and self._in_flight < self._concurrency:
+                return head
+            self._wake.clear()
+            await self._wake.wait()
+
+    async def _buy_tickets(self, weight: int) -> None:
+        """Charge the budget for the queued requests a free slot could start; wait if it says so."""
+        self._tickets.count = 0  # whatever is left is stale or of another weight
+        wanted = min(len(self._queued), self._concurrency)
+        try:
+            granted, wait_s = await self._budget.take(weight, wanted)
+        except (RedisError, OSError) as exc:
+            log.warning("weight budget unreachable (%s); snapshots wait", type(exc).__name__)
+            granted, wait_s = 0, STORE_RETRY_S
+        if granted:
+            self._tickets.fill(weight, granted, time.time())
+            self.stats.weight_spent += granted * weight
+            telemetry.current().weight_spent(self._exchange, granted * weight)
+        else:
+            self.stats.waits += 1
+            await asyncio.sleep(wait_s)
+
+    # -- fetching --------------------------------------------------------------------------------
+
+    def _start(self, who: SnapshotRequester, weight: int) -> None:
+        if not who.snapshot_granted():
+            self._tickets.count += 1  # not spent: the next request uses it
+            return
+        self._in_flight += 1
+        self.stats.max_in_flight = max(self.stats.max_in_flight, self._in_flight)
+        task = asyncio.get_running_loop().create_task(self._fetch(who))
+        self._fetches.add(task)
+        task.add_done_callback(self._fetches.discard)
+
+    async def _fetch(self, who: SnapshotRequester) -> None:
+        started = time.monotonic()
+        try:
+            with who.fetching():
+                snapshot = await self._rest.snapshot(who.symbol, who.snapshot_limit)
+        except (VenueRequestError, VenuePayloadError) as exc:
+            self.stats.failed += 1
+            log.warning("%s: snapshot failed: %s", who.symbol, exc)
+            self._done(started)
+            who.snapshot_failed(exc)
+        else:
+            self.stats.fetched += 1
+            self._done(started)
+            who.snapshot_arrived(snapshot)
+
+    def _done(self, started: float) -> None:
+        self.stats.fetch_seconds += time.monotonic() - started
+        self._in_flight -= 1
+        self._wake.set()

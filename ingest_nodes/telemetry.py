@@ -1,0 +1,317 @@
+"""The ingest node's traces and metrics: the hooks its runtime calls, and what they feed.
+
+Theory of operation
+-------------------
+The runtime modules call one-line hooks on :func:`current` (a disabled instance until
+``python -m ingest_nodes`` installs one built from the ``OTEL_*`` variables, see
+:mod:`book_store.telemetry`). The per-event hook adds 1 to a plain integer; observable instruments
+read the counts and the node's replicas when metrics are collected. Only the publish latency
+histogram records through the SDK, once per published snapshot.
+
+Publish latency is measured from a frame's ``ingest_time`` (stamped on receipt, ms) to the end of
+the store pipeline that wrote and published the snapshot carrying it. Each replica contributes
+its oldest frame not yet published, once per pipeline; a snapshot handed to the writer while a
+pipeline is in flight is counted with that pipeline, so under load a figure may read early by at
+most one pipeline's duration. Republishes that carry no new frame (keepalives, status changes) are
+not counted.
+
+Metrics, as Prometheus names them:
+
+=================================================  ==============================================
+``ladder_ingest_events_total{exchange}``            diff events delivered to books
+``ladder_ingest_publish_latency_seconds{exchange}`` frame received -> snapshot written and published
+``ladder_ingest_publish_batches_total``             store pipelines written ...
+``ladder_ingest_published_snapshots_total``         ... and the snapshots they carried
+``ladder_ingest_publish_batch_seconds``             one pipeline's round trip
+``ladder_ingest_resyncs_total{exchange,reason}``    resyncs by cause (``reason="crossed"``: crossed books)
+``ladder_ingest_snapshot_fetches_total{...}``       REST snapshots by ``outcome`` (ok, failed)
+``ladder_ingest_weight_spent_total{exchange}``      venue request weight spent
+``ladder_ingest_venue_refusals_total{...}``         REST answers other than 200, by ``status``
+``ladder_ingest_books{exchange,status}``            replicas by published status (``stale`` included)
+``ladder_book_age_seconds{exchange,market,replica}`` time since the book last heard from its venue
+=================================================  ==============================================
+
+Spans: ``ladder.publish_batch`` (one per pipeline), ``ladder.resync`` (from the cause until the book
+is synced again, or its replica stops) and ``ladder.snapshot_fetch`` (a child of the resync).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Protocol
+
+from opentelemetry.metrics import CallbackOptions, Observation
+from opentelemetry.trace import Span, StatusCode, set_span_in_context
+
+from book_store.keys import BookKey
+from book_store.telemetry import Telemetry, counts_callback
+
+if TYPE_CHECKING:
+    from ingest_nodes.exchange_runtime import ExchangeRuntime
+    from ingest_nodes.publisher import Publishable, Publisher
+    from ingest_nodes.replica import BookReplica
+
+LATENCY_BUCKETS_S = (0.0005, 0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
+
+ReplicaKey = tuple[BookKey, int]
+
+
+class ReplicaSource(Protocol):
+    """The node, as the gauges read it."""
+
+    @property
+    def replicas(self) -> Mapping[ReplicaKey, BookReplica]: ...
+
+    @property
+    def publisher(self) -> Publisher: ...
+
+    @property
+    def exchanges(self) -> Mapping[str, ExchangeRuntime]: ...
+
+
+class IngestTelemetry:
+    """Counts, latency and spans of one ingest process."""
+
+    def __init__(self, telemetry: Telemetry) -> None:
+        self.telemetry = telemetry
+        self._tracer = telemetry.tracer
+        self._enabled = telemetry.enabled
+        self.events: dict[str, int] = {}
+        self.resyncs: dict[tuple[str, str], int] = {}
+        self.fetches: dict[tuple[str, str], int] = {}
+        self.weight: dict[str, int] = {}
+        self.batches = 0
+        self.snapshots = 0
+        self._pending: dict[ReplicaKey, tuple[int, dict[str, str]]] = {}
+        self._exchange_attrs: dict[str, dict[str, str]] = {}
+        self._resync_spans: dict[ReplicaKey, Span] = {}
+        self._node: ReplicaSource | None = None
+
+        meter = telemetry.meter
+        meter.create_observable_counter(
+            "ladder_ingest_events",
+            [counts_callback(self.events, ("exchange",))],
+            description="Diff events delivered to books.",
+        )
+        meter.create_observable_counter(
+            "ladder_ingest_resyncs",
+            [counts_callback(self.resyncs, ("exchange", "reason"))],
+            description="Book resyncs by cause; reason=crossed counts crossed books.",
+        )
+        meter.create_observable_counter(
+            "ladder_ingest_snapshot_fetches",
+            [counts_callback(self.fetches, ("exchange", "outcome"))],
+            description="REST depth snapshots fetched, by outcome.",
+        )
+        meter.create_observable_counter(
+            "ladder_ingest_weight_spent",
+            [counts_callback(self.weight, ("exchange",))],
+            description="Venue request weight spent.",
+        )
+        meter.create_observable_counter(
+            "ladder_ingest_publish_batches",
+            [self._observe_batches],
+            description="Store pipelines that wrote snapshots.",
+        )
+        meter.create_observable_counter(
+            "ladder_ingest_published_snapshots",
+            [self._observe_snapshots],
+            description="Snapshots written and published.",
+        )
+        meter.create_observable_counter(
+            "ladder_ingest_venue_refusals",
+            [self._observe_refusals],
+            description="Venue REST answers other than 200, by status (429 and 418 must stay at zero).",
+        )
+        meter.create_observable_gauge(
+            "ladder_ingest_books",
+            [self._observe_books],
+            description="Book replicas kept, by published status.",
+        )
+        meter.create_observable_gauge(
+            "ladder_book_age_seconds",
+            [self._observe_age],
+            unit="s",
+            description="Time since each book replica last heard from its venue.",
+        )
+        self._latency = meter.create_histogram(
+            "ladder_ingest_publish_latency_seconds",
+            unit="s",
+            description="Frame received -> the snapshot carrying it written and published.",
+            explicit_bucket_boundaries_advisory=LATENCY_BUCKETS_S,
+        )
+        self._batch_seconds = meter.create_histogram(
+            "ladder_ingest_publish_batch_seconds",
+            unit="s",
+            description="Round trip of one store pipeline of snapshots.",
+            explicit_bucket_boundaries_advisory=LATENCY_BUCKETS_S,
+        )
+
+    # -- hooks ------------------------------------------------------------------------------------
+
+    def watch(self, node: ReplicaSource) -> None:
+        """The node whose replicas the gauges report."""
+        self._node = node
+
+    def event(self, exchange: str) -> None:
+        """One diff event reached a book (the hot path: one dict update)."""
+        self.events[exchange] = self.events.get(exchange, 0) + 1
+
+    def published(self, replica: Publishable, ingest_time: int | None) -> None:
+        """A snapshot of ``replica`` goes to the writer; called before ``last_publish_ms`` moves."""
+        if self._resync_spans and replica.engine.synced:
+            self._end_resync((replica.book, replica.replica), "synced")
+        if not self._enabled or ingest_time is None or ingest_time < replica.last_publish_ms:
+            return
+        key = (replica.book, replica.replica)
+        if key not in self._pending:
+            self._pending[key] = (ingest_time, self._attrs(replica.book.exchange))
+
+    def flushed(self, count: int, seconds: float) -> None:
+        """The writer's ``on_flush``: a pipeline of ``count`` snapshots took ``seconds``."""
+        self.batches += 1
+        self.snapshots += count
+        if not self._enabled:
+            return
+        end_s = time.time()
+        self._batch_seconds.record(seconds)
+        pending, self._pending = self._pending, {}
+        for ingest_ms, attrs in pending.values():
+            self._latency.record(max(0.0, end_s - ingest_ms / 1000), attrs)
+        if self._tracer is not None:
+            end_ns = int(end_s * 1e9)
+            span = self._tracer.start_span(
+                "ladder.publish_batch",
+                start_time=end_ns - int(seconds * 1e9),
+                attributes={"ladder.snapshots": count, "ladder.new_frames": len(pending)},
+            )
+            span.end(end_time=end_ns)
+
+    def resync(self, replica: BookReplica, reason: str) -> None:
+        """The replica's book was thrown away for ``reason``."""
+        exchange = replica.book.exchange
+        self.resyncs[(exchange, reason)] = self.resyncs.get((exchange, reason), 0) + 1
+        if self._tracer is None:
+            return
+        key = (replica.book, replica.replica)
+        span = self._resync_spans.get(key)
+        if span is not None:
+            span.add_event("ladder.resync_again", {"ladder.reason": reason})
+            return
+        self._resync_spans[key] = self._tracer.start_span(
+            "ladder.resync",
+            attributes={
+                "ladder.exchange": exchange,
+                "ladder.market": replica.book.market,
+                "ladder.replica": replica.replica,
+                "ladder.reason": reason,
+            },
+        )
+
+    @contextmanager
+    def snapshot_fetch(self, replica: BookReplica) -> Iterator[None]:
+        """Around one REST snapshot request of ``replica``'s book."""
+        exchange = replica.book.exchange
+        outcome = "failed"
+        span: Span | None = None
+        if self._tracer is not None:
+            parent = self._resync_spans.get((replica.book, replica.replica))
+            span = self._tracer.start_span(
+                "ladder.snapshot_fetch",
+                context=None if parent is None else set_span_in_context(parent),
+                attributes={
+                    "ladder.exchange": exchange,
+                    "ladder.market": replica.book.market,
+                    "ladder.limit": replica.snapshot_limit,
+                },
+            )
+        try:
+            yield
+            outcome = "ok"
+        except Exception as exc:
+            if span is not None:
+                span.record_exception(exc)
+                span.set_status(StatusCode.ERROR, type(exc).__name__)
+            raise
+        finally:
+            self.fetches[(exchange, outcome)] = self.fetches.get((exchange, outcome), 0) + 1
+            if span is not None:
+                span.end()
+
+    def stopped(self, replica: BookReplica) -> None:
+        """The replica stopped: close its open resync span."""
+        if self._resync_spans:
+            self._end_resync((replica.book, replica.replica), "stopped")
+
+    def weight_spent(self, exchange: str, weight: int) -> None:
+        self.weight[exchange] = self.weight.get(exchange, 0) + weight
+
+    # -- internals --------------------------------------------------------------------------------
+
+    def _attrs(self, exchange: str) -> dict[str, str]:
+        attrs = self._exchange_attrs.get(exchange)
+        if attrs is None:
+            attrs = self._exchange_attrs[exchange] = {"exchange": exchange}
+        return attrs
+
+    def _end_resync(self, key: ReplicaKey, outcome: str) -> None:
+        span = self._resync_spans.pop(key, None)
+        if span is not None:
+            span.set_attribute("ladder.outcome", outcome)
+            span.end()
+
+    def _observe_batches(self, _options: CallbackOptions) -> Iterable[Observation]:
+        return [Observation(self.batches)]
+
+    def _observe_snapshots(self, _options: CallbackOptions) -> Iterable[Observation]:
+        return [Observation(self.snapshots)]
+
+    def _observe_refusals(self, _options: CallbackOptions) -> Iterable[Observation]:
+        if self._node is None:
+            return []
+        return [
+            Observation(count, {"exchange": exchange, "status": status})
+            for exchange, runtime in list(self._node.exchanges.items())
+            for status, count in list(runtime.stats.http_status.items())
+        ]
+
+    def _observe_books(self, _options: CallbackOptions) -> Iterable[Observation]:
+        if self._node is None:
+            return []
+        now = time.time_ns() // 1_000_000
+        publisher = self._node.publisher
+        counts: dict[tuple[str, str], int] = {}
+        for replica in list(self._node.replicas.values()):
+            key = (replica.book.exchange, publisher.status(replica, now).label)
+            counts[key] = counts.get(key, 0) + 1
+        return [Observation(n, {"exchange": e, "status": s}) for (e, s), n in counts.items()]
+
+    def _observe_age(self, _options: CallbackOptions) -> Iterable[Observation]:
+        if self._node is None:
+            return []
+        now = time.time_ns() // 1_000_000
+        return [
+            Observation(
+                max(0, now - replica.last_event_ms) / 1000,
+                {"exchange": book.exchange, "market": book.market, "replica": replica.replica},
+            )
+            for replica in list(self._node.replicas.values())
+            for book in (replica.book,)
+        ]
+
+
+_current = IngestTelemetry(Telemetry.disabled("ladder-ingest"))
+
+
+def current() -> IngestTelemetry:
+    """The process's ingest telemetry (disabled until :func:`install`)."""
+    return _current
+
+
+def install(telemetry: IngestTelemetry) -> IngestTelemetry:
+    """Make ``telemetry`` the one every hook reports to (process start-up, or a test)."""
+    global _current
+    _current = telemetry
+    return telemetry

@@ -1,0 +1,166 @@
+"""The ingest runtime wired to an in-process fake venue and a real Valkey, for the runtime tests.
+
+No mocks: replicas, feeds, schedulers and the publisher are the production classes; the venue is
+``fake_venue.FakeVenue`` on a free port and the store is the session's Valkey.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import aiohttp
+import orjson
+import redis.asyncio as redis
+
+from book_store.keys import BookKey
+from book_store.writer import BookWriter
+from fake_venue import FakeVenue, VenueConfig
+from ingest_nodes.checkpoints import CheckpointLog
+from ingest_nodes.engine import BookEngine
+from ingest_nodes.exchange_runtime import ExchangeRuntime, build_exchange
+from ingest_nodes.exchanges import exchange_specs
+from ingest_nodes.publisher import Publisher
+from ingest_nodes.replica import BookReplica
+from ingest_nodes.settings import IngestSettings
+from ingest_nodes.sync import FuturesSyncMachine, SpotSyncMachine
+
+VENUE_OF = {"binance.com": "spot", "binance.com-futures": "futures"}
+
+
+def venue_config(**overrides: Any) -> VenueConfig:
+    """Few symbols, 200-level books, 20 updates/s, short bans; a weight window no test straddles."""
+    settings: dict[str, Any] = {
+        "spot_symbols": 12,
+        "futures_symbols": 12,
+        "alpaca_symbols": 1,
+        "levels": 200,
+        "rate": 20.0,
+        "weight_window_s": 3600.0,
+        "ban_base_s": 1.0,
+    }
+    settings.update(overrides)
+    return VenueConfig(**settings)
+
+
+class Harness:
+    """One node's worth of runtime (without the control plane) against one fake venue."""
+
+    def __init__(
+        self, venue: FakeVenue, client: redis.Redis, session: aiohttp.ClientSession, **settings: Any
+    ) -> None:
+        self.venue = venue
+        self.client = client
+        self.session = session
+        self.settings = IngestSettings(
+            redis_url="redis://unused",
+            binance_spot_rest_url=venue.spot_rest_url,
+            binance_spot_ws_url=venue.spot_ws_url,
+            binance_futures_rest_url=venue.futures_rest_url,
+            binance_futures_ws_url=venue.futures_ws_url,
+            egress_id=f"test-{id(self)}",
+            **settings,
+        )
+        self.writer = BookWriter(client)
+        self.publisher = Publisher(
+            self.writer,
+            depth_levels=self.settings.depth_levels,
+            publish_interval_ms=0,
+            keepalive_ms=self.settings.keepalive_ms,
+            stale_after_ms=self.settings.stale_after_ms,
+        )
+        self.checkpoints = CheckpointLog(client, every=1, levels=self.settings.checkpoint_levels)
+        self.exchanges: dict[str, ExchangeRuntime] = {
+            e: build_exchange(spec, self.settings, client, session)
+            for e, spec in exchange_specs(self.settings).items()
+        }
+        loop = asyncio.get_running_loop()
+        self._tasks = [loop.create_task(x.scheduler.run()) for x in self.exchanges.values()]
+        self._tasks.append(loop.create_task(self.publisher.run_keepalive()))
+        self.replicas: list[BookReplica] = []
+
+    def replica(self, exchange: str, symbol: str, index: int = 1) -> BookReplica:
+        runtime = self.exchanges[exchange]
+        machine = FuturesSyncMachine if runtime.spec.is_futures else SpotSyncMachine
+        replica = BookReplica(
+            BookKey(exchange, symbol),
+            index,
+            lambda: BookEngine(machine()),
+            runtime.scheduler,
+            self.publisher,
+            snapshot_limit=runtime.snapshot_limit,
+            checkpoints=self.checkpoints,
+        )
+        replica.start()
+        runtime.feed.attach(replica)
+        self.replicas.append(replica)
+        return replica
+
+    async def close(self) -> None:
+        for replica in self.replicas:
+            await self.exchanges[replica.book.exchange].feed.detach(replica)
+            await replica.stop()
+        for runtime in self.exchanges.values():
+            await runtime.feed.close()
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.writer.close()
+        await self.checkpoints.drain()
+
+    async def truth(self, replica: BookReplica) -> tuple[int, list[list[str]], list[list[str]]]:
+        """The venue's book at the replica's current update id (taken at once, no await before)."""
+        update_id = replica.engine.update_id
+        assert update_id is not None, "the replica is not synced"
+        params = {"venue": VENUE_OF[replica.book.exchange], "symbol": replica.symbol, "update_id": update_id}
+        bids = [orjson.loads(level) for level in replica.engine.book.top_bids(1000)]
+        asks = [orjson.loads(level) for level in replica.engine.book.top_asks(1000)]
+        async with self.session.get(self.venue.url + "/_fake/book", params=params) as response:
+            assert response.status == 200, await response.text()
+            truth = await response.json()
+        assert bids == truth["bids"][: len(bids)], f"{replica.symbol} bids differ at {update_id}"
+        assert asks == truth["asks"][: len(asks)], f"{replica.symbol} asks differ at {update_id}"
+        return update_id, bids, asks
+
+    async def venue_stats(self) -> dict[str, Any]:
+        async with self.session.get(self.venue.url + "/_fake/stats") as response:
+            body: dict[str, Any] = await response.json()
+            return body
+
+    async def control(self, **action: Any) -> dict[str, Any]:
+        async with self.session.post(self.venue.url + "/_fake/control", json=action) as response:
+            body: dict[str, Any] = await response.json()
+            assert response.status == 200, body
+            return body
+
+
+async def wait_until(predicate: Any, timeout_s: float, what: str, poll_s: float = 0.02) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+        await asyncio.sleep(poll_s)
+
+
+async def wait_synced(replicas: Iterable[BookReplica], timeout_s: float = 10.0) -> None:
+    replicas = list(replicas)
+    await wait_until(lambda: all(r.engine.synced for r in replicas), timeout_s, "every replica synced")
+
+
+@asynccontextmanager
+async def running(config: VenueConfig, client: redis.Redis, **settings: Any) -> AsyncIterator[Harness]:
+    """A fake venue started with ``config`` and a harness on it; both stopped afterwards."""
+    venue = FakeVenue(config)
+    await venue.start()
+    try:
+        async with aiohttp.ClientSession() as session:
+            harness = Harness(venue, client, session, **settings)
+            try:
+                yield harness
+            finally:
+                await harness.close()
+    finally:
+        await venue.stop()

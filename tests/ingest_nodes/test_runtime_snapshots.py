@@ -1,0 +1,141 @@
+"""The snapshot scheduler and the shared weight budget: batches of grants, bounded concurrency, 429/418."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from contextlib import nullcontext
+
+import redis.asyncio as redis
+
+from ingest_nodes.budget import WeightBudget
+from ingest_nodes.events import DepthSnapshot
+from ingest_nodes.snapshots import SnapshotError, SnapshotScheduler
+from tests.ingest_nodes.runtime_harness import running, venue_config, wait_synced, wait_until
+
+SPOT_SYMBOLS = ["BTCUSDT", "ETHUSDT", "ETHBTC", "BNBBTC", "BNBUSDT", "SOLUSDT", "XRPUSDT", "ADAUSDT"]
+
+
+async def away_from_minute_edge() -> None:
+    """The budget counts per calendar minute: keep a test's spending inside one."""
+    into_minute = time.time() % 60
+    if into_minute > 54:
+        await asyncio.sleep(60.5 - into_minute)
+
+
+async def test_take_grants_what_fits_and_says_how_long_to_wait(redis_client: redis.Redis) -> None:
+    await away_from_minute_edge()
+    nodes = [WeightBudget(redis_client, egress_id="nat", venue_host="h/api", limit=100) for _ in range(2)]
+    assert await nodes[0].take(10, 4) == (4, 0.0)
+    granted, wait_s = await nodes[1].take(10, 10)  # two nodes, one egress IP: one limit
+    assert granted == 6 and wait_s == 0.0
+    granted, wait_s = await nodes[0].take(10, 1)
+    assert granted == 0 and 0 < wait_s <= 60.5 - time.time() % 60
+    late = WeightBudget(redis_client, egress_id="nat2", venue_host="h/api", limit=100, margin_ms=60_000)
+    granted, wait_s = await late.take(1, 1)
+    assert granted == 0 and wait_s <= 60.1, "nothing is granted within the margin before a window ends"
+
+
+async def test_a_count_from_a_closed_window_is_not_carried_into_the_next(redis_client: redis.Redis) -> None:
+    """A slow answer to a request of the last window says nothing about the new one."""
+    await away_from_minute_edge()
+    budget = WeightBudget(redis_client, egress_id="slow", venue_host="h/api", limit=100)
+    await budget.observe(100, time.time() - 60)
+    assert await budget.take(10, 1) == (1, 0.0)
+    await budget.observe(100, time.time())
+    assert (await budget.take(10, 1))[0] == 0
+
+
+async def test_the_budget_caps_snapshots_and_the_venue_never_refuses(redis_client: redis.Redis) -> None:
+    """A 50-weight budget pays for exactly ten spot snapshots (weight 5); the rest wait their turn."""
+    await away_from_minute_edge()
+    async with running(venue_config(), redis_client, weight_budget_share=50 / 6000) as harness:
+        replicas = [harness.replica("binance.com", s) for s in [*SPOT_SYMBOLS, "DOGEUSDT", "LTCUSDT"]]
+        replicas += [harness.replica("binance.com", s, index=2) for s in SPOT_SYMBOLS[:4]]
+        scheduler = harness.exchanges["binance.com"].scheduler
+        await wait_until(lambda: sum(r.engine.synced for r in replicas) == 10, 5, "ten synced books")
+        await asyncio.sleep(0.5)
+        assert sum(r.engine.synced for r in replicas) == 10
+        assert scheduler.stats.weight_spent == 50 and scheduler.pending == 4 and scheduler.stats.waits >= 1
+        stats = await harness.venue_stats()
+        assert stats["http_429"] == 0 and stats["http_418"] == 0
+        assert sum(stats["venues"]["spot"]["weight_used"].values()) == 50
+
+
+async def test_requests_in_flight_never_exceed_the_concurrency(redis_client: redis.Redis) -> None:
+    async with running(venue_config(), redis_client, snapshot_concurrency=3) as harness:
+        await harness.control(action="snapshot_delay_ms", venue="spot", ms=150)
+        replicas = [harness.replica("binance.com", s) for s in SPOT_SYMBOLS]
+        await wait_synced(replicas)
+        stats = harness.exchanges["binance.com"].stats
+        assert stats.max_in_flight == 3
+        assert stats.fetched >= len(SPOT_SYMBOLS)
+
+
+async def test_a_429_closes_the_budget_for_retry_after(redis_client: redis.Redis) -> None:
+    async with running(venue_config(), redis_client) as harness:
+        await harness.control(action="http_status", venue="futures", status=429, retry_after=1)
+        started = time.monotonic()
+        replica = harness.replica("binance.com-futures", "BTCUSDT")
+        await wait_synced([replica])
+        assert time.monotonic() - started >= 0.9, "nothing may be sent before Retry-After passes"
+        await harness.truth(replica)
+        stats = harness.exchanges["binance.com-futures"].stats
+        assert stats.http_status[429] == 1 and stats.failed == 1
+        assert (await harness.venue_stats())["http_418"] == 0
+
+
+async def test_a_418_ban_is_waited_out(redis_client: redis.Redis) -> None:
+    async with running(venue_config(), redis_client) as harness:
+        await harness.control(action="http_status", venue="spot", status=418, retry_after=2)
+        started = time.monotonic()
+        replicas = [harness.replica("binance.com", s) for s in SPOT_SYMBOLS[:3]]
+        await wait_synced(replicas)
+        assert time.monotonic() - started >= 1.9
+        assert harness.exchanges["binance.com"].stats.http_status == {418: 1}
+
+
+class Recorder:
+    """A requester that records the order in which its snapshots arrive."""
+
+    def __init__(self, symbol: str, urgent: bool, arrivals: list[str]) -> None:
+        self.symbol = symbol
+        self.snapshot_limit = 100
+        self.urgent = urgent
+        self._arrivals = arrivals
+
+    def snapshot_granted(self) -> bool:
+        return True
+
+    def fetching(self) -> nullcontext[None]:
+        return nullcontext()
+
+    def snapshot_arrived(self, snapshot: DepthSnapshot) -> None:
+        self._arrivals.append(self.symbol)
+
+    def snapshot_failed(self, error: SnapshotError) -> None:
+        raise AssertionError(error)
+
+
+async def test_books_that_were_serving_go_first(redis_client: redis.Redis) -> None:
+    async with running(venue_config(), redis_client) as harness:
+        runtime = harness.exchanges["binance.com"]
+        scheduler = SnapshotScheduler(runtime.rest, runtime.budget, weight_of=lambda _limit: 5, concurrency=1)
+        arrivals: list[str] = []
+        for symbol in SPOT_SYMBOLS[:4]:
+            scheduler.request(Recorder(symbol, False, arrivals))
+        scheduler.request(Recorder("SOLUSDT", True, arrivals))
+        task = asyncio.create_task(scheduler.run())
+        await wait_until(lambda: len(arrivals) == 5, 5, "five snapshots")
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        assert arrivals == ["SOLUSDT", *SPOT_SYMBOLS[:4]]
+
+
+async def test_a_server_error_is_retried_with_backoff(redis_client: redis.Redis) -> None:
+    async with running(venue_config(), redis_client) as harness:
+        await harness.control(action="http_status", venue="spot", status=503, count=2)
+        replica = harness.replica("binance.com", "ETHBTC")
+        await wait_synced([replica], 8)
+        await harness.truth(replica)
+        assert harness.exchanges["binance.com"].stats.http_status[503] == 2

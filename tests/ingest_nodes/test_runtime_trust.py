@@ -1,0 +1,76 @@
+"""Trust signals: gaps and crossed books resync, silence is stale until the next event, re-snapshots."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import redis.asyncio as redis
+
+from book_store.codec import BookStatus
+from book_store.reader import BookReader
+from tests.ingest_nodes.runtime_harness import running, venue_config, wait_synced, wait_until
+
+
+async def test_a_gap_resyncs_and_a_duplicate_does_not(redis_client: redis.Redis) -> None:
+    async with running(venue_config(), redis_client) as harness:
+        spot = harness.replica("binance.com", "ETHBTC")
+        futures = harness.replica("binance.com-futures", "ETHUSDT")
+        await wait_synced([spot, futures])
+        await harness.control(action="duplicate", venue="spot", symbol="ETHBTC")
+        await harness.control(action="duplicate", venue="futures", symbol="ETHUSDT")
+        await asyncio.sleep(0.3)
+        assert spot.stats.restarts == 0 and futures.stats.restarts == 0
+        await harness.control(action="gap", venue="spot", symbol="ETHBTC", count=2)
+        await harness.control(action="gap", venue="futures", symbol="ETHUSDT")
+        await wait_until(lambda: spot.stats.resyncs["gap"] and futures.stats.resyncs["gap"], 3, "gaps")
+        await wait_synced([spot, futures])
+        await harness.truth(spot)
+        await harness.truth(futures)
+        assert spot.stats.snapshots == 2 and futures.stats.snapshots == 2
+
+
+async def test_a_crossed_book_is_an_alarm_and_resyncs(redis_client: redis.Redis) -> None:
+    async with running(venue_config(), redis_client) as harness:
+        replica = harness.replica("binance.com", "BNBBTC")
+        await wait_synced([replica])
+        await harness.control(action="cross", venue="spot", symbol="BNBBTC", updates=4)
+        await wait_until(lambda: replica.stats.resyncs["crossed"] >= 1, 3, "the crossed alarm")
+        await wait_synced([replica], 5)
+        await harness.truth(replica)
+        assert not replica.engine.book.is_crossed()
+
+
+async def test_silence_is_stale_until_the_next_event(redis_client: redis.Redis) -> None:
+    async with running(venue_config(), redis_client, stale_after_ms=300, keepalive_ms=100) as harness:
+        replica = harness.replica("binance.com-futures", "SOLUSDT")
+        await wait_synced([replica])
+        reader = BookReader(redis_client)
+
+        async def stored_status() -> BookStatus:
+            return (await reader.replicas(replica.book))[1].meta.status
+
+        await harness.control(action="stall", venue="futures", symbol="SOLUSDT", seconds=1.2)
+        stalled = time.monotonic()
+        while await stored_status() is not BookStatus.STALE:
+            assert time.monotonic() - stalled < 0.9, "a silent book must turn stale within stale_after"
+            await asyncio.sleep(0.02)
+        while await stored_status() is not BookStatus.SYNCED:
+            assert time.monotonic() - stalled < 3, "the next event must make it synced again"
+            await asyncio.sleep(0.02)
+        assert replica.stats.stale_episodes == 1 and replica.stats.restarts == 0
+        await harness.truth(replica)
+
+
+async def test_a_resnapshot_replaces_the_book_without_leaving_sync(redis_client: redis.Redis) -> None:
+    async with running(venue_config(), redis_client) as harness:
+        replica = harness.replica("binance.com", "ETHUSDT")
+        await wait_synced([replica])
+        replica.resnapshot()
+        deadline = time.monotonic() + 3
+        while replica.stats.resnapshots == 0:
+            assert replica.engine.synced, "the served book stays synced while the re-snapshot syncs"
+            assert time.monotonic() < deadline, "the re-snapshot never synced"
+            await asyncio.sleep(0.005)
+        assert replica.stats.snapshots == 2 and replica.stats.mismatches == 0
+        await harness.truth(replica)
