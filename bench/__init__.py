@@ -1,0 +1,1 @@
+"""Benchmarks, run by hand (``ladder bench NAME``), never by the test suite; see bench/README.md."""

@@ -1,0 +1,153 @@
+"""Processes a benchmark runs: a private Valkey, a venue, ingest nodes; and reading their metrics.
+
+Every component runs as the same ``python -m <package>`` command production runs, under the
+supervisor ``ladder up`` uses. Ingest nodes get their replicas by a direct write of their
+assignment set (the control plane's scheduler is not part of what these benchmarks measure) and
+serve their Prometheus endpoint on a free port, which is how a benchmark learns that every book is
+synced and how many events a node has applied.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+
+import aiohttp
+import redis.asyncio as redis
+
+from book_store.server import EmbeddedValkey, free_port
+from control_plane.cli import fake_venue_env
+from control_plane.models import ReplicaAssignment
+from control_plane.stores.redis import RedisControlStore
+from control_plane.supervisor import Child, Supervisor, child_env
+
+_SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$")
+_LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
+
+Metrics = dict[tuple[str, frozenset[tuple[str, str]]], float]
+
+
+@dataclass
+class Node:
+    """A running ingest node."""
+
+    node_id: str
+    child: Child
+    metrics_url: str
+
+    @property
+    def pid(self) -> int:
+        assert self.child.proc is not None
+        return self.child.proc.pid
+
+
+@dataclass
+class Bench:
+    """Valkey, a supervisor, and whatever the benchmark starts under it."""
+
+    store: EmbeddedValkey = field(default_factory=EmbeddedValkey)
+    supervisor: Supervisor = field(default_factory=Supervisor)
+    env: dict[str, str] = field(default_factory=dict)
+    redis_url: str = ""
+
+    def __enter__(self) -> Bench:
+        self.redis_url = self.store.start()
+        self.env["LADDER_REDIS_URL"] = self.redis_url
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.supervisor.stop()
+        self.store.stop()
+
+    def start_fake_venue(self, *args: str) -> str:
+        """``python -m fake_venue`` with ``args``; every venue URL of later nodes points at it."""
+        url = self.supervisor.start(
+            Child("fake-venue", ["fake_venue", "--port", "0", *args], child_env(**self.env), "FAKE_VENUE_URL")
+        )
+        self.env.update(fake_venue_env(url))
+        return url
+
+    def start_node(self, node_id: str, **settings: str) -> Node:
+        """An ingest node; ``settings`` are ``LADDER_*`` values (``depth_levels="20"``)."""
+        port = free_port()
+        env = {**self.env, "LADDER_METRICS_PORT": str(port), "LADDER_HEARTBEAT_MS": "200"}
+        env.update({f"LADDER_{key.upper()}": value for key, value in settings.items()})
+        child = Child(
+            node_id,
+            ["ingest_nodes", "--node-id", node_id, "--log-level", "WARNING"],
+            child_env(**env),
+            ready_key="LADDER_INGEST_NODE",
+        )
+        self.supervisor.start(child)
+        return Node(node_id, child, f"http://127.0.0.1:{port}/metrics")
+
+    def stop_node(self, node: Node) -> None:
+        node.child.terminate()
+        node.child.wait(15)
+        self.supervisor.children.remove(node.child)
+
+    async def assign(self, node: Node, exchange: str, markets: Sequence[str]) -> None:
+        client = redis.Redis.from_url(self.redis_url)
+        try:
+            replicas = [ReplicaAssignment(exchange, market, 1, node.node_id) for market in markets]
+            await RedisControlStore(client).replace_assignments(node.node_id, replicas)
+        finally:
+            await client.aclose()
+
+
+async def scrape(http: aiohttp.ClientSession, url: str) -> Metrics:
+    """Every sample of a Prometheus text endpoint, keyed by (name, labels)."""
+    async with http.get(url) as response:
+        text = await response.text()
+    samples: Metrics = {}
+    for line in text.splitlines():
+        match = _SAMPLE.match(line)
+        if match is None:
+            continue
+        name, labels, value = match.groups()
+        pairs = frozenset(_LABEL.findall(labels or ""))
+        samples[(name, pairs)] = float(value)
+    return samples
+
+
+def total(samples: Metrics, name: str, **labels: str) -> float:
+    """The sum of ``name`` over the samples whose labels include ``labels``."""
+    wanted = set(labels.items())
+    return sum(value for (n, pairs), value in samples.items() if n == name and wanted <= pairs)
+
+
+async def wait_synced(
+    http: aiohttp.ClientSession, node: Node, count: int, timeout_s: float = 120.0
+) -> Mapping[str, float]:
+    """Until the node reports ``count`` synced books; returns how long it took."""
+    started = time.monotonic()
+    while True:
+        try:
+            samples = await scrape(http, node.metrics_url)
+        except aiohttp.ClientError:
+            samples = {}
+        synced = total(samples, "ladder_ingest_books", status="synced")
+        if synced >= count:
+            return {"seconds": time.monotonic() - started, "synced": synced}
+        if time.monotonic() - started > timeout_s:
+            raise TimeoutError(
+                f"{node.node_id}: {synced:.0f} of {count} books synced after {timeout_s:.0f} s"
+            )
+        await asyncio.sleep(0.2)
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time a process has used so far (Linux ``/proc``; 0.0 elsewhere)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")

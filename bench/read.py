@@ -1,0 +1,372 @@
+"""``ladder bench read``: requests/s and latency of book reads, next to a static-body ceiling.
+
+Theory of operation
+-------------------
+A private Valkey holds 2000 synthetic books (100 levels a side), all ``synced`` and kept fresh by
+a writer process that republishes every book each second (the hot one 20 times a second), as
+ingest nodes do, so every read worker also applies ~2000 change messages a second. The real
+``python -m read_functions --workers 2`` serves them to one tenant subscribed to all 2000.
+Three loads run side by side, ``--rounds`` times, 50 connections each:
+
+1. *ceiling*: plain aiohttp (its low-level server) + uvloop, two SO_REUSEPORT workers, answering
+   every request with a precomputed body of the same size as the hot book's;
+2. *hot*: one market, ``depth=100``;
+3. *random*: a market drawn at random among the 2000 for every request.
+
+The load generator is ``wrk`` when it is on PATH (one thread, so that it takes as little as
+possible of the two cores; a Lua script draws the random markets and reports exact
+percentiles), else a built-in aiohttp client; the report says which. The machine
+is small and shared, so the figures that carry targets are ratios measured in the same round,
+reported as medians over the rounds, next to the absolute numbers and the load average.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import multiprocessing
+import os
+import random
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import aiohttp
+import redis.asyncio as redis
+from aiohttp import web
+
+from bench.harness import Bench, cpu_seconds
+from bench.report import Report, at_least, below, median, percentiles
+from book_store.catalog import MarketCatalog, MarketInfo
+from book_store.codec import BookStatus, SnapshotMeta, encode_snapshot
+from book_store.keys import BookKey
+from book_store.writer import BookWriter
+from control_plane.supervisor import Child, child_env
+from read_functions.server import Listener, bind
+
+EXCHANGE = "binance.com"
+HOT = "HOTUSDT"
+ADMIN_KEY = "ldr_admin_bench_0123456789abcdef"
+PEPPER = "bench-pepper-0123456789abcdef0123"
+DEPTH = 100
+CONNECTIONS = 50
+UBDCC = "UBDCC, same machine kind: 134 req/s hot (1.7 % of its ceiling), p99 ~530 ms"
+
+
+@dataclass
+class Run:
+    """One load run's result; ``cpu_s`` is the CPU time the serving processes used meanwhile."""
+
+    name: str
+    requests: int
+    seconds: float
+    errors: int
+    p50_ms: float
+    p99_ms: float
+    cpu_s: float = 0.0
+
+    @property
+    def rps(self) -> float:
+        return self.requests / self.seconds
+
+    @property
+    def cpu_us_per_request(self) -> float:
+        return 1e6 * self.cpu_s / max(1, self.requests)
+
+
+def children(pid: int) -> list[int]:
+    """The direct children of a process (Linux ``/proc``; none elsewhere)."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as listing:
+            return [int(child) for child in listing.read().split()]
+    except OSError:
+        return []
+
+
+def market_names(count: int) -> list[str]:
+    return [HOT] + [f"S{i:04d}USDT" for i in range(1, count)]
+
+
+# -- the store side: catalog, and a writer that keeps every book fresh ----------------------------
+def book_levels(market: str) -> tuple[list[bytes], list[bytes]]:
+    """100 bids and 100 asks of one synthetic market, encoded once (the writer only restamps them)."""
+    base = 1000 + (sum(map(ord, market)) % 500)
+    bids = [f'["{base - i * 0.01:.8f}","{1 + i % 7}.25000000"]'.encode() for i in range(DEPTH)]
+    asks = [f'["{base + 0.01 + i * 0.01:.8f}","{1 + i % 5}.50000000"]'.encode() for i in range(DEPTH)]
+    return bids, asks
+
+
+def book_snapshot(levels: tuple[list[bytes], list[bytes]], update_id: int) -> bytes:
+    now = time.time_ns() // 1_000_000
+    return encode_snapshot(SnapshotMeta(update_id, now - 3, now - 1, now, 0, BookStatus.SYNCED), *levels)
+
+
+def write_forever(redis_url: str, markets: list[str]) -> None:
+    """A writer process: every book every second, the hot one 20 times a second."""
+
+    async def run() -> None:
+        client = redis.Redis.from_url(redis_url)
+        writer = BookWriter(client)
+        levels = {market: book_levels(market) for market in markets}
+        hot = BookKey(EXCHANGE, HOT)
+        per_tick = max(1, len(markets) // 20)
+        update_id = cursor = 0
+        while True:
+            update_id += 1
+            writer.put(hot, 0, book_snapshot(levels[HOT], update_id))
+            for _ in range(per_tick):
+                market = markets[cursor % len(markets)]
+                writer.put(BookKey(EXCHANGE, market), 0, book_snapshot(levels[market], update_id))
+                cursor += 1
+            await writer.drain()
+            await asyncio.sleep(0.05)
+
+    signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
+    asyncio.run(run())
+
+
+async def seed_catalog(redis_url: str, markets: list[str]) -> None:
+    client = redis.Redis.from_url(redis_url)
+    infos = [MarketInfo(EXCHANGE, m, "TRADING", m.removesuffix("USDT"), "USDT") for m in markets]
+    await MarketCatalog(client).replace(EXCHANGE, infos)
+    writer = BookWriter(client)
+    for market in markets:
+        writer.put(BookKey(EXCHANGE, market), 0, book_snapshot(book_levels(market), 0))
+    await writer.drain()
+    await client.aclose()
+
+
+async def tenant_key(base_url: str, markets: list[str]) -> str:
+    """A tenant subscribed to every market, with a rate limit far above what one box can ask."""
+    admin = {"Authorization": f"Bearer {ADMIN_KEY}"}
+    fields = {"name": "bench", "max_markets": len(markets), "max_replicas": 1,
+              "rate_limit_rps": 1_000_000, "burst": 10_000_000}  # fmt: skip
+    async with aiohttp.ClientSession() as http:
+        async with http.post(f"{base_url}/v1/admin/tenants", json=fields, headers=admin) as r:
+            tenant_id = (await r.json())["id"]
+        async with http.post(f"{base_url}/v1/admin/tenants/{tenant_id}/keys", headers=admin) as r:
+            key: str = (await r.json())["key"]
+        semaphore = asyncio.Semaphore(32)
+
+        async def subscribe(market: str) -> None:
+            async with semaphore, http.post(f"{base_url}/v1/subscriptions", headers={"X-API-Key": key},
+                                            json={"exchange": EXCHANGE, "market": market}) as r:  # fmt: skip
+                if r.status not in (200, 201):
+                    raise RuntimeError(f"subscribing {market}: {r.status} {await r.text()}")
+
+        await asyncio.gather(*(subscribe(m) for m in markets))
+    return key
+
+
+# -- the ceiling: aiohttp's low-level server returning a precomputed body -------------------------
+def serve_static(listener: Listener, worker: int, body: bytes) -> None:
+    async def handle(request: web.BaseRequest) -> web.Response:
+        return web.Response(body=body, content_type="application/json")
+
+    async def run() -> None:
+        runner = web.ServerRunner(web.Server(handle, access_log=None), handle_signals=False)
+        await runner.setup()
+        await web.SockSite(runner, listener.socket_for(worker)).start()
+        await asyncio.Event().wait()
+
+    import uvloop
+
+    signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        runner.run(run())
+
+
+# -- load generators --------------------------------------------------------------------------------
+_WRK_SCRIPT = """
+local paths = {%(paths)s}
+local counter = 0
+wrk.headers["X-API-Key"] = "%(key)s"
+function setup(thread)
+  counter = counter + 1
+  thread:set("seed", counter)
+end
+function init(args)
+  math.randomseed(seed * 7919)
+end
+function request()
+  return wrk.format("GET", paths[math.random(#paths)])
+end
+function done(summary, latency, requests)
+  local e = summary.errors
+  local fmt = 'WRKJSON {"requests":%%d,"duration_us":%%d,"errors":%%d,"p50_us":%%d,"p99_us":%%d}\\n'
+  local errors = e.connect + e.read + e.write + e.status + e.timeout
+  io.write(string.format(fmt, summary.requests, summary.duration, errors,
+    latency:percentile(50), latency:percentile(99)))
+end
+"""
+
+
+def run_wrk(name: str, base_url: str, paths: Sequence[str], key: str, seconds: float, workdir: Path) -> Run:
+    script = workdir / f"{name}.lua"
+    script.write_text(_WRK_SCRIPT % {"paths": ",".join(json.dumps(p) for p in paths), "key": key})
+    command = ["wrk", "-t1", f"-c{CONNECTIONS}", f"-d{seconds:.0f}s", "--timeout", "5s", "-s", str(script)]
+    done = subprocess.run([*command, base_url], capture_output=True, text=True, check=True)
+    line = next(ln for ln in done.stdout.splitlines() if ln.startswith("WRKJSON "))
+    data = json.loads(line.removeprefix("WRKJSON "))
+    return Run(name, data["requests"], data["duration_us"] / 1e6, data["errors"],
+               data["p50_us"] / 1000, data["p99_us"] / 1000)  # fmt: skip
+
+
+async def run_builtin(name: str, base_url: str, paths: Sequence[str], key: str, seconds: float) -> Run:
+    """50 connections, each sending its next request as soon as the last answer arrived."""
+    latencies: list[float] = []
+    errors = 0
+    stop_at = time.perf_counter() + seconds
+    connector = aiohttp.TCPConnector(limit=CONNECTIONS)
+    async with aiohttp.ClientSession(base_url, connector=connector, headers={"X-API-Key": key},
+                                     skip_auto_headers=("Accept-Encoding",)) as http:  # fmt: skip
+
+        async def connection() -> None:
+            nonlocal errors
+            chooser = random.Random()
+            while time.perf_counter() < stop_at:
+                started = time.perf_counter()
+                async with http.get(chooser.choice(paths)) as r:
+                    await r.read()
+                    errors += r.status >= 400
+                latencies.append(time.perf_counter() - started)
+
+        started = time.perf_counter()
+        await asyncio.gather(*(connection() for _ in range(CONNECTIONS)))
+        elapsed = time.perf_counter() - started
+    pct = percentiles([x * 1000 for x in latencies], (50, 99))
+    return Run(name, len(latencies), elapsed, errors, pct.get("p50", 0.0), pct.get("p99", 0.0))
+
+
+# -- the benchmark ---------------------------------------------------------------------------------
+async def main(args: argparse.Namespace) -> None:
+    markets = market_names(args.markets)
+    report = Report("read", "Read API: requests/s and latency against a static-body ceiling")
+    generator = "wrk" if shutil.which("wrk") and not args.builtin else "built-in aiohttp client"
+    report.environment["tools"] = (
+        f"load generator: {generator}; {CONNECTIONS} connections; {args.seconds:.0f} s runs"
+    )
+    context = multiprocessing.get_context("fork")
+    with Bench() as bench, tempfile.TemporaryDirectory(prefix="ladder-bench-read-") as tmp:
+        await seed_catalog(bench.redis_url, markets)
+        writer = context.Process(target=write_forever, args=(bench.redis_url, markets), daemon=True)
+        writer.start()
+        env = child_env(**bench.env, LADDER_ADMIN_KEY=ADMIN_KEY, LADDER_PEPPER=PEPPER)
+        read_args = ["read_functions", "--host", "127.0.0.1", "--port", "0", "--workers", str(args.workers),
+                     "--log-level", "WARNING"]  # fmt: skip
+        read_url = bench.supervisor.start(Child("read", read_args, env, "LADDER_READ_URL"))
+        key = await tenant_key(read_url, markets)
+        hot_path = f"/v1/books/{EXCHANGE}/{HOT}?depth={DEPTH}"
+        random_paths = [f"/v1/books/{EXCHANGE}/{m}?depth={DEPTH}" for m in markets]
+        async with (
+            aiohttp.ClientSession(skip_auto_headers=("Accept-Encoding",)) as http,
+            http.get(read_url + hot_path, headers={"X-API-Key": key}) as r,
+        ):
+            body = await r.read()
+        static = bind("static", "127.0.0.1", 0, args.workers, None)
+        ceiling = [context.Process(target=serve_static, args=(static, w, body), daemon=True)
+                   for w in range(args.workers)]  # fmt: skip
+        for process in ceiling:
+            process.start()
+        await asyncio.sleep(1.0)
+
+        read_parent = bench.supervisor.children[-1].proc
+        assert read_parent is not None
+        servers = {
+            "ceiling": [p.pid for p in ceiling if p.pid is not None],
+            "read": children(read_parent.pid),
+        }
+
+        async def load(name: str, base: str, paths: Sequence[str], seconds: float) -> Run:
+            pids = servers["ceiling" if name == "ceiling" else "read"]
+            cpu_before = sum(cpu_seconds(pid) for pid in pids)
+            if generator == "wrk":
+                run = await asyncio.to_thread(run_wrk, name, base, paths, key, seconds, Path(tmp))
+            else:
+                run = await run_builtin(name, base, paths, key, seconds)
+            run.cpu_s = sum(cpu_seconds(pid) for pid in pids) - cpu_before
+            return run
+
+        try:
+            await load("warm-up random", read_url, random_paths, 3)  # every worker loads every book once
+            await load("warm-up hot", read_url, [hot_path], 2)
+            rounds: list[dict[str, Run]] = []
+            for number in range(args.rounds):
+                runs = {
+                    "ceiling": await load("ceiling", static.url, [hot_path], args.seconds),
+                    "hot": await load("hot", read_url, [hot_path], args.seconds),
+                    "random": await load("random", read_url, random_paths, args.seconds),
+                }
+                rounds.append(runs)
+                print(f"round {number + 1}: " + ", ".join(
+                    f"{n} {r.rps:,.0f} req/s p99 {r.p99_ms:.1f} ms {r.cpu_us_per_request:.0f} us CPU/req"
+                    for n, r in runs.items()), flush=True)  # fmt: skip
+        finally:
+            for process in (*ceiling, writer):
+                process.terminate()
+                process.join(5)
+    summarize(report, rounds, body, generator)
+    path = report.write()
+    print(path.read_text())
+
+
+def summarize(report: Report, rounds: list[dict[str, Run]], body: bytes, generator: str) -> None:
+    def med(name: str, attr: str) -> float:
+        return median([getattr(r[name], attr) for r in rounds]) or 0.0
+
+    hot_share = median([100 * r["hot"].rps / r["ceiling"].rps for r in rounds]) or 0.0
+    random_share = median([100 * r["random"].rps / r["hot"].rps for r in rounds]) or 0.0
+    errors = sum(r[n].errors for r in rounds for n in ("hot", "random"))
+    report.figure(
+        "static-body ceiling", med("ceiling", "rps"), "req/s", reference="aiohttp + uvloop, same body"
+    )
+    report.figure("hot market, depth 100", med("hot", "rps"), "req/s", reference=UBDCC)
+    report.figure("hot / ceiling (same round)", hot_share, "%", at_least(80, "%"), "UBDCC: 1.7 %")
+    report.figure("hot p50", med("hot", "p50_ms"), "ms", reference="UBDCC: ~360 ms")
+    report.figure("hot p99", med("hot", "p99_ms"), "ms", below(25, "ms"), "UBDCC: ~530 ms")
+    report.figure(
+        "random market of 2000, depth 100", med("random", "rps"), "req/s", reference="UBDCC: 135 req/s"
+    )
+    report.figure("random / hot (same round)", random_share, "%", at_least(90, "%"))
+    report.figure("random p50", med("random", "p50_ms"), "ms")
+    report.figure("random p99", med("random", "p99_ms"), "ms", below(25, "ms"))
+    report.figure("errors (non-2xx, socket)", errors, "", below(1, ""))
+    cpu = {name: med(name, "cpu_us_per_request") for name in ("ceiling", "hot", "random")}
+    report.figure("server CPU per request: ceiling", cpu["ceiling"], "us")
+    report.figure("server CPU per request: hot", cpu["hot"], "us")
+    report.figure("server CPU per request: random", cpu["random"], "us")
+    report.figure("ceiling CPU / hot CPU per request", 100 * cpu["ceiling"] / max(cpu["hot"], 1e-9), "%",
+                  reference="what hot / ceiling would be with the CPU to ourselves")  # fmt: skip
+    report.table("Rounds", ["round", "load", "req/s", "p50 ms", "p99 ms", "errors", "server CPU us/req"],
+                 [[i + 1, n, r.rps, r.p50_ms, r.p99_ms, r.errors, r.cpu_us_per_request]
+                  for i, rs in enumerate(rounds) for n, r in rs.items()])  # fmt: skip
+    report.note(
+        f"Load generator: {generator}, {CONNECTIONS} connections, on the same 2-core machine as the servers, "
+        "so every figure includes its CPU share; ratios come from one round."
+    )
+    report.note(
+        f"Body: {len(body)} bytes (depth {DEPTH} a side). The ceiling serves the same bytes from memory."
+    )
+    report.data["rounds"] = [{n: vars(r) for n, r in rs.items()} for rs in rounds]
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="ladder bench read", description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--seconds", type=float, default=8.0, help="length of each load run")
+    parser.add_argument("--markets", type=int, default=2000)
+    parser.add_argument("--workers", type=int, default=2, help="read (and ceiling) worker processes")
+    parser.add_argument(
+        "--builtin", action="store_true", help="use the built-in load generator even with wrk"
+    )
+    return parser.parse_args()
+
+
+if __name__ == "__main__":
+    asyncio.run(main(parse_args()))

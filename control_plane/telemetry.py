@@ -1,0 +1,129 @@
+"""The control process's traces and metrics: one observation per scheduling round.
+
+``run_control`` wraps each round in :meth:`ControlTelemetry.round`; ``python -m control_plane``
+installs an instance built from the ``OTEL_*`` variables (see :mod:`book_store.telemetry`) and
+serves it on ``LADDER_METRICS_PORT``. Until then :func:`current` is a disabled instance.
+
+=============================================  ==================================================
+``ladder_control_rounds_total{outcome}``        ``planned``, ``standby`` (another process holds
+                                                the lease) or ``failed`` (the store failed)
+``ladder_control_round_seconds``                one round, reads to writes (histogram)
+``ladder_control_moves_total{kind}``            replica assignments ``added`` and ``removed``
+``ladder_control_replicas{state}``              ``assigned`` and ``unplaced`` after the last plan
+``ladder_control_nodes_in_use``                 nodes carrying at least one replica
+=============================================  ==================================================
+
+Span: ``ladder.schedule_round`` with the same figures as attributes.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+
+from opentelemetry.metrics import CallbackOptions, Observation
+from opentelemetry.trace import StatusCode
+
+from book_store.telemetry import Telemetry, counts_callback
+from control_plane.scheduler import Plan
+
+ROUND_BUCKETS_S = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
+
+PlanObserver = Callable[[Plan | None], None]
+
+
+class ControlTelemetry:
+    """What the scheduling loop did, round by round."""
+
+    def __init__(self, telemetry: Telemetry) -> None:
+        self.telemetry = telemetry
+        self.rounds: dict[str, int] = {}
+        self.moves: dict[str, int] = {}
+        self.replicas: dict[str, int] = {}
+        self.nodes_in_use = 0
+        meter = telemetry.meter
+        meter.create_observable_counter(
+            "ladder_control_rounds",
+            [counts_callback(self.rounds, ("outcome",))],
+            description="Scheduling rounds by outcome.",
+        )
+        meter.create_observable_counter(
+            "ladder_control_moves",
+            [counts_callback(self.moves, ("kind",))],
+            description="Replica assignments added and removed.",
+        )
+        meter.create_observable_gauge(
+            "ladder_control_replicas",
+            [counts_callback(self.replicas, ("state",))],
+            description="Replicas assigned and unplaced after the last plan.",
+        )
+        meter.create_observable_gauge(
+            "ladder_control_nodes_in_use", [self._observe_nodes], description="Nodes carrying replicas."
+        )
+        self._seconds = meter.create_histogram(
+            "ladder_control_round_seconds",
+            unit="s",
+            description="Duration of one scheduling round.",
+            explicit_bucket_boundaries_advisory=ROUND_BUCKETS_S,
+        )
+
+    @contextmanager
+    def round(self) -> Iterator[PlanObserver]:
+        """Around one round; the block passes the round's plan (None: standby) to the observer."""
+        started = time.perf_counter()
+        start_ns = time.time_ns()
+        plans: list[Plan | None] = []
+        outcome = "failed"
+        try:
+            yield plans.append
+            outcome = "standby" if not plans or plans[0] is None else "planned"
+        finally:
+            seconds = time.perf_counter() - started
+            self.rounds[outcome] = self.rounds.get(outcome, 0) + 1
+            self._seconds.record(seconds)
+            plan = plans[0] if plans else None
+            if plan is not None:
+                self._observe_plan(plan)
+            self._trace(outcome, plan, start_ns, seconds)
+
+    def _observe_plan(self, plan: Plan) -> None:
+        self.moves["added"] = self.moves.get("added", 0) + len(plan.added)
+        self.moves["removed"] = self.moves.get("removed", 0) + len(plan.removed)
+        self.replicas["assigned"] = len(plan.assignments)
+        self.replicas["unplaced"] = sum(plan.unplaced.values())
+        self.nodes_in_use = len({a.node_id for a in plan.assignments})
+
+    def _trace(self, outcome: str, plan: Plan | None, start_ns: int, seconds: float) -> None:
+        tracer = self.telemetry.tracer
+        if tracer is None:
+            return
+        attributes: dict[str, str | int] = {"ladder.outcome": outcome}
+        if plan is not None:
+            attributes.update({
+                "ladder.added": len(plan.added),
+                "ladder.removed": len(plan.removed),
+                "ladder.unplaced": sum(plan.unplaced.values()),
+            })  # fmt: skip
+        span = tracer.start_span("ladder.schedule_round", attributes=attributes, start_time=start_ns)
+        if outcome == "failed":
+            span.set_status(StatusCode.ERROR)
+        span.end(end_time=start_ns + int(seconds * 1e9))
+
+    def _observe_nodes(self, _options: CallbackOptions) -> Iterable[Observation]:
+        return [Observation(self.nodes_in_use)]
+
+
+_current = ControlTelemetry(Telemetry.disabled("ladder-control"))
+
+
+def current() -> ControlTelemetry:
+    """The process's control telemetry (disabled until :func:`install`)."""
+    return _current
+
+
+def install(telemetry: ControlTelemetry) -> ControlTelemetry:
+    """Make ``telemetry`` the one the scheduling loop reports to."""
+    global _current
+    _current = telemetry
+    return telemetry

@@ -1,0 +1,93 @@
+"""``Telemetry.from_env``: which exporters and sampler the standard OTEL_* variables select."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
+from opentelemetry.trace import get_current_span
+
+from book_store.telemetry import Telemetry, caller_context, sampler_from_env
+
+
+def test_no_exporter_configured_means_no_tracer_but_metrics() -> None:
+    telemetry = Telemetry.from_env("ladder-test", {})
+    assert telemetry.tracer is None
+    assert telemetry.enabled
+    telemetry.meter.create_counter("ladder_test_things").add(2)
+    assert b"ladder_test_things_total 2" in telemetry.render_prometheus()
+    telemetry.shutdown()
+
+
+def test_sdk_disabled_turns_everything_off() -> None:
+    telemetry = Telemetry.from_env(
+        "ladder-test", {"OTEL_SDK_DISABLED": "true", "OTEL_TRACES_EXPORTER": "console"}
+    )
+    assert telemetry.tracer is None and not telemetry.enabled
+    telemetry.meter.create_counter("ladder_test_things").add(1)
+    assert telemetry.render_prometheus() == b""
+
+
+def test_console_exporter_gives_a_tracer_and_the_service_name() -> None:
+    telemetry = Telemetry.from_env(
+        "ladder-test", {"OTEL_TRACES_EXPORTER": "console", "OTEL_SERVICE_NAME": "edge"}
+    )
+    assert telemetry.tracer is not None
+    assert telemetry.service_name == "edge"
+    telemetry.shutdown()
+
+
+def test_an_otlp_endpoint_without_the_exporter_package_warns_and_exports_nothing(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    try:
+        import opentelemetry.exporter.otlp  # noqa: F401
+    except ImportError:
+        pass
+    else:
+        pytest.skip("opentelemetry-exporter-otlp is installed here")
+    with caplog.at_level(logging.WARNING):
+        telemetry = Telemetry.from_env(
+            "ladder-test", {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"}
+        )
+    assert telemetry.tracer is None
+    assert "opentelemetry-exporter-otlp" in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({}, "ParentBased{root:AlwaysOnSampler"),
+        ({"OTEL_TRACES_SAMPLER": "always_off"}, "AlwaysOffSampler"),
+        (
+            {"OTEL_TRACES_SAMPLER": "traceidratio", "OTEL_TRACES_SAMPLER_ARG": "0.25"},
+            "TraceIdRatioBased{0.25}",
+        ),
+        (
+            {"OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": "0.1"},
+            "ParentBased{root:TraceIdRatioBased{0.1}",
+        ),
+        ({"OTEL_TRACES_SAMPLER": "nonsense"}, "ParentBased{root:AlwaysOnSampler"),
+    ],
+)
+def test_sampler_follows_the_standard_variables(env: dict[str, str], expected: str) -> None:
+    assert sampler_from_env(env).get_description().startswith(expected)
+
+
+def test_a_bad_ratio_falls_back_to_one() -> None:
+    sampler = sampler_from_env(
+        {"OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": "x"}
+    )
+    assert isinstance(sampler, ParentBased)
+    assert "TraceIdRatioBased{1.0}" in sampler.get_description()
+    assert isinstance(sampler_from_env({"OTEL_TRACES_SAMPLER": "traceidratio"}), TraceIdRatioBased)
+
+
+def test_caller_context_reads_w3c_traceparent() -> None:
+    assert caller_context({}) is None
+    context = caller_context({"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"})
+    assert context is not None
+    parent = get_current_span(context).get_span_context()
+    assert parent.trace_id == 0x4BF92F3577B34DA6A3CE929D0E0E4736
+    assert parent.span_id == 0x00F067AA0BA902B7 and parent.is_remote
