@@ -7,8 +7,7 @@ import asyncio
 import logging
 import signal
 
-import redis.asyncio as redis
-
+from book_store.connect import store_client
 from book_store.metrics_server import serve_metrics
 from book_store.telemetry import Telemetry
 from control_plane import telemetry
@@ -37,7 +36,7 @@ async def _serve(settings: ControlSettings, redis_url: str) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, task.cancel)
-    client = redis.Redis.from_url(redis_url)
+    client = store_client(redis_url, settings.redis_password)
     status = BookStoreReplicaStatus(client, max_silence_ms=settings.replica_silence_ms)
     metrics = telemetry.install(telemetry.ControlTelemetry(Telemetry.from_env("ladder-control"))).telemetry
     try:

@@ -6,8 +6,7 @@ import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-import redis.asyncio as redis
-
+from book_store.connect import store_client
 from control_plane.errors import ConfigurationError
 from control_plane.settings import ControlSettings
 from control_plane.stores.base import ControlStore
@@ -35,7 +34,7 @@ async def open_control_store(settings: ControlSettings) -> AsyncIterator[Control
         return
     if not settings.redis_url:
         raise ConfigurationError("LADDER_REDIS_URL is missing (the redis control store needs it)")
-    client = redis.Redis.from_url(settings.redis_url)
+    client = store_client(settings.redis_url, settings.redis_password)
     try:
         yield RedisControlStore(client, prefix=settings.control_prefix)
     finally:

@@ -23,6 +23,7 @@ class ControlSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="LADDER_", frozen=True, extra="ignore")
 
     redis_url: str | None = Field(default=None, description="Valkey/Redis URL (the redis control store).")
+    redis_password: SecretStr | None = Field(default=None, description="AUTH token, when not in the URL.")
     control_store: Literal["redis", "dynamodb"] = "redis"
     control_prefix: str = Field(default="ladder:", description="Key prefix of the redis control store.")
     dynamodb_table: str = "ladder-control"

@@ -48,12 +48,6 @@ async def _serve(settings: IngestSettings) -> None:
         drain = False
         stop.set()
 
-    def _dump() -> None:
-        import sys as _s
-        for t in asyncio.all_tasks(loop):
-            print("----", t.get_name(), file=_s.stderr); t.print_stack(limit=6, file=_s.stderr)
-        _s.stderr.flush()
-    loop.add_signal_handler(signal.SIGUSR1, _dump)
     loop.add_signal_handler(signal.SIGTERM, stop.set)
     loop.add_signal_handler(signal.SIGINT, stop_now)
     client = redis.Redis.from_url(settings.redis_url)

@@ -20,6 +20,7 @@ class IngestSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="LADDER_", frozen=True, extra="ignore", strict=False)
 
     redis_url: str = Field(description="The book store (Valkey/Redis); required for this process.")
+    redis_password: SecretStr | None = Field(default=None, description="AUTH token, when not in the URL.")
     node_id: str = Field(default_factory=_default_node_id)
     capacity: int = Field(default=5000, ge=1, description="Most book replicas this node keeps.")
     exchanges: str = Field(

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import redis.asyncio as redis
 from redis.exceptions import RedisError
 
+from book_store.connect import store_client
 from book_store.errors import StoreError
 from control_plane.bootstrap import open_control_store, resolve_pepper
 from control_plane.service import ControlService
@@ -57,7 +58,7 @@ class Deps:
         """Build everything; ``follow_changes=False`` (Lambda) reads books without a change feed."""
         stack = AsyncExitStack()
         try:
-            client = redis.Redis.from_url(settings.redis_url)
+            client = store_client(settings.redis_url, settings.redis_password)
             stack.push_async_callback(client.aclose)
             store = await stack.enter_async_context(open_control_store(settings.control_settings()))
             catalog = CatalogCache(client, refresh_s=settings.catalog_refresh_s)

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import os
 from typing import Any
 from urllib.parse import parse_qsl
 
 from control_plane.errors import InvalidRequestError
+from read_functions.aws_secrets import resolve_secret_arns
 from read_functions.deps import Deps
 from read_functions.dispatch import Dispatcher, request_id
 from read_functions.errors import PayloadTooLargeError, error_response
@@ -62,6 +64,7 @@ async def _handle(event: dict[str, Any]) -> dict[str, Any]:
 
 
 async def _start() -> Dispatcher:
+    resolve_secret_arns(os.environ)
     deps = await Deps.open(load_settings(), follow_changes=False)
     dispatcher = _state["dispatcher"] = Dispatcher(Router(ROUTES), deps)
     return dispatcher

@@ -19,6 +19,7 @@ class ReadSettings(BaseSettings):
     redis_url: str = Field(
         description="The book store (Valkey/Redis) URL; books, usage and limits live there."
     )
+    redis_password: SecretStr | None = Field(default=None, description="AUTH token, when not in the URL.")
     control_store: Literal["redis", "dynamodb"] = "redis"
     control_prefix: str = "ladder:"
     dynamodb_table: str = "ladder-control"
@@ -52,6 +53,7 @@ class ReadSettings(BaseSettings):
         """The control plane's settings for the same store selection and secrets."""
         return ControlSettings(
             redis_url=self.redis_url,
+            redis_password=self.redis_password,
             control_store=self.control_store,
             control_prefix=self.control_prefix,
             dynamodb_table=self.dynamodb_table,
