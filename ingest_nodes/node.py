@@ -54,6 +54,7 @@ from ingest_nodes.venues.errors import VenuePayloadError
 log = logging.getLogger(__name__)
 
 ReplicaId = tuple[BookKey, int]
+SHUTDOWN_STEP_S = 5.0
 
 
 class IngestNode:
@@ -81,10 +82,11 @@ class IngestNode:
         every, levels = settings.checkpoint_every, settings.checkpoint_levels
         self.checkpoints = CheckpointLog(client, every=every, levels=levels) if every else None
         self.checker = ReplicaChecker(client, resync=settings.resync_on_mismatch)
-        stats_ttl_s = max(10, int(5 * settings.stats_interval_s))
+        stats_ttl_s = max(30, int(10 * settings.stats_interval_s))
         self._reporter = StatsReporter(client, self.node_id, ttl_s=stats_ttl_s)
         self.replicas: dict[ReplicaId, BookReplica] = {}
         self._emptied = asyncio.Event()
+        self._closing = asyncio.Event()
         telemetry.current().watch(self)
 
     # -- lifecycle ------------------------------------------------------------------------------
@@ -109,17 +111,25 @@ class IngestNode:
             if drain():
                 await self._drain()
         finally:
-            for task in background:
-                task.cancel()
-            await asyncio.gather(*background, return_exceptions=True)
-            await asyncio.gather(*(exchange.feed.close() for exchange in self.exchanges.values()))
-            for key in list(self.replicas):
-                await self._stop_replica(key)
-            await self._writer.close()
+            await self._shut_down(background)
+
+    async def _shut_down(self, background: list[asyncio.Task[None]]) -> None:
+        """Stop everything, each step bounded: a cancellation that meets a completing store call can
+        be lost (Python 3.11), so no step may wait for a task forever."""
+        self._closing.set()
+        for task in background:
+            task.cancel()
+        await asyncio.wait(background, timeout=SHUTDOWN_STEP_S)
+        feeds = asyncio.gather(*(exchange.feed.close() for exchange in self.exchanges.values()))
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(feeds, SHUTDOWN_STEP_S)
+        for key in list(self.replicas):
+            await self._stop_replica(key)
+        with contextlib.suppress(TimeoutError, StoreError):
+            await asyncio.wait_for(self._writer.close(), SHUTDOWN_STEP_S)
             if self.checkpoints is not None:
-                await self.checkpoints.drain()
-            with contextlib.suppress(StoreError):
-                await self._assignments.deregister(self.node_id)
+                await asyncio.wait_for(self.checkpoints.drain(), SHUTDOWN_STEP_S)
+            await asyncio.wait_for(self._assignments.deregister(self.node_id), SHUTDOWN_STEP_S)
 
     async def _drain(self) -> None:
         """Ask the scheduler to move our replicas away, keep serving them until they are gone."""
@@ -131,10 +141,14 @@ class IngestNode:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._emptied.wait(), self.settings.drain_timeout_s)
 
-    @staticmethod
-    async def _every(period_s: float, job: Callable[[], Coroutine[Any, Any, None]]) -> None:
-        while True:
-            await asyncio.sleep(period_s)
+    async def _pause(self, period_s: float) -> bool:
+        """Sleep ``period_s``; False once the node is shutting down (loops then end by themselves)."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._closing.wait(), period_s)
+        return not self._closing.is_set()
+
+    async def _every(self, period_s: float, job: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        while await self._pause(period_s):
             try:
                 await job()
             except (RedisError, StoreError, OSError) as exc:
@@ -149,7 +163,8 @@ class IngestNode:
                 await self._assignments.heartbeat(self.node_id, load=len(self.replicas))
             except StoreError as exc:
                 log.warning("control plane unreachable (%s); keeping current replicas", type(exc).__name__)
-            await asyncio.sleep(period)
+            if not await self._pause(period):
+                return
 
     async def _follow_assignments(self) -> None:
         """Apply the assignment set whenever it changes (notified, and re-read every few seconds).
