@@ -31,7 +31,7 @@ typecheck: install
 
 ## make test: lint, type-check, then the whole suite in parallel against real servers
 test: lint typecheck
-	$(VENV)/bin/python -m pytest -n auto --dist loadgroup -q $(PYTEST_ARGS)
+	$(VENV)/bin/python -m pytest -n auto -q $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
