@@ -13,9 +13,10 @@ import asyncio
 import os
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
+from typing import Any
 
 import aiohttp
 import redis.asyncio as redis
@@ -151,3 +152,14 @@ def cpu_seconds(pid: int) -> float:
     except OSError:
         return 0.0
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def run(main: Coroutine[Any, Any, None]) -> None:
+    """Run a benchmark's coroutine on uvloop when it is installed, as the servers do."""
+    try:
+        import uvloop
+
+        uvloop.install()
+    except ImportError:  # pragma: no cover - uvloop is a dependency where it builds
+        pass
+    asyncio.run(main)

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import aiohttp
 import redis.asyncio as redis
 
+from bench import harness
 from bench.harness import Bench, Node, cpu_seconds, scrape, total, wait_synced
 from bench.latency import _trading_pairs
 from bench.replay import Recording, ReplayVenue, record
@@ -262,13 +263,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args(argv)
     report = Report("ingest", "Ingest capacity: applied and published diff events per second per core")
-    try:
-        import uvloop
-
-        uvloop.install()
-    except ImportError:  # pragma: no cover
-        pass
-    asyncio.run(measure(args, report))
+    harness.run(measure(args, report))
     print(f"report: {report.write()}")
 
 

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 import aiohttp
 import redis.asyncio as redis
 
+from bench import harness
 from bench.harness import Bench, Node, cpu_seconds, scrape, total, wait_synced
 from bench.report import Report, below, median, percentiles
 from book_store.codec import BookStatus, Snapshot
@@ -399,13 +400,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--settle", type=float, default=5.0, help="seconds of smooth load after the sync")
     args = parser.parse_args(argv)
     report = Report("latency", "Ingest -> publish latency (frame received -> subscriber has the snapshot)")
-    try:
-        import uvloop
-
-        uvloop.install()
-    except ImportError:  # pragma: no cover
-        pass
-    asyncio.run(measure(args, report))
+    harness.run(measure(args, report))
     print(f"report: {report.write()}")
 
 
