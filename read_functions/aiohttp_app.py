@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Mapping
 
 from aiohttp import WSMsgType, web
 
@@ -19,27 +18,26 @@ from book_store.errors import LadderError
 from read_functions.deps import Deps
 from read_functions.dispatch import Dispatcher, request_id
 from read_functions.errors import PayloadTooLargeError, error_response
-from read_functions.messages import Request, Response
+from read_functions.messages import Request, Response, parse_query
 from read_functions.stream import BookStream, StreamPlan, close_code
 
-_NO_QUERY: Mapping[str, str] = {}
 _CLOSE_REASON_MAX = 120
 
 
 class AiohttpAdapter:
-    """The request handler of one listener."""
+    """The request handler of one listener (``secure``: it serves HTTPS)."""
 
-    def __init__(self, dispatcher: Dispatcher, deps: Deps) -> None:
+    def __init__(self, dispatcher: Dispatcher, deps: Deps, *, secure: bool = False) -> None:
         self._dispatch = dispatcher
         self._deps = deps
         self._max_body = deps.settings.max_body_bytes
+        self._scheme = "https://" if secure else "http://"
 
     def server(self) -> web.Server:
         return web.Server(self.handle, access_log=None)
 
     async def handle(self, http: web.BaseRequest) -> web.StreamResponse:
-        target = http.raw_path
-        path, _, query_string = target.partition("?")
+        path, _, query_string = http.raw_path.partition("?")
         headers = http.headers
         rid = request_id(headers.get("X-Request-ID"))
         body = b""
@@ -51,12 +49,11 @@ class AiohttpAdapter:
         request = Request(
             method=http.method,
             raw_path=path,
-            query=http.query if query_string else _NO_QUERY,
+            query=parse_query(query_string),
             headers=headers,
             body=body,
-            client=http.remote or "",
             request_id=rid,
-            origin=f"{http.scheme}://{headers.get('Host', '')}",
+            origin=self._scheme + headers.get("Host", ""),
             query_string=query_string,
         )
         response = await self._dispatch(request)

@@ -80,7 +80,7 @@ class Dispatcher:
             if isinstance(exc, TenantRateLimitedError):
                 quota = exc.quota
         if quota is not None:
-            response.headers.update(quota.headers())
+            quota.add_headers(response.headers)
         response.headers["X-Request-ID"] = request.request_id
         deps.telemetry.request_done(request, route_name, response.status, time.perf_counter() - started)
         return response

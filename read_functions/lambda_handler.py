@@ -15,14 +15,13 @@ import asyncio
 import base64
 import os
 from typing import Any
-from urllib.parse import parse_qsl
 
 from control_plane.errors import InvalidRequestError
 from read_functions.aws_secrets import resolve_secret_arns
 from read_functions.deps import Deps
 from read_functions.dispatch import Dispatcher, request_id
 from read_functions.errors import PayloadTooLargeError, error_response
-from read_functions.messages import Request, Response
+from read_functions.messages import Request, Response, parse_query
 from read_functions.routes import ROUTES
 from read_functions.routing import Router
 from read_functions.settings import load_settings
@@ -84,10 +83,9 @@ def to_request(event: dict[str, Any], max_body_bytes: int) -> Request:
     return Request(
         method=str(http.get("method", "GET")).upper(),
         raw_path=path,
-        query=dict(parse_qsl(query_string, keep_blank_values=True)),
+        query=parse_query(query_string),
         headers=headers,
         body=body,
-        client=str(http.get("sourceIp", "")),
         request_id=request_id(headers.get("x-request-id")),
         origin=f"https://{context.get('domainName', 'lambda')}",
         query_string=query_string,

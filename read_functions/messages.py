@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import TYPE_CHECKING
+from urllib.parse import parse_qsl
 
 import orjson
 
@@ -37,11 +39,10 @@ class Request:
     query: Mapping[str, str]
     headers: Mapping[str, str]
     body: bytes
-    client: str
     request_id: str
     origin: str = ""
     query_string: str = ""
-    path_params: dict[str, str] = field(default_factory=dict)
+    path_params: Mapping[str, str] = field(default_factory=dict)
     principal: Principal | None = None
 
     @property
@@ -64,6 +65,36 @@ class Response:
     content_type: str | None = JSON
     headers: dict[str, str] = field(default_factory=dict)
     stream: StreamPlan | None = None
+
+
+NO_QUERY: Mapping[str, str] = MappingProxyType({})
+
+_QUERY_CACHE_MAX = 1024
+_QUERY_CACHEABLE_LENGTH = 64
+_parsed_queries: dict[str, Mapping[str, str]] = {}
+
+
+def parse_query(query_string: str) -> Mapping[str, str]:
+    """The parameters of a query string, read-only; the first of repeated names wins.
+
+    Readers send the same few short query strings (``depth=100``) over and over, so short ones
+    are parsed once and shared. Long ones, and any that may carry a key (``api_key=``), are
+    parsed every time and never kept.
+    """
+    if not query_string:
+        return NO_QUERY
+    parsed = _parsed_queries.get(query_string)
+    if parsed is not None:
+        return parsed
+    params: dict[str, str] = {}
+    for name, value in parse_qsl(query_string, keep_blank_values=True):
+        params.setdefault(name, value)
+    parsed = MappingProxyType(params)
+    if len(query_string) <= _QUERY_CACHEABLE_LENGTH and "key" not in query_string:
+        if len(_parsed_queries) >= _QUERY_CACHE_MAX:
+            _parsed_queries.clear()
+        _parsed_queries[query_string] = parsed
+    return parsed
 
 
 def json_response(payload: object, status: int = 200, headers: dict[str, str] | None = None) -> Response:

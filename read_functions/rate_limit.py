@@ -70,12 +70,10 @@ class Quota(NamedTuple):
     remaining: int
     reset_s: int
 
-    def headers(self) -> dict[str, str]:
-        return {
-            "RateLimit-Limit": str(self.limit),
-            "RateLimit-Remaining": str(self.remaining),
-            "RateLimit-Reset": str(self.reset_s),
-        }
+    def add_headers(self, headers: dict[str, str]) -> None:
+        headers["RateLimit-Limit"] = str(self.limit)
+        headers["RateLimit-Remaining"] = str(self.remaining)
+        headers["RateLimit-Reset"] = str(self.reset_s)
 
 
 class TenantRateLimitedError(RateLimitedError):

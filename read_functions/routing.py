@@ -4,8 +4,10 @@ Templates are ``/v1/books/{exchange}/{market}``: a ``{name}`` segment captures o
 percent-decoded after splitting, so ``BTC%2FUSD`` is the single market ``BTC/USD``. Static paths
 are found with one dict look-up; templated ones are grouped by segment count and their first
 segment after the version (``books``, ``admin``...), so a path is compared with one or two
-templates at most. Each route also carries what the OpenAPI document says
-about it, so the document is generated from the very list that serves requests.
+templates at most, and the result is remembered: readers ask for the same few thousand paths
+over and over, and a remembered one costs one dict look-up. Each route also carries what the
+OpenAPI document says about it, so the document is generated from the very list that serves
+requests.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
@@ -79,6 +82,13 @@ class Route:
         return tuple(s[1:-1] for s in self.segments if s.startswith("{"))
 
 
+PathParams = Mapping[str, str]
+_NO_PARAMS: PathParams = MappingProxyType({})
+MATCHES_KEPT = 16_384
+"""Templated paths remembered per router (one per book and side read lately)."""
+_KEPT_PATH_LENGTH = 160  # a longer path is matched every time, so the memory kept stays small
+
+
 class Router:
     """Finds the route of a method and raw path, and the decoded path parameters."""
 
@@ -86,6 +96,7 @@ class Router:
         self.routes = tuple(routes)
         self._static: dict[str, dict[str, Route]] = {}
         self._templated: dict[tuple[int, str], list[Route]] = {}
+        self._matched: dict[tuple[str, str], tuple[Route, PathParams]] = {}
         for route in self.routes:
             if "{" in route.path:
                 self._templated.setdefault(_group(route.segments), []).append(route)
@@ -95,14 +106,17 @@ class Router:
                     raise ValueError(f"duplicate route {route.method} {route.path}")
                 methods[route.method] = route
 
-    def match(self, method: str, raw_path: str) -> tuple[Route, dict[str, str]]:
-        """The route and its path parameters; NotFoundError or MethodNotAllowedError otherwise."""
+    def match(self, method: str, raw_path: str) -> tuple[Route, PathParams]:
+        """The route and its (read-only) path parameters; NotFoundError or MethodNotAllowedError."""
+        matched = self._matched.get((method, raw_path))
+        if matched is not None:
+            return matched
         methods = self._static.get(raw_path)
         if methods is not None:
             route = methods.get(method)
             if route is None:
                 raise _not_allowed(methods)
-            return route, {}
+            return route, _NO_PARAMS
         parts = raw_path.split("/")
         allowed: dict[str, Route] = {}
         for route in self._templated.get(_group(parts), ()):
@@ -110,7 +124,12 @@ class Router:
             if params is None:
                 continue
             if route.method == method:
-                return route, params
+                matched = route, MappingProxyType(params)
+                if len(raw_path) <= _KEPT_PATH_LENGTH:
+                    if len(self._matched) >= MATCHES_KEPT:
+                        self._matched.clear()
+                    self._matched[(method, raw_path)] = matched
+                return matched
             allowed[route.method] = route
         if allowed:
             raise _not_allowed(allowed)

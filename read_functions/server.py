@@ -107,7 +107,8 @@ async def serve_worker(
             compat_source = CompatTenant(deps, settings.compat_tenant)
             dispatchers.append((compat, Dispatcher(Router(COMPAT_ROUTES), deps, compat_source)))
         for listener, dispatcher in dispatchers:
-            runner = web.ServerRunner(AiohttpAdapter(dispatcher, deps).server(), handle_signals=False)
+            adapter = AiohttpAdapter(dispatcher, deps, secure=listener.tls is not None)
+            runner = web.ServerRunner(adapter.server(), handle_signals=False)
             await runner.setup()
             runners.append(runner)
             await web.SockSite(runner, listener.socket_for(worker), ssl_context=listener.tls).start()

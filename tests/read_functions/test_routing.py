@@ -18,9 +18,11 @@ from control_plane.errors import (
     RateLimitedError,
     UnknownMarketError,
 )
+from read_functions import routing
 from read_functions.book_view import Side, render
 from read_functions.dispatch import request_id
 from read_functions.errors import MethodNotAllowedError, error_response, status_for
+from read_functions.messages import parse_query
 from read_functions.routes import COMPAT_ROUTES, ROUTES
 from read_functions.routing import Router
 from read_functions.ubdcc import levels_as_numbers
@@ -51,6 +53,33 @@ def test_unknown_paths_methods_and_bad_escapes() -> None:
     with pytest.raises(InvalidRequestError):
         ROUTER.match("GET", "/v1/books/binance.com/%FF%FE")
     assert {r.path for r in COMPAT_ROUTES} < {r.path for r in ROUTES}
+
+
+def test_a_remembered_match_is_the_same_read_only_answer_and_memory_stays_bounded() -> None:
+    router = Router(ROUTES)
+    first = router.match("GET", "/v1/books/binance.com/ETHBTC")
+    again = router.match("GET", "/v1/books/binance.com/ETHBTC")
+    assert again is first
+    with pytest.raises(TypeError):
+        first[1]["market"] = "BTCUSDT"  # type: ignore[index]  # shared between requests: read-only
+    with pytest.raises(MethodNotAllowedError):  # a remembered path still answers per method
+        router.match("PUT", "/v1/books/binance.com/ETHBTC")
+    for n in range(routing.MATCHES_KEPT + 10):
+        router.match("GET", f"/v1/books/binance.com/M{n}")
+    assert len(router._matched) <= routing.MATCHES_KEPT
+    long_market = "X" * 300
+    assert router.match("GET", f"/v1/books/binance.com/{long_market}")[1]["market"] == long_market
+    assert all(len(path) < 300 for _, path in router._matched)
+
+
+def test_query_strings_parse_once_first_value_wins_and_keys_are_never_kept() -> None:
+    assert parse_query("") == {}
+    depth = parse_query("depth=100")
+    assert depth == {"depth": "100"} and parse_query("depth=100") is depth
+    assert parse_query("depth=5&depth=7&side=a+b")["depth"] == "5"
+    assert parse_query("side=a+b%2Fc")["side"] == "a b/c"
+    keyed = parse_query("api_key=ldr_secret")
+    assert keyed["api_key"] == "ldr_secret" and parse_query("api_key=ldr_secret") is not keyed
 
 
 def test_duplicate_routes_are_refused() -> None:
