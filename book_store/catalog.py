@@ -7,6 +7,7 @@ it. Nothing downstream ever trusts a market name a caller typed.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import cast
@@ -14,7 +15,7 @@ from typing import cast
 import orjson
 import redis.asyncio as redis
 
-from book_store.keys import CATALOG_INDEX, catalog_key
+from book_store.keys import CATALOG_INDEX, catalog_digest_key, catalog_key
 
 TRADING = "TRADING"
 
@@ -44,15 +45,20 @@ class MarketCatalog:
         self._client = client
 
     async def replace(self, exchange: str, markets: Iterable[MarketInfo]) -> None:
-        """Make ``markets`` the exchange's whole list, atomically."""
+        """Make ``markets`` the exchange's whole list, and its digest, atomically."""
         mapping = {m.market: orjson.dumps(m.to_json()) for m in markets}
         key = catalog_key(exchange)
         async with self._client.pipeline(transaction=True) as pipe:
             pipe.delete(key)
             if mapping:
                 pipe.hset(key, mapping=mapping)  # type: ignore[arg-type]
+            pipe.set(catalog_digest_key(exchange), _digest(mapping))
             pipe.sadd(CATALOG_INDEX, exchange)
             await pipe.execute()
+
+    async def digest(self, exchange: str) -> bytes | None:
+        """What :meth:`replace` last wrote as the catalog's digest (None: no catalog, or an old one)."""
+        return cast(bytes | None, await self._client.get(catalog_digest_key(exchange)))
 
     async def exchanges(self) -> list[str]:
         """Exchanges that have a catalog, sorted."""
@@ -71,3 +77,14 @@ class MarketCatalog:
         """Every market of an exchange, sorted by name."""
         raw = cast(dict[bytes, bytes], await self._client.hgetall(catalog_key(exchange)))
         return sorted((MarketInfo(**orjson.loads(v)) for v in raw.values()), key=lambda m: m.market)
+
+
+def _digest(mapping: dict[str, bytes]) -> bytes:
+    """The same bytes for the same markets, whatever order they were listed in."""
+    digest = hashlib.blake2b(digest_size=16)
+    for market in sorted(mapping):
+        digest.update(market.encode())
+        digest.update(b"\0")
+        digest.update(mapping[market])
+        digest.update(b"\0")
+    return digest.hexdigest().encode()

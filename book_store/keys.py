@@ -7,6 +7,7 @@ every replica of a book with one HGETALL, and a writer's pipeline for one book n
     ladder:{binance.com|BTCUSDT}:snap     hash  replica id -> encoded snapshot (book_store.codec)
     ladder:{binance.com|BTCUSDT}:chg      channel: one message per published snapshot
     ladder:catalog:binance.com            hash  market -> market info JSON (book_store.catalog)
+    ladder:catalog-digest:binance.com     string  digest of that hash's content
 """
 
 from __future__ import annotations
@@ -65,6 +66,11 @@ class BookKey:
 def catalog_key(exchange: str) -> str:
     """The hash of an exchange's markets (market -> info JSON)."""
     return f"{KEY_PREFIX}:catalog:{exchange}"
+
+
+def catalog_digest_key(exchange: str) -> str:
+    """A digest of the exchange's catalog, replaced with it: readers re-read only what changed."""
+    return f"{KEY_PREFIX}:catalog-digest:{exchange}"
 
 
 CATALOG_INDEX = f"{KEY_PREFIX}:catalog:exchanges"

@@ -1,6 +1,8 @@
 """The market catalog held in memory, so validating a book on the read path costs no round trip.
 
-Each exchange's market list is loaded once and reloaded in the background every ``refresh_s``.
+Each exchange's market list is loaded once and checked in the background every ``refresh_s``:
+the check reads the catalog's digest, and only a changed digest reloads the list (a venue lists
+thousands of markets, and parsing them all would stall every request of the worker meanwhile).
 A name that is not in the cached list triggers one reload of that exchange if the copy is older
 than ``recheck_s`` (a newly listed market is found within that time); otherwise it is refused at
 once, so a stream of made-up names never turns into a stream of store reads. Concurrent loads of
@@ -31,6 +33,7 @@ class CatalogCache:
         self._exchanges_at = -1e9
         self._markets: dict[str, dict[str, MarketInfo]] = {}
         self._loaded_at: dict[str, float] = {}
+        self._digests: dict[str, bytes | None] = {}
         self._loading: dict[str, asyncio.Task[dict[str, MarketInfo]]] = {}
 
     async def exchanges(self) -> list[str]:
@@ -94,11 +97,15 @@ class CatalogCache:
     async def _load(self, exchange: str) -> dict[str, MarketInfo]:
         started = time.monotonic()
         try:
-            listed = await self._catalog.markets(exchange)
+            # The digest first: the one kept is then never newer than the markets kept with it.
+            digest = await self._catalog.digest(exchange)
+            markets = self._markets.get(exchange)
+            if markets is None or digest is None or digest != self._digests.get(exchange):
+                markets = {m.market: m for m in await self._catalog.markets(exchange)}
         except (RedisError, OSError) as exc:
             raise StoreUnavailableError("catalog unreachable") from exc
-        markets = {m.market: m for m in listed}
         self._markets[exchange] = markets
+        self._digests[exchange] = digest
         self._loaded_at[exchange] = started
         return markets
 

@@ -85,6 +85,19 @@ async def test_catalog_replace_and_read(redis_client: redis.Redis) -> None:
     assert await catalog.get("binance.com", "OLDBTC") is None
 
 
+async def test_the_catalog_digest_changes_with_the_content_only(redis_client: redis.Redis) -> None:
+    catalog = MarketCatalog(redis_client)
+    eth = MarketInfo("binance.com", "ETHBTC", "TRADING", "ETH", "BTC")
+    bnb = MarketInfo("binance.com", "BNBBTC", "TRADING", "BNB", "BTC")
+    assert await catalog.digest("binance.com") is None
+    await catalog.replace("binance.com", [eth, bnb])
+    first = await catalog.digest("binance.com")
+    await catalog.replace("binance.com", [bnb, eth])  # the same markets, listed in another order
+    assert first is not None and await catalog.digest("binance.com") == first
+    await catalog.replace("binance.com", [eth, MarketInfo("binance.com", "BNBBTC", "BREAK", "BNB", "BTC")])
+    assert await catalog.digest("binance.com") not in (None, first)
+
+
 def test_embedded_server_dies_with_its_parent() -> None:
     """SIGKILL the process that started Valkey: the server must not survive it."""
     script = (

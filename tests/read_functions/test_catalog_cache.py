@@ -1,0 +1,46 @@
+"""The catalog cache re-reads an exchange's markets only when the catalog's digest changed."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+import redis.asyncio as redis
+
+from book_store.catalog import MarketCatalog, MarketInfo
+from control_plane.errors import UnknownMarketError
+from read_functions.catalog_cache import CatalogCache
+
+ETH = MarketInfo("binance.com", "ETHBTC", "TRADING", "ETH", "BTC")
+BNB = MarketInfo("binance.com", "BNBBTC", "TRADING", "BNB", "BTC")
+
+
+async def hgetall_calls(client: redis.Redis) -> int:
+    stats = await client.info("commandstats")
+    return int(stats.get("cmdstat_hgetall", {}).get("calls", 0))
+
+
+async def refreshed(cache: CatalogCache) -> None:
+    """Let the refresh period pass, trigger the background check, and let it finish."""
+    await asyncio.sleep(0.06)
+    await cache.market("binance.com", "ETHBTC")
+    await asyncio.sleep(0.05)
+
+
+async def test_an_unchanged_catalog_is_not_read_again(redis_client: redis.Redis) -> None:
+    catalog = MarketCatalog(redis_client)
+    await catalog.replace("binance.com", [ETH])
+    cache = CatalogCache(redis_client, refresh_s=0.05, recheck_s=10.0)
+    assert await cache.market("binance.com", "ETHBTC") == ETH
+    reads = await hgetall_calls(redis_client)
+
+    await catalog.replace("binance.com", [ETH])  # rewritten by an ingest node, but the same
+    await refreshed(cache)
+    assert await hgetall_calls(redis_client) == reads
+    with pytest.raises(UnknownMarketError):
+        await cache.market("binance.com", "BNBBTC")
+
+    await catalog.replace("binance.com", [ETH, BNB])  # a new listing
+    await refreshed(cache)
+    assert await hgetall_calls(redis_client) == reads + 1
+    assert await cache.market("binance.com", "BNBBTC") == BNB
