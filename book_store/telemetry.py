@@ -8,8 +8,12 @@ and hands it to its component's instrument module (``ingest_nodes.telemetry``,
 the SDK: a synchronous SDK instrument costs microseconds per call (it cleans and hashes the
 attributes every time), which the read path and the ingest loop cannot pay per event. So counts
 are plain integers kept by the component and read by *observable* instruments when metrics are
-collected (a scrape of the Prometheus endpoint, or a periodic OTLP export); only latency
-histograms record through the SDK, once per request or per published snapshot.
+collected (a scrape of the Prometheus endpoint, or a periodic OTLP export). Latency histograms
+are kept the same way: :meth:`Telemetry.histogram` gives a :class:`LocalHistogram` whose
+:class:`HistogramSeries` (one per label set, cached by the caller) records with one bisection
+and a few number updates, no lock. :class:`LocalHistograms` turns them into SDK ``Histogram``
+metrics (cumulative) and merges them into every collection: :meth:`Telemetry.collect` for the
+Prometheus endpoint, and a wrapper around each periodic exporter for OTLP and the console.
 
 Tracing is off unless an exporter is configured. ``tracer`` is then ``None`` and every hook skips
 its span work after one ``is None`` test, so a disabled tracer costs nothing measurable.
@@ -37,20 +41,31 @@ from __future__ import annotations
 
 import importlib
 import logging
+import math
 import os
+import time
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TypeVar
+from dataclasses import replace
+from itertools import pairwise
+from typing import Any, TypeVar
 
 from opentelemetry.context import Context
 from opentelemetry.metrics import CallbackOptions, Meter, NoOpMeter, Observation
 from opentelemetry.sdk.metrics import AlwaysOffExemplarFilter, MeterProvider
 from opentelemetry.sdk.metrics.export import (
+    AggregationTemporality,
     ConsoleMetricExporter,
+    Histogram,
+    HistogramDataPoint,
     InMemoryMetricReader,
+    Metric,
     MetricExporter,
-    MetricReader,
+    MetricExportResult,
     MetricsData,
     PeriodicExportingMetricReader,
+    ResourceMetrics,
+    ScopeMetrics,
 )
 from opentelemetry.sdk.metrics.view import View
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
@@ -63,6 +78,7 @@ from opentelemetry.sdk.trace.sampling import (
     Sampler,
     TraceIdRatioBased,
 )
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import Tracer
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
@@ -75,6 +91,8 @@ PER_BOOK_PREFIX = "ladder_book_"
 PER_BOOK_CARDINALITY = 100_000
 """... and may hold this many series, where the SDK's default stops at 2000."""
 
+_SCOPE = InstrumentationScope("ladder")
+"""The scope of the meter, and of the local histograms merged into its output."""
 _W3C = TraceContextTextMapPropagator()
 _OTLP_CLASSES = {
     ("TRACES", "grpc"): ("opentelemetry.exporter.otlp.proto.grpc.trace_exporter", "OTLPSpanExporter"),
@@ -109,7 +127,7 @@ class Telemetry:
         service_name: str,
         *,
         span_processors: Sequence[SpanProcessor] = (),
-        metric_readers: Sequence[MetricReader] = (),
+        metric_exporters: Sequence[MetricExporter] = (),
         sampler: Sampler | None = None,
         enabled: bool = True,
     ) -> None:
@@ -118,22 +136,27 @@ class Telemetry:
         self._scrape: InMemoryMetricReader | None = None
         self._meter_provider: MeterProvider | None = None
         self._tracer_provider: TracerProvider | None = None
+        self._local = LocalHistograms(resource)
         self.tracer: Tracer | None = None
-        self.meter: Meter = NoOpMeter("ladder")
+        self.meter: Meter = NoOpMeter(_SCOPE.name)
         if not enabled:
             return
         self._scrape = InMemoryMetricReader()
         per_book = View(
             instrument_name=PER_BOOK_PREFIX + "*", aggregation_cardinality_limit=PER_BOOK_CARDINALITY
         )
+        periodic = [
+            PeriodicExportingMetricReader(WithLocalHistograms(exporter, self._local))
+            for exporter in metric_exporters
+        ]
         self._meter_provider = MeterProvider(
-            metric_readers=[self._scrape, *metric_readers],
+            metric_readers=[self._scrape, *periodic],
             resource=resource,
             views=[per_book],
             # Exemplars cost time on every record, and the Prometheus text format drops them.
             exemplar_filter=AlwaysOffExemplarFilter(),
         )
-        self.meter = self._meter_provider.get_meter("ladder")
+        self.meter = self._meter_provider.get_meter(_SCOPE.name)
         if span_processors:
             self._tracer_provider = TracerProvider(
                 resource=resource, sampler=sampler or ParentBased(ALWAYS_ON)
@@ -154,11 +177,10 @@ class Telemetry:
         if env.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
             return cls.disabled(service_name)
         spans = [BatchSpanProcessor(exporter) for exporter in _span_exporters(env)]
-        readers = [PeriodicExportingMetricReader(exporter) for exporter in _metric_exporters(env)]
         return cls(
             env.get("OTEL_SERVICE_NAME") or service_name,
             span_processors=spans,
-            metric_readers=readers,
+            metric_exporters=_metric_exporters(env),
             sampler=sampler_from_env(env),
         )
 
@@ -166,9 +188,17 @@ class Telemetry:
     def enabled(self) -> bool:
         return self._meter_provider is not None
 
+    def histogram(self, name: str, *, description: str, unit: str, bounds: Sequence[float]) -> LocalHistogram:
+        """An explicit-bucket histogram kept here and merged into every collection and export.
+
+        Asking twice for one name gives the same histogram. Disabled telemetry still gives one (its
+        records cost the same and go nowhere).
+        """
+        return self._local.histogram(name, description=description, unit=unit, bounds=bounds)
+
     def collect(self) -> MetricsData | None:
         """Every metric now (runs the observable callbacks); None when telemetry is disabled."""
-        return None if self._scrape is None else self._scrape.get_metrics_data()
+        return None if self._scrape is None else self._local.merged(self._scrape.get_metrics_data())
 
     def render_prometheus(self, extra_labels: Mapping[str, str] | None = None) -> bytes:
         """The Prometheus text exposition of :meth:`collect`, ``extra_labels`` on every sample."""
@@ -180,6 +210,153 @@ class Telemetry:
             self._tracer_provider.shutdown()
         if self._meter_provider is not None:
             self._meter_provider.shutdown()
+
+
+class HistogramSeries:
+    """One label set's buckets; :meth:`record` is the hot path (no lock, no attribute handling)."""
+
+    __slots__ = ("attributes", "bounds", "bucket_counts", "max", "min", "start_time_unix_nano", "sum")
+
+    def __init__(self, bounds: tuple[float, ...], attributes: Mapping[str, str]) -> None:
+        self.bounds = bounds
+        self.attributes = dict(attributes)
+        self.start_time_unix_nano = time.time_ns()
+        self.bucket_counts = [0] * (len(bounds) + 1)
+        self.sum = 0.0
+        self.min = math.inf
+        self.max = -math.inf
+
+    def record(self, value: float) -> None:
+        """Count ``value`` in the first bucket whose upper bound it does not exceed (OTel's rule)."""
+        # The bucket goes last: an export reading the buckets first then sees min, max and sum
+        # already covering every value it counts.
+        self.sum += value
+        if value < self.min:
+            self.min = value
+        if value > self.max:
+            self.max = value
+        self.bucket_counts[bisect_left(self.bounds, value)] += 1
+
+    def point(self, now_ns: int) -> HistogramDataPoint | None:
+        """The cumulative data point so far; None before the first record."""
+        buckets = list(self.bucket_counts)
+        count = sum(buckets)
+        if count == 0:
+            return None
+        return HistogramDataPoint(
+            attributes=self.attributes,
+            start_time_unix_nano=self.start_time_unix_nano,
+            time_unix_nano=now_ns,
+            count=count,
+            sum=self.sum,
+            bucket_counts=buckets,
+            explicit_bounds=self.bounds,
+            min=self.min,
+            max=self.max,
+        )
+
+
+class LocalHistogram:
+    """An explicit-bucket histogram whose series the component records into directly."""
+
+    def __init__(self, name: str, *, description: str, unit: str, bounds: Sequence[float]) -> None:
+        if any(low >= high for low, high in pairwise(bounds)):
+            raise ValueError(f"{name}: bucket bounds must increase strictly, got {bounds}")
+        self.name = name
+        self.description = description
+        self.unit = unit
+        self.bounds = tuple(float(bound) for bound in bounds)
+        self._series: dict[tuple[tuple[str, str], ...], HistogramSeries] = {}
+
+    def series(self, attributes: Mapping[str, str]) -> HistogramSeries:
+        """The series of one label set (the same object each time); callers keep it, not the dict."""
+        key = tuple(sorted(attributes.items()))
+        found = self._series.get(key)
+        if found is None:
+            found = self._series[key] = HistogramSeries(self.bounds, attributes)
+        return found
+
+    def metric(self, now_ns: int) -> Metric | None:
+        """The SDK metric of every series recorded so far; None if none has been."""
+        points = [p for s in list(self._series.values()) if (p := s.point(now_ns)) is not None]
+        if not points:
+            return None
+        data = Histogram(data_points=points, aggregation_temporality=AggregationTemporality.CUMULATIVE)
+        return Metric(name=self.name, description=self.description, unit=self.unit, data=data)
+
+
+class LocalHistograms:
+    """One pipeline's local histograms, and the one place they join the SDK's metrics."""
+
+    def __init__(self, resource: Resource) -> None:
+        self._resource = resource
+        self._histograms: dict[str, LocalHistogram] = {}
+
+    def histogram(self, name: str, *, description: str, unit: str, bounds: Sequence[float]) -> LocalHistogram:
+        found = self._histograms.get(name)
+        if found is None:
+            found = LocalHistogram(name, description=description, unit=unit, bounds=bounds)
+            self._histograms[name] = found
+        return found
+
+    def merged(self, data: MetricsData | None) -> MetricsData:
+        """``data`` (not modified; None: the SDK had nothing) plus the local histograms, in the
+        ``ladder`` scope of this resource."""
+        now_ns = time.time_ns()
+        resources = [] if data is None else list(data.resource_metrics)
+        metrics = [m for h in list(self._histograms.values()) if (m := h.metric(now_ns)) is not None]
+        if not metrics:
+            return MetricsData(resource_metrics=resources)
+        for index, resource_metrics in enumerate(resources):
+            if resource_metrics.resource == self._resource:
+                resources[index] = replace(
+                    resource_metrics, scope_metrics=_with_metrics(resource_metrics.scope_metrics, metrics)
+                )
+                break
+        else:
+            resources.append(
+                ResourceMetrics(self._resource, _with_metrics([], metrics), self._resource.schema_url)
+            )
+        return MetricsData(resource_metrics=resources)
+
+
+class WithLocalHistograms(MetricExporter):
+    """A periodic exporter's wrapper that adds the local histograms to every export.
+
+    The reader exports only when the SDK has something to report; every Ladder component has
+    observable instruments that always do, so no export is skipped in practice.
+    """
+
+    def __init__(self, exporter: MetricExporter, histograms: LocalHistograms) -> None:
+        super().__init__(
+            preferred_temporality=exporter._preferred_temporality,
+            preferred_aggregation=exporter._preferred_aggregation,
+        )
+        self._exporter = exporter
+        self._histograms = histograms
+
+    def export(
+        self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any
+    ) -> MetricExportResult:
+        merged = self._histograms.merged(metrics_data)
+        return self._exporter.export(merged, timeout_millis=timeout_millis, **kwargs)
+
+    def force_flush(self, timeout_millis: float = 10_000) -> bool:
+        return self._exporter.force_flush(timeout_millis=timeout_millis)
+
+    def shutdown(self, timeout_millis: float = 30_000, **kwargs: Any) -> None:
+        self._exporter.shutdown(timeout_millis, **kwargs)
+
+
+def _with_metrics(scopes: Sequence[ScopeMetrics], metrics: list[Metric]) -> list[ScopeMetrics]:
+    """``scopes`` with ``metrics`` added to the ``ladder`` scope (made if missing)."""
+    merged = list(scopes)
+    for index, scope_metrics in enumerate(merged):
+        if scope_metrics.scope == _SCOPE:
+            merged[index] = replace(scope_metrics, metrics=[*scope_metrics.metrics, *metrics])
+            return merged
+    merged.append(ScopeMetrics(scope=_SCOPE, metrics=metrics, schema_url=_SCOPE.schema_url or ""))
+    return merged
 
 
 def caller_context(headers: Mapping[str, str]) -> Context | None:

@@ -7,7 +7,8 @@ serves it on ``LADDER_METRICS_PORT``. Until then :func:`current` is a disabled i
 =============================================  ==================================================
 ``ladder_control_rounds_total{outcome}``        ``planned``, ``standby`` (another process holds
                                                 the lease) or ``failed`` (the store failed)
-``ladder_control_round_seconds``                one round, reads to writes (histogram)
+``ladder_control_round_seconds``                one round, reads to writes (a local histogram,
+                                                see :meth:`book_store.telemetry.Telemetry.histogram`)
 ``ladder_control_moves_total{kind}``            replica assignments ``added`` and ``removed``
 ``ladder_control_replicas{state}``              ``assigned`` and ``unplaced`` after the last plan
 ``ladder_control_nodes_in_use``                 nodes carrying at least one replica
@@ -61,12 +62,12 @@ class ControlTelemetry:
         meter.create_observable_gauge(
             "ladder_control_nodes_in_use", [self._observe_nodes], description="Nodes carrying replicas."
         )
-        self._seconds = meter.create_histogram(
+        self._seconds = telemetry.histogram(
             "ladder_control_round_seconds",
             unit="s",
             description="Duration of one scheduling round.",
-            explicit_bucket_boundaries_advisory=ROUND_BUCKETS_S,
-        )
+            bounds=ROUND_BUCKETS_S,
+        ).series({})
 
     @contextmanager
     def round(self) -> Iterator[PlanObserver]:

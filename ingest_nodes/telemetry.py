@@ -5,8 +5,9 @@ Theory of operation
 The runtime modules call one-line hooks on :func:`current` (a disabled instance until
 ``python -m ingest_nodes`` installs one built from the ``OTEL_*`` variables, see
 :mod:`book_store.telemetry`). The per-event hook adds 1 to a plain integer; observable instruments
-read the counts and the node's replicas when metrics are collected. Only the publish latency
-histogram records through the SDK, once per published snapshot.
+read the counts and the node's replicas when metrics are collected. The publish histograms are
+local too (:meth:`book_store.telemetry.Telemetry.histogram`): one bisection per published snapshot,
+merged into the collected metrics.
 
 Publish latency is measured from a frame's ``ingest_time`` (stamped on receipt, ms) to the end of
 the store pipeline that wrote and published the snapshot carrying it. Each replica contributes
@@ -46,7 +47,7 @@ from opentelemetry.metrics import CallbackOptions, Observation
 from opentelemetry.trace import Span, StatusCode, set_span_in_context
 
 from book_store.keys import BookKey
-from book_store.telemetry import Telemetry, counts_callback
+from book_store.telemetry import HistogramSeries, Telemetry, counts_callback
 
 if TYPE_CHECKING:
     from ingest_nodes.exchange_runtime import ExchangeRuntime
@@ -84,8 +85,8 @@ class IngestTelemetry:
         self.weight: dict[str, int] = {}
         self.batches = 0
         self.snapshots = 0
-        self._pending: dict[ReplicaKey, tuple[int, dict[str, str]]] = {}
-        self._exchange_attrs: dict[str, dict[str, str]] = {}
+        self._pending: dict[ReplicaKey, tuple[int, HistogramSeries]] = {}
+        self._exchange_latency: dict[str, HistogramSeries] = {}
         self._resync_spans: dict[ReplicaKey, Span] = {}
         self._node: ReplicaSource | None = None
 
@@ -136,18 +137,18 @@ class IngestTelemetry:
             unit="s",
             description="Time since each book replica last heard from its venue.",
         )
-        self._latency = meter.create_histogram(
+        self._latency = telemetry.histogram(
             "ladder_ingest_publish_latency_seconds",
             unit="s",
             description="Frame received -> the snapshot carrying it written and published.",
-            explicit_bucket_boundaries_advisory=LATENCY_BUCKETS_S,
+            bounds=LATENCY_BUCKETS_S,
         )
-        self._batch_seconds = meter.create_histogram(
+        self._batch_seconds = telemetry.histogram(
             "ladder_ingest_publish_batch_seconds",
             unit="s",
             description="Round trip of one store pipeline of snapshots.",
-            explicit_bucket_boundaries_advisory=LATENCY_BUCKETS_S,
-        )
+            bounds=LATENCY_BUCKETS_S,
+        ).series({})
 
     # -- hooks ------------------------------------------------------------------------------------
 
@@ -167,7 +168,7 @@ class IngestTelemetry:
             return
         key = (replica.book, replica.replica)
         if key not in self._pending:
-            self._pending[key] = (ingest_time, self._attrs(replica.book.exchange))
+            self._pending[key] = (ingest_time, self._latency_of(replica.book.exchange))
 
     def flushed(self, count: int, seconds: float) -> None:
         """The writer's ``on_flush``: a pipeline of ``count`` snapshots took ``seconds``."""
@@ -178,8 +179,8 @@ class IngestTelemetry:
         end_s = time.time()
         self._batch_seconds.record(seconds)
         pending, self._pending = self._pending, {}
-        for ingest_ms, attrs in pending.values():
-            self._latency.record(max(0.0, end_s - ingest_ms / 1000), attrs)
+        for ingest_ms, latency in pending.values():
+            latency.record(max(0.0, end_s - ingest_ms / 1000))
         if self._tracer is not None:
             end_ns = int(end_s * 1e9)
             span = self._tracer.start_span(
@@ -250,11 +251,11 @@ class IngestTelemetry:
 
     # -- internals --------------------------------------------------------------------------------
 
-    def _attrs(self, exchange: str) -> dict[str, str]:
-        attrs = self._exchange_attrs.get(exchange)
-        if attrs is None:
-            attrs = self._exchange_attrs[exchange] = {"exchange": exchange}
-        return attrs
+    def _latency_of(self, exchange: str) -> HistogramSeries:
+        series = self._exchange_latency.get(exchange)
+        if series is None:
+            series = self._exchange_latency[exchange] = self._latency.series({"exchange": exchange})
+        return series
 
     def _end_resync(self, key: ReplicaKey, outcome: str) -> None:
         span = self._resync_spans.pop(key, None)

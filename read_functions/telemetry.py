@@ -4,7 +4,8 @@ Callers use only the methods below (``request_done`` from the dispatcher, ``gaug
 for values kept elsewhere, ``render`` for ``GET /metrics``); the OpenTelemetry pipeline behind
 them is :mod:`book_store.telemetry`, configured by the ``OTEL_*`` variables.
 
-The hot path pays a few dict updates and one histogram record per request; a request span is
+The hot path pays a few dict updates and one local histogram record per request (the route's
+series is cached; see :meth:`book_store.telemetry.Telemetry.histogram`); a request span is
 only built when tracing is on, and then after the fact (its start time is known), with the
 caller's W3C ``traceparent`` as its parent. Metric attributes stay low-cardinality: route
 template and status on request metrics, the tenant id on the per-tenant counters (tenants are
@@ -49,7 +50,7 @@ class Telemetry:
         self.tenant_requests: dict[str, int] = {}
         self.rate_limited: dict[str, int] = {}
         self._tracer = self.pipeline.tracer
-        self._route_attrs: dict[str, dict[str, str]] = {}
+        self._latency_by_route: dict[str, otel.HistogramSeries] = {}
         meter = self.pipeline.meter
         meter.create_observable_counter(
             "ladder_read_requests",
@@ -66,11 +67,11 @@ class Telemetry:
             [otel.counts_callback(self.rate_limited, ("tenant",))],
             description="Requests refused by the tenant's rate limit (429).",
         )
-        self._latency = meter.create_histogram(
+        self._latency = self.pipeline.histogram(
             "ladder_read_request_seconds",
             unit="s",
             description="Time from request to response, by route template.",
-            explicit_bucket_boundaries_advisory=LATENCY_BUCKETS_S,
+            bounds=LATENCY_BUCKETS_S,
         )
 
     def request_done(self, request: Request, route: str, status: int, seconds: float) -> None:
@@ -83,10 +84,10 @@ class Telemetry:
             self.tenant_requests[tenant] = self.tenant_requests.get(tenant, 0) + 1
             if status == 429:
                 self.rate_limited[tenant] = self.rate_limited.get(tenant, 0) + 1
-        attrs = self._route_attrs.get(route)
-        if attrs is None:
-            attrs = self._route_attrs[route] = {"route": route}
-        self._latency.record(seconds, attrs)
+        latency = self._latency_by_route.get(route)
+        if latency is None:
+            latency = self._latency_by_route[route] = self._latency.series({"route": route})
+        latency.record(seconds)
         hit = book_cache_hit.get()
         if hit is not None:
             book_cache_hit.set(None)  # the next request of this connection starts unknown
