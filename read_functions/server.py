@@ -32,6 +32,7 @@ from multiprocessing.process import BaseProcess
 
 from aiohttp import web
 
+from book_store.heap import freeze_survivors
 from book_store.server import die_with_parent
 from control_plane.errors import ConfigurationError
 from read_functions.aiohttp_app import AiohttpAdapter
@@ -101,6 +102,7 @@ async def serve_worker(
     """Serve both listeners in this process until cancelled."""
     deps = await Deps.open(settings)
     runners: list[web.ServerRunner] = []
+    heap: asyncio.Task[None] | None = None
     try:
         dispatchers = [(main, Dispatcher(Router(ROUTES), deps))]
         if compat is not None:
@@ -113,9 +115,12 @@ async def serve_worker(
             runners.append(runner)
             await web.SockSite(runner, listener.socket_for(worker), ssl_context=listener.tls).start()
         gc.freeze()  # what exists now lives as long as the worker: keep it out of every collection
+        heap = asyncio.get_running_loop().create_task(freeze_survivors())
         ready()
         await asyncio.Event().wait()
     finally:
+        if heap is not None:
+            heap.cancel()
         for runner in runners:
             await runner.cleanup()
         await deps.close()
