@@ -48,6 +48,7 @@ class ExchangeFeed:
         self._rng = rng or random.Random()
         self._active: list[StreamConnection] = []
         self._retiring: dict[StreamConnection, asyncio.Task[None]] = {}
+        self._closing: set[StreamConnection] = set()  # still counted until their stats are in
         self._opened = 0
 
     @property
@@ -121,13 +122,17 @@ class ExchangeFeed:
         await self._close(old)
 
     async def _close(self, connection: StreamConnection) -> None:
-        await connection.close()
-        self.closed_stats.add(connection.stats)
+        self._closing.add(connection)
+        try:
+            await connection.close()
+        finally:
+            self.closed_stats.add(connection.stats)
+            self._closing.discard(connection)
 
     def connection_totals(self) -> ConnectionStats:
-        """Counters summed over every connection this feed ever opened."""
+        """Counters summed over every connection this feed ever opened (they never go down)."""
         totals = ConnectionStats()
         totals.add(self.closed_stats)
-        for connection in self.connections:
+        for connection in (*self.connections, *self._closing):
             totals.add(connection.stats)
         return totals

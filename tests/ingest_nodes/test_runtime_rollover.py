@@ -21,10 +21,15 @@ async def test_rollovers_keep_every_book_synced_without_a_snapshot(redis_client:
         replicas += [harness.replica("binance.com-futures", s) for s in FUTURES]
         await wait_synced(replicas)
         snapshots = {r.book: r.stats.snapshots for r in replicas}
+        feeds = [runtime.feed for runtime in harness.exchanges.values()]
+        counted = [0] * len(feeds)
         deadline = time.monotonic() + 3.5
         while time.monotonic() < deadline:
             unsynced = [r.book for r in replicas if not r.engine.synced]
             assert not unsynced, f"lost sync during a rollover: {unsynced}"
+            now = [feed.connection_totals().rollovers for feed in feeds]
+            assert all(n >= c for n, c in zip(now, counted, strict=True)), "a node's counters went down"
+            counted = now
             await asyncio.sleep(0.01)
         for replica in replicas:
             assert replica.stats.handovers >= 2, replica.stats
