@@ -32,6 +32,7 @@ from book_store.errors import StoreError
 
 VERSION = 1
 _HEADER = struct.Struct("<BQqqqHBHHII")
+_END = struct.Struct("<I")
 
 
 class BookStatus(IntEnum):
@@ -44,6 +45,9 @@ class BookStatus(IntEnum):
     @property
     def label(self) -> str:
         return self.name.lower()
+
+
+_STATUSES = frozenset(BookStatus)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,53 +92,86 @@ def _ends(levels: Sequence[bytes]) -> array[int]:
 
 
 class Snapshot:
-    """A decoded view over stored bytes: metadata parsed, levels left as bytes to slice."""
+    """A view over stored bytes that decodes only what a caller asks for.
 
-    __slots__ = ("_asks", "_bids", "ask_ends", "bid_ends", "meta", "raw")
+    A reader receives every published snapshot of the books it follows but serves few of them, so
+    construction only unpacks the header and checks version, status and length (a snapshot that
+    would fail later is rejected here, never while serving). The metadata object is built on first
+    access and levels are sliced out of ``raw`` per call.
+    """
+
+    __slots__ = ("_header", "_meta", "raw", "recency")
 
     def __init__(self, raw: bytes) -> None:
         try:
-            (version, update_id, event_time, ingest_time, publish_time, replica, status, n_bids, n_asks,
-             bids_len, asks_len) = _HEADER.unpack_from(raw)  # fmt: skip
+            header = _HEADER.unpack_from(raw)
         except struct.error as exc:
             raise StoreError("stored snapshot is truncated") from exc
+        (version, update_id, _, _, publish_time, _, status, n_bids, n_asks, bids_len, asks_len) = header
         if version != VERSION:
             raise StoreError(f"stored snapshot has codec version {version}, this reader knows {VERSION}")
-        offset = _HEADER.size
-        view = memoryview(raw)
-        self.bid_ends = view[offset : offset + 4 * n_bids].cast("I")
-        offset += 4 * n_bids
-        self.ask_ends = view[offset : offset + 4 * n_asks].cast("I")
-        offset += 4 * n_asks
-        self._bids = raw[offset : offset + bids_len]
-        self._asks = raw[offset + bids_len : offset + bids_len + asks_len]
+        if status not in _STATUSES:
+            raise StoreError(f"stored snapshot has an unknown status {status}")
+        size = _HEADER.size + 4 * (n_bids + n_asks) + bids_len + asks_len
+        if len(raw) != size:
+            raise StoreError(f"stored snapshot is {len(raw)} bytes, its header says {size}")
         self.raw = raw
-        self.meta = SnapshotMeta(
-            update_id=update_id,
-            event_time=None if event_time < 0 else event_time,
-            ingest_time=None if ingest_time < 0 else ingest_time,
-            publish_time=publish_time,
-            replica=replica,
-            status=BookStatus(status),
-        )
+        self._header: tuple[int, ...] = header
+        self._meta: SnapshotMeta | None = None
+        # Of two snapshots of one replica, the greater is the newer (compared on every message).
+        self.recency: tuple[int, int] = (publish_time, update_id)
+
+    @property
+    def meta(self) -> SnapshotMeta:
+        meta = self._meta
+        if meta is None:
+            _, update_id, event_time, ingest_time, publish_time, replica, status, *_ = self._header
+            meta = self._meta = SnapshotMeta(
+                update_id=update_id,
+                event_time=None if event_time < 0 else event_time,
+                ingest_time=None if ingest_time < 0 else ingest_time,
+                publish_time=publish_time,
+                replica=replica,
+                status=BookStatus(status),
+            )
+        return meta
 
     @property
     def depth(self) -> int:
         """Levels stored on the deeper side."""
-        return max(len(self.bid_ends), len(self.ask_ends))
+        *_, n_bids, n_asks, _, _ = self._header
+        return max(n_bids, n_asks)
+
+    @property
+    def bid_ends(self) -> memoryview:
+        """End offset of each bid level inside the bids blob."""
+        *_, n_bids, _, _, _ = self._header
+        return memoryview(self.raw)[_HEADER.size : _HEADER.size + 4 * n_bids].cast("I")
+
+    @property
+    def ask_ends(self) -> memoryview:
+        """End offset of each ask level inside the asks blob."""
+        *_, n_bids, n_asks, _, _ = self._header
+        start = _HEADER.size + 4 * n_bids
+        return memoryview(self.raw)[start : start + 4 * n_asks].cast("I")
 
     def bids(self, depth: int) -> bytes:
         """The best ``depth`` bids as JSON array items (no brackets)."""
-        return _slice(self._bids, self.bid_ends, depth)
+        *_, n_bids, n_asks, bids_len, _ = self._header
+        blob = _HEADER.size + 4 * (n_bids + n_asks)
+        return self._levels(_HEADER.size, n_bids, blob, bids_len, depth)
 
     def asks(self, depth: int) -> bytes:
         """The best ``depth`` asks as JSON array items (no brackets)."""
-        return _slice(self._asks, self.ask_ends, depth)
+        *_, n_bids, n_asks, bids_len, asks_len = self._header
+        blob = _HEADER.size + 4 * (n_bids + n_asks) + bids_len
+        return self._levels(_HEADER.size + 4 * n_bids, n_asks, blob, asks_len, depth)
 
-
-def _slice(blob: bytes, ends: memoryview, depth: int) -> bytes:
-    if depth <= 0 or not ends:
-        return b""
-    if depth >= len(ends):
-        return blob
-    return blob[: ends[depth - 1]]
+    def _levels(self, ends: int, count: int, blob: int, blob_len: int, depth: int) -> bytes:
+        """The best ``depth`` of a side's ``count`` levels: its end offsets start at ``ends`` in
+        ``raw``, its blob of ``blob_len`` bytes at ``blob``."""
+        if depth <= 0 or count == 0:
+            return b""
+        if depth < count:
+            blob_len = min(blob_len, _END.unpack_from(self.raw, ends + 4 * (depth - 1))[0])
+        return self.raw[blob : blob + blob_len]

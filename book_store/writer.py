@@ -25,6 +25,7 @@ from collections.abc import Callable
 import redis.asyncio as redis
 from redis.exceptions import RedisError
 
+from book_store.errors import StoreError
 from book_store.keys import BookKey
 
 log = logging.getLogger(__name__)
@@ -38,7 +39,9 @@ def encode_message(replica: int, snapshot: bytes) -> bytes:
 
 
 def decode_message(message: bytes) -> tuple[int, bytes]:
-    """Inverse of :func:`encode_message`."""
+    """Inverse of :func:`encode_message`; a message too short to name its replica is a StoreError."""
+    if len(message) < _REPLICA.size:
+        raise StoreError(f"change message is {len(message)} bytes, too short to name its replica")
     return _REPLICA.unpack_from(message)[0], message[_REPLICA.size :]
 
 

@@ -66,16 +66,13 @@ class Entry:
         self.touched = True
         self.watchers: set[Watcher] = set()
         # Rendered responses of the replica last served (see read_functions.book_view).
-        self.views: dict[tuple[int, str], BookView] = {}
+        self.views: dict[tuple[int, int], BookView] = {}
         self.views_of: Snapshot | None = None
 
     def apply(self, replica: int, snapshot: Snapshot) -> bool:
         """Keep ``snapshot`` unless the stored one was published later; True if it was kept."""
         old = self.replicas.get(replica)
-        if old is not None and (old.meta.publish_time, old.meta.update_id) > (
-            snapshot.meta.publish_time,
-            snapshot.meta.update_id,
-        ):
+        if old is not None and old.recency > snapshot.recency:
             return False
         self.replicas[replica] = snapshot
         return True
@@ -245,13 +242,13 @@ class BookCache:
                 handler(data)
             return
         self.messages += 1
-        try:
+        try:  # only the header is decoded here: most snapshots are replaced before anyone reads them
             replica, raw = decode_message(data)
             snapshot = Snapshot(raw)
-        except (StoreError, ValueError) as exc:
+        except StoreError as exc:
             log.warning("ignoring an undecodable change message for %s: %s", entry.book, exc)
             return
-        if entry.apply(replica, snapshot):
+        if entry.apply(replica, snapshot) and entry.watchers:
             for watcher in list(entry.watchers):
                 watcher.changed(entry)
 

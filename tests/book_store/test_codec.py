@@ -48,3 +48,39 @@ def test_corrupt_bytes_are_a_store_error() -> None:
     raw[0] = 99
     with pytest.raises(StoreError, match="version"):
         Snapshot(bytes(raw))
+
+
+def test_level_offsets_and_recency_come_from_the_header() -> None:
+    snap = Snapshot(encode_snapshot(META, BIDS, ASKS))
+    assert list(snap.bid_ends) == [len(b",".join(BIDS[: i + 1])) for i in range(len(BIDS))]
+    assert list(snap.ask_ends) == [len(ASKS[0])]
+    assert snap.recency == (META.publish_time, META.update_id)
+    assert snap.meta is snap.meta  # built once, on first use
+
+
+def test_later_publish_then_higher_update_id_is_more_recent() -> None:
+    def recency(update_id: int, publish_time: int) -> tuple[int, int]:
+        meta = SnapshotMeta(update_id, None, None, publish_time, 0, BookStatus.SYNCED)
+        return Snapshot(encode_snapshot(meta, [], [])).recency
+
+    assert recency(1, 2000) > recency(9, 1999)
+    assert recency(10, 2000) > recency(9, 2000)
+
+
+@pytest.mark.parametrize("cut", [1, 10, len(BIDS[0])])
+def test_a_truncated_snapshot_is_rejected_at_receipt(cut: int) -> None:
+    raw = encode_snapshot(META, BIDS, ASKS)
+    with pytest.raises(StoreError, match="header says"):
+        Snapshot(raw[:-cut])
+
+
+def test_trailing_bytes_are_rejected_at_receipt() -> None:
+    with pytest.raises(StoreError, match="header says"):
+        Snapshot(encode_snapshot(META, BIDS, ASKS) + b",")
+
+
+def test_an_unknown_status_is_rejected_at_receipt() -> None:
+    raw = bytearray(encode_snapshot(META, BIDS, ASKS))
+    raw[35] = 9  # the status byte: version, update id, three times and the replica come first
+    with pytest.raises(StoreError, match="status"):
+        Snapshot(bytes(raw))

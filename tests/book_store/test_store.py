@@ -12,6 +12,7 @@ import redis.asyncio as redis
 
 from book_store.catalog import MarketCatalog, MarketInfo
 from book_store.codec import BookStatus, Snapshot, SnapshotMeta, encode_snapshot
+from book_store.errors import StoreError
 from book_store.keys import BookKey, InvalidBookIdError
 from book_store.reader import BookReader, choose_replica
 from book_store.writer import BookWriter, decode_message
@@ -37,6 +38,12 @@ def test_keys_share_one_hash_slot_per_book() -> None:
 def test_keys_reject_names_that_break_the_schema(bad: str) -> None:
     with pytest.raises(InvalidBookIdError):
         BookKey("binance.com", bad)
+
+
+@pytest.mark.parametrize("message", [b"", b"\x01"])
+def test_a_message_too_short_to_name_its_replica_is_a_store_error(message: bytes) -> None:
+    with pytest.raises(StoreError, match="too short"):
+        decode_message(message)
 
 
 async def test_writer_batches_a_loop_turn_into_one_flush(redis_client: redis.Redis) -> None:

@@ -10,8 +10,9 @@ import pytest
 import redis.asyncio as redis
 
 from book_store.keys import BookKey
+from book_store.writer import encode_message
 from read_functions.change_feed import ChangeFeed
-from tests.read_functions.helpers import ETH, Stack, open_stack, snapshot
+from tests.read_functions.helpers import ETH, Stack, now_ms, open_stack, snapshot
 
 
 async def command_calls(client: redis.Redis) -> dict[str, int]:
@@ -120,3 +121,48 @@ async def test_the_feed_survives_pings_with_nothing_subscribed(clean_redis_url: 
         assert feed.connected and resets == []
     finally:
         await feed.close()
+
+
+async def test_undecodable_messages_are_ignored_never_served(stack: Stack, redis_client: redis.Redis) -> None:
+    headers = await stack.subscriber(ETH)
+    await stack.publish(ETH, 0, snapshot(1))
+    assert await read_update_id(stack, headers) == 1  # cached and subscribed
+    newer = snapshot(2)  # published later than the cached one: it would win if it were accepted
+    unknown_status = bytearray(newer)
+    unknown_status[35] = 9
+    snapshots = [newer[:-1], newer + b",", b"\x63" + newer[1:], bytes(unknown_status)]
+    bad = [b"\x00", *(encode_message(0, raw) for raw in snapshots)]
+    books, before = stack.deps.books, stack.deps.books.messages
+    for message in bad:
+        await redis_client.publish(ETH.channel, message)
+    deadline = time.monotonic() + 5
+    while books.messages < before + len(bad):
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.005)
+    assert await read_update_id(stack, headers) == 1
+    assert books.resets == 0
+    await stack.publish(ETH, 0, snapshot(3))
+    deadline = time.monotonic() + 5
+    while await read_update_id(stack, headers) != 3:
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.005)
+
+
+async def test_a_message_published_earlier_does_not_replace_a_later_one(stack: Stack) -> None:
+    headers = await stack.subscriber(ETH)
+    published = now_ms()
+    await stack.publish(ETH, 0, snapshot(5, publish_time=published))
+    assert await read_update_id(stack, headers) == 5
+    books, before = stack.deps.books, stack.deps.books.messages
+    await stack.publish(ETH, 0, snapshot(9, publish_time=published - 1))  # a late, older publish
+    await stack.publish(ETH, 0, snapshot(4, publish_time=published))  # same publish, lower update id
+    deadline = time.monotonic() + 5
+    while books.messages < before + 2:
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.005)
+    assert await read_update_id(stack, headers) == 5
+    await stack.publish(ETH, 0, snapshot(6, publish_time=published))
+    deadline = time.monotonic() + 5
+    while await read_update_id(stack, headers) != 6:
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.005)

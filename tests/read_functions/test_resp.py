@@ -41,3 +41,41 @@ def test_errors() -> None:
 
 def test_command() -> None:
     assert command(b"SUBSCRIBE", b"a", b"bc") == b"*3\r\n$9\r\nSUBSCRIBE\r\n$1\r\na\r\n$2\r\nbc\r\n"
+
+
+def message(channel: bytes, payload: bytes) -> bytes:
+    head = b"*3\r\n$7\r\nmessage\r\n$%d\r\n%b\r\n" % (len(channel), channel)
+    return head + b"$%d\r\n%b\r\n" % (len(payload), payload)
+
+
+# Change messages of a realistic size (payloads holding CRLF and RESP markers) around other replies.
+BIG = bytes(range(256)) * 8 + b"\r\n$5\r\n*3\r\n"
+A, B = b"ladder:{x|A}:chg", b"ladder:{x|B}:chg"
+FEED = message(A, BIG) + STREAM + message(B, BIG[::-1]) + message(b"c", b"")
+FEED_REPLIES = [[b"message", A, BIG], *REPLIES, [b"message", B, BIG[::-1]], [b"message", b"c", b""]]
+
+
+def test_large_messages_split_at_every_byte_boundary() -> None:
+    for split in range(1, len(FEED)):
+        parser = RespParser()
+        assert parser.feed(FEED[:split]) + parser.feed(FEED[split:]) == FEED_REPLIES, split
+
+
+def test_large_messages_in_three_pieces_and_byte_by_byte() -> None:
+    for first in range(0, len(FEED), 97):
+        for second in range(first, len(FEED), 389):
+            parser = RespParser()
+            pieces = (FEED[:first], FEED[first:second], FEED[second:])
+            assert [reply for piece in pieces for reply in parser.feed(piece)] == FEED_REPLIES
+    parser = RespParser()
+    assert [reply for i in range(len(FEED)) for reply in parser.feed(FEED[i : i + 1])] == FEED_REPLIES
+
+
+def test_a_channel_holding_a_carriage_return_is_parsed_in_full() -> None:
+    data = message(b"a\r\n$1\r\nb", b"payload")
+    assert RespParser().feed(data) == [[b"message", b"a\r\n$1\r\nb", b"payload"]]
+
+
+def test_a_length_that_is_not_a_number_is_a_resp_error() -> None:
+    with pytest.raises(RespError, match="not a RESP2 reply"):
+        RespParser().feed(b"$x1\r\nab\r\n")
