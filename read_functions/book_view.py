@@ -23,10 +23,12 @@ from read_functions.book_cache import Entry
 MAX_VIEWS = 16
 
 
-class Side(enum.Enum):
-    BOTH = "both"
-    BIDS = "bids"
-    ASKS = "asks"
+class Side(enum.IntEnum):
+    """Which side(s) a response carries (an int enum: it hashes as fast as the int it is)."""
+
+    BOTH = 0
+    BIDS = 1
+    ASKS = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +49,7 @@ def view_of(entry: Entry, snapshot: Snapshot, depth: int, side: Side) -> BookVie
     if entry.views_of is not snapshot:
         entry.views.clear()
         entry.views_of = snapshot
-    key = (depth, side.value)
+    key = (depth, side)
     view = entry.views.get(key)
     if view is None:
         if len(entry.views) >= MAX_VIEWS:
@@ -69,7 +71,7 @@ def render(book: BookKey, snapshot: Snapshot, depth: int, side: Side) -> BookVie
     if side is not Side.BIDS:
         parts += [b',"asks":[', snapshot.asks(depth), b"]"]
     parts.append(b"}")
-    etag = f'W/"{meta.update_id}.{meta.replica}.{depth}.{side.value}"'
+    etag = f'W/"{meta.update_id}.{meta.replica}.{depth}.{side.name.lower()}"'
     return BookView(head, b"".join(parts), etag, meta.publish_time)
 
 
