@@ -34,8 +34,11 @@ class ReadSettings(BaseSettings):
     auth_max_age_ms: int = Field(
         default=1000, ge=1, le=60_000, description="Keys and tenants: staleness bound."
     )
+    # Every subscription change made through the API is announced to every worker at once; this
+    # only bounds a change made behind the API's back. Reloading a tenant's thousands of
+    # subscriptions stalls a worker for milliseconds, so it is not done more often than needed.
     entitlements_max_age_ms: int = Field(
-        default=10_000,
+        default=60_000,
         ge=1,
         le=600_000,
         description="Subscriptions changed behind the API's back: staleness bound.",
