@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -84,6 +86,8 @@ class Stack:
         self.http.close()
         self.supervisor.stop()
         self.store.stop()
+        if not os.environ.get("LADDER_KEEP_TEST_LOGS"):  # set it to keep them for a post-mortem
+            shutil.rmtree(self.log_dir, ignore_errors=True)
 
 
 def start_stack(
