@@ -426,7 +426,7 @@ class DynamoControlStore:
             ExpressionAttributeValues={":pk": str_attr(f"TENANT#{tenant_id}"), ":sub": str_attr("SUB#")},
             ConsistentRead=True,
         )
-        return sorted((subscription_from(item) for item in items), key=lambda s: (s.exchange, s.market))
+        return sorted((subscription_from(item) for item in items), key=lambda s: s.book)
 
     @_translated
     async def desired_replicas(self) -> dict[BookRef, int]:

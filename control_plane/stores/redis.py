@@ -311,7 +311,7 @@ class RedisControlStore:
             subscriptions.append(
                 Subscription(tenant_id, book.exchange, book.market, int(replicas), int(created_at))
             )
-        return sorted(subscriptions, key=lambda s: (s.exchange, s.market))
+        return sorted(subscriptions, key=lambda s: s.book)
 
     @_translated
     async def desired_replicas(self) -> dict[BookRef, int]:
