@@ -75,6 +75,13 @@ class Bench:
         self.env.update(fake_venue_env(url))
         return url
 
+    def start_spot_venue(self, pairs: int, levels: int) -> str:
+        """A fake venue listing ``pairs`` spot markets ``levels`` deep, and nothing else, unthrottled."""
+        return self.start_fake_venue(
+            *("--spot-symbols", str(pairs), "--futures-symbols", "0", "--alpaca-symbols", "0"),
+            *("--rate", "0", "--levels", str(levels)),
+        )
+
     def start_node(self, node_id: str, **settings: str) -> Node:
         """An ingest node; ``settings`` are ``LADDER_*`` values (``depth_levels="20"``)."""
         port = free_port()
@@ -152,6 +159,16 @@ def cpu_seconds(pid: int) -> float:
     except OSError:
         return 0.0
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def trading_pairs(http: aiohttp.ClientSession, venue_url: str, count: int) -> list[str]:
+    """The first ``count`` trading spot pairs the (fake) venue lists."""
+    async with http.get(f"{venue_url}/api/v3/exchangeInfo") as response:
+        info = await response.json()
+    pairs = [s["symbol"] for s in info["symbols"] if s["status"] == "TRADING"][:count]
+    if len(pairs) < count:
+        raise RuntimeError(f"the fake venue lists only {len(pairs)} trading pairs")
+    return pairs
 
 
 def run(main: Coroutine[Any, Any, None]) -> None:

@@ -30,8 +30,7 @@ import aiohttp
 import redis.asyncio as redis
 
 from bench import harness
-from bench.harness import Bench, Node, cpu_seconds, scrape, total, wait_synced
-from bench.latency import _trading_pairs
+from bench.harness import Bench, Node, cpu_seconds, scrape, total, trading_pairs, wait_synced
 from bench.replay import Recording, ReplayVenue, record
 from bench.report import Report, at_least, median
 from book_store.codec import BookStatus
@@ -134,20 +133,9 @@ def parse_ceiling(recording: Recording) -> float:
 async def measure(args: argparse.Namespace, report: Report) -> None:
     runs: list[Run] = []
     with Bench() as bench:
-        venue = bench.start_fake_venue(
-            "--spot-symbols",
-            str(args.pairs),
-            "--futures-symbols",
-            "0",
-            "--alpaca-symbols",
-            "0",
-            "--rate",
-            "0",
-            "--levels",
-            str(args.levels),
-        )
+        venue = bench.start_spot_venue(args.pairs, args.levels)
         async with aiohttp.ClientSession() as http:
-            pairs = await _trading_pairs(http, venue, args.pairs)
+            pairs = await trading_pairs(http, venue, args.pairs)
             print(f"recording {args.frames} frames of {len(pairs)} books ...", flush=True)
             recording = await record(http, venue, pairs, args.frames)
             ceiling = parse_ceiling(recording)

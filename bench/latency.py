@@ -35,7 +35,7 @@ import aiohttp
 import redis.asyncio as redis
 
 from bench import harness
-from bench.harness import Bench, Node, cpu_seconds, scrape, total, wait_synced
+from bench.harness import Bench, Node, cpu_seconds, scrape, total, trading_pairs, wait_synced
 from bench.report import Report, below, median, percentiles
 from book_store.codec import BookStatus, Snapshot
 from book_store.writer import decode_message
@@ -175,21 +175,10 @@ async def measure(args: argparse.Namespace, report: Report) -> None:
     results: dict[tuple[str, str], list[dict[str, float]]] = {}
     over_time: dict[str, tuple[list[float], list[float]]] = {}
     with Bench() as bench:
-        url = bench.start_fake_venue(
-            "--spot-symbols",
-            str(args.pairs),
-            "--futures-symbols",
-            "0",
-            "--alpaca-symbols",
-            "0",
-            "--rate",
-            "0",
-            "--levels",
-            str(args.levels),
-        )
+        url = bench.start_spot_venue(args.pairs, args.levels)
         client = redis.Redis.from_url(bench.redis_url)
         async with aiohttp.ClientSession() as http:
-            pairs = await _trading_pairs(http, url, args.pairs)
+            pairs = await trading_pairs(http, url, args.pairs)
             venue = Venue(http, url, pairs, args.events_per_s)
             for depth, levels in DEPTHS.items():
                 node = bench.start_node("bench-latency", depth_levels=str(levels), exchanges=EXCHANGE)
@@ -256,15 +245,6 @@ async def _scenario(
         before, "ladder_ingest_resyncs_total"
     )
     return figures
-
-
-async def _trading_pairs(http: aiohttp.ClientSession, url: str, count: int) -> list[str]:
-    async with http.get(f"{url}/api/v3/exchangeInfo") as response:
-        info = await response.json()
-    pairs = [s["symbol"] for s in info["symbols"] if s["status"] == "TRADING"][:count]
-    if len(pairs) < count:
-        raise RuntimeError(f"the fake venue lists only {len(pairs)} trading pairs")
-    return pairs
 
 
 def _write(
