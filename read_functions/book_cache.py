@@ -143,7 +143,8 @@ class BookCache:
         if entry is not None and entry.live:
             entry.touched = True
             self.hits += 1
-            book_cache_hit.set(True)
+            if book_cache_hit.get() is not True:  # a set allocates; a hot connection sets it once
+                book_cache_hit.set(True)
             return entry
         self.misses += 1
         book_cache_hit.set(False)

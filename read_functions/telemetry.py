@@ -37,7 +37,8 @@ from read_functions.messages import Request
 LATENCY_BUCKETS_S = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)
 
 book_cache_hit: ContextVar[bool | None] = ContextVar("ladder_book_cache_hit", default=None)
-"""Set by the book cache while it serves a request; the request span reports it, then clears it."""
+"""Set by the book cache while it serves a request; the request span reports it, then clears it.
+Without tracing nobody reads it, so it is neither cleared nor set again to the value it holds."""
 
 
 class Telemetry:
@@ -88,10 +89,10 @@ class Telemetry:
         if latency is None:
             latency = self._latency_by_route[route] = self._latency.series({"route": route})
         latency.record(seconds)
-        hit = book_cache_hit.get()
-        if hit is not None:
-            book_cache_hit.set(None)  # the next request of this connection starts unknown
         if self._tracer is not None:
+            hit = book_cache_hit.get()
+            if hit is not None:
+                book_cache_hit.set(None)  # the next request of this connection starts unknown
             self._trace(request, route, status, seconds, tenant, hit)
 
     def gauge(self, name: str, help_text: str, read: Callable[[], float]) -> None:
