@@ -45,6 +45,18 @@ class PayloadTooLargeError(ApiError):
     code = "payload_too_large"
 
 
+class RequestTimeoutError(ApiError):
+    """A request that did not arrive completely in time; the connection is closed after it."""
+
+    code = "request_timeout"
+
+
+class HeadersTooLargeError(ApiError):
+    """A request line and headers over the limit; refused before they are parsed further."""
+
+    code = "headers_too_large"
+
+
 STATUS_BY_ERROR: dict[type[BaseException], int] = {
     InvalidRequestError: 400,
     InvalidBookIdError: 400,
@@ -52,9 +64,11 @@ STATUS_BY_ERROR: dict[type[BaseException], int] = {
     ForbiddenError: 403,
     NotFoundError: 404,
     MethodNotAllowedError: 405,
+    RequestTimeoutError: 408,
     ConflictError: 409,
     PayloadTooLargeError: 413,
     LimitExceededError: 422,
+    HeadersTooLargeError: 431,
     RateLimitedError: 429,
     BookNotSyncedError: 503,
     BookTooOldError: 503,

@@ -30,15 +30,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.process import BaseProcess
 
-from aiohttp import web
-
 from book_store.heap import freeze_survivors
 from book_store.server import die_with_parent
 from control_plane.errors import ConfigurationError
-from read_functions.aiohttp_app import AiohttpAdapter
 from read_functions.compat import CompatTenant
 from read_functions.deps import Deps
 from read_functions.dispatch import Dispatcher, reset_request_ids
+from read_functions.http1 import Http1Server
 from read_functions.routes import COMPAT_ROUTES, ROUTES
 from read_functions.routing import Router
 from read_functions.settings import ReadSettings, load_settings
@@ -101,7 +99,7 @@ async def serve_worker(
 ) -> None:
     """Serve both listeners in this process until cancelled."""
     deps = await Deps.open(settings)
-    runners: list[web.ServerRunner] = []
+    servers: list[Http1Server] = []
     heap: asyncio.Task[None] | None = None
     try:
         dispatchers = [(main, Dispatcher(Router(ROUTES), deps))]
@@ -109,11 +107,9 @@ async def serve_worker(
             compat_source = CompatTenant(deps, settings.compat_tenant)
             dispatchers.append((compat, Dispatcher(Router(COMPAT_ROUTES), deps, compat_source)))
         for listener, dispatcher in dispatchers:
-            adapter = AiohttpAdapter(dispatcher, deps, secure=listener.tls is not None)
-            runner = web.ServerRunner(adapter.server(), handle_signals=False)
-            await runner.setup()
-            runners.append(runner)
-            await web.SockSite(runner, listener.socket_for(worker), ssl_context=listener.tls).start()
+            server = Http1Server(dispatcher, deps, secure=listener.tls is not None)
+            servers.append(server)
+            await server.start(listener.socket_for(worker), listener.tls)
         gc.freeze()  # what exists now lives as long as the worker: keep it out of every collection
         heap = asyncio.get_running_loop().create_task(freeze_survivors())
         ready()
@@ -121,8 +117,8 @@ async def serve_worker(
     finally:
         if heap is not None:
             heap.cancel()
-        for runner in runners:
-            await runner.cleanup()
+        for server in servers:
+            await server.close()
         await deps.close()
 
 

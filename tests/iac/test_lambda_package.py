@@ -76,6 +76,7 @@ NOT_IN_ZIP = (
 )
 NOT_IN_ZIP_FILES = (
     "read_functions/aiohttp_app.py",
+    "read_functions/http1.py",
     "read_functions/server.py",
     "read_functions/__main__.py",
     "read_functions/packaging.py",
@@ -298,7 +299,7 @@ def test_handler_imports_only_the_read_path() -> None:
         "control_plane.service",
         "book_store.reader",
     } <= set(graph.modules)
-    left_out = {"read_functions.aiohttp_app", "read_functions.server", "read_functions.packaging",
+    left_out = {"read_functions.aiohttp_app", "read_functions.http1", "read_functions.server", "read_functions.packaging",
                 "control_plane.cli", "control_plane.supervisor", "book_store.server"}  # fmt: skip
     assert not left_out & set(graph.modules)
     assert {name.split(".")[0] for name in graph.modules} == {"read_functions", "control_plane", "book_store"}

@@ -10,16 +10,15 @@ from typing import Any
 import aiohttp
 import jsonschema
 import redis.asyncio as redis
-from aiohttp import web
 
 from book_store.catalog import MarketCatalog, MarketInfo
 from book_store.codec import BookStatus, SnapshotMeta, encode_snapshot
 from book_store.keys import BookKey
 from book_store.writer import BookWriter
-from read_functions.aiohttp_app import AiohttpAdapter
 from read_functions.compat import CompatTenant
 from read_functions.deps import Deps
 from read_functions.dispatch import Dispatcher
+from read_functions.http1 import Http1Server
 from read_functions.routes import COMPAT_ROUTES, ROUTES
 from read_functions.routing import Router
 from read_functions.schemas import COMPONENTS
@@ -76,7 +75,7 @@ class Stack:
     http: aiohttp.ClientSession
     store: redis.Redis
     writer: BookWriter
-    runners: list[web.ServerRunner]
+    servers: list[Http1Server]
 
     admin = {"Authorization": f"Bearer {ADMIN_KEY}"}
 
@@ -113,8 +112,8 @@ class Stack:
 
     async def close(self) -> None:
         await self.http.close()
-        for runner in self.runners:
-            await runner.cleanup()
+        for server in self.servers:
+            await server.close()
         await self.deps.close()
         await self.writer.close()
 
@@ -127,17 +126,16 @@ async def open_stack(redis_url: str, store: redis.Redis, **overrides: Any) -> St
     await MarketCatalog(store).replace("binance.com", [m for m in MARKETS if m.exchange == "binance.com"])
     await MarketCatalog(store).replace("alpaca-crypto", [m for m in MARKETS if m.exchange == "alpaca-crypto"])
     deps = await Deps.open(settings(redis_url, **overrides))
-    runners = []
+    servers = []
     urls = []
     for routes, source in ((ROUTES, None), (COMPAT_ROUTES, CompatTenant(deps, deps.settings.compat_tenant))):
         listener = bind("test", "127.0.0.1", 0, 1, None)
-        runner = web.ServerRunner(AiohttpAdapter(Dispatcher(Router(routes), deps, source), deps).server())
-        await runner.setup()
-        await web.SockSite(runner, listener.sockets[0]).start()
-        runners.append(runner)
+        server = Http1Server(Dispatcher(Router(routes), deps, source), deps, secure=False)
+        await server.start(listener.sockets[0], None)
+        servers.append(server)
         urls.append(listener.url)
     http = aiohttp.ClientSession(auto_decompress=False, skip_auto_headers=("Accept-Encoding",))
-    return Stack(deps, urls[0], urls[1], http, store, BookWriter(store), runners)
+    return Stack(deps, urls[0], urls[1], http, store, BookWriter(store), servers)
 
 
 class ServerProcess:
