@@ -25,8 +25,8 @@ from __future__ import annotations
 import struct
 from array import array
 from collections.abc import Sequence
-from dataclasses import dataclass
 from enum import IntEnum
+from typing import NamedTuple
 
 from book_store.errors import StoreError
 
@@ -47,12 +47,12 @@ class BookStatus(IntEnum):
         return self.name.lower()
 
 
-_STATUSES = frozenset(BookStatus)
+_STATUS_BY_CODE = {int(status): status for status in BookStatus}
 
 
-@dataclass(frozen=True, slots=True)
-class SnapshotMeta:
-    """What a snapshot says about itself, besides its levels."""
+class SnapshotMeta(NamedTuple):
+    """What a snapshot says about itself, besides its levels (a named tuple: a reader builds one
+    per snapshot it serves, and a tuple is built several times faster than a frozen dataclass)."""
 
     update_id: int
     event_time: int | None
@@ -110,7 +110,7 @@ class Snapshot:
         (version, update_id, _, _, publish_time, _, status, n_bids, n_asks, bids_len, asks_len) = header
         if version != VERSION:
             raise StoreError(f"stored snapshot has codec version {version}, this reader knows {VERSION}")
-        if status not in _STATUSES:
+        if status not in _STATUS_BY_CODE:
             raise StoreError(f"stored snapshot has an unknown status {status}")
         size = _HEADER.size + 4 * (n_bids + n_asks) + bids_len + asks_len
         if len(raw) != size:
@@ -127,12 +127,12 @@ class Snapshot:
         if meta is None:
             _, update_id, event_time, ingest_time, publish_time, replica, status, *_ = self._header
             meta = self._meta = SnapshotMeta(
-                update_id=update_id,
-                event_time=None if event_time < 0 else event_time,
-                ingest_time=None if ingest_time < 0 else ingest_time,
-                publish_time=publish_time,
-                replica=replica,
-                status=BookStatus(status),
+                update_id,
+                None if event_time < 0 else event_time,
+                None if ingest_time < 0 else ingest_time,
+                publish_time,
+                replica,
+                _STATUS_BY_CODE[status],
             )
         return meta
 

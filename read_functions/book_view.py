@@ -10,11 +10,12 @@ or re-encoded here.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+import functools
+from typing import NamedTuple
 
 import orjson
 
-from book_store.codec import Snapshot
+from book_store.codec import BookStatus, Snapshot
 from book_store.keys import BookKey
 from read_functions.book_cache import Entry
 
@@ -31,9 +32,9 @@ class Side(enum.IntEnum):
     ASKS = 2
 
 
-@dataclass(frozen=True, slots=True)
-class BookView:
-    """The pre-rendered pieces of one (snapshot, depth, side) response."""
+class BookView(NamedTuple):
+    """The pre-rendered pieces of one (snapshot, depth, side) response (a named tuple: with
+    books changing faster than they are read, one is built for almost every read)."""
 
     head: bytes
     tail: bytes
@@ -59,21 +60,29 @@ def view_of(entry: Entry, snapshot: Snapshot, depth: int, side: Side) -> BookVie
 
 
 def render(book: BookKey, snapshot: Snapshot, depth: int, side: Side) -> BookView:
-    meta = snapshot.meta
-    head = b"".join((
-        b'{"exchange":', orjson.dumps(book.exchange), b',"market":', orjson.dumps(book.market),
-        b',"update_id":%d,"event_time":%b,"ingest_time":%b,"publish_time":%d,"age_ms":'
-        % (meta.update_id, _opt(meta.event_time), _opt(meta.ingest_time), meta.publish_time),
-    ))  # fmt: skip
-    parts = [b',"replica":%d,"status":"%b"' % (meta.replica, meta.status.label.encode())]
+    update_id, event_time, ingest_time, publish_time, replica, status = snapshot.meta
+    head = b'%b"update_id":%d,"event_time":%b,"ingest_time":%b,"publish_time":%d,"age_ms":' % (
+        _names_json(book),
+        update_id,
+        b"null" if event_time is None else b"%d" % event_time,
+        b"null" if ingest_time is None else b"%d" % ingest_time,
+        publish_time,
+    )
+    parts = [b',"replica":%d,"status":%b' % (replica, _STATUS_JSON[status])]
     if side is not Side.ASKS:
         parts += [b',"bids":[', snapshot.bids(depth), b"]"]
     if side is not Side.BIDS:
         parts += [b',"asks":[', snapshot.asks(depth), b"]"]
     parts.append(b"}")
-    etag = f'W/"{meta.update_id}.{meta.replica}.{depth}.{side.name.lower()}"'
-    return BookView(head, b"".join(parts), etag, meta.publish_time)
+    etag = f'W/"{update_id}.{replica}.{depth}.{_SIDE_NAMES[side]}"'
+    return BookView(head, b"".join(parts), etag, publish_time)
 
 
-def _opt(value: int | None) -> bytes:
-    return b"null" if value is None else b"%d" % value
+@functools.lru_cache(maxsize=16384)
+def _names_json(book: BookKey) -> bytes:
+    """``{"exchange":...,"market":...,`` of a book: the same for every snapshot of it."""
+    return b'{"exchange":%b,"market":%b,' % (orjson.dumps(book.exchange), orjson.dumps(book.market))
+
+
+_STATUS_JSON = {status: orjson.dumps(status.label) for status in BookStatus}
+_SIDE_NAMES = {side: side.name.lower() for side in Side}
