@@ -6,12 +6,15 @@ A private Valkey holds 2000 synthetic books (100 levels a side), all ``synced`` 
 a writer process that republishes every book each second (the hot one 20 times a second), as
 ingest nodes do, so every read worker also applies ~2000 change messages a second. The real
 ``python -m read_functions --workers 2`` serves them to one tenant subscribed to all 2000.
-Three loads run side by side, ``--rounds`` times, 50 connections each:
+Four loads run side by side, ``--rounds`` times, 50 connections each:
 
 1. *ceiling*: plain aiohttp (its low-level server) + uvloop, two SO_REUSEPORT workers, answering
-   every request with a precomputed body of the same size as the hot book's;
-2. *hot*: one market, ``depth=100``;
-3. *random*: a market drawn at random among the 2000 for every request.
+   every request with a precomputed body of the same size as the hot book's; the targets are
+   set against it;
+2. *ladder-static*: the same body through the read API's own HTTP/1.1 protocol
+   (:mod:`read_functions.http1`), so the report also shows what the core costs on top of it;
+3. *hot*: one market, ``depth=100``;
+4. *random*: a market drawn at random among the 2000 for every request.
 
 The load generator is ``wrk`` when it is on PATH (one thread, so that it takes as little as
 possible of the two cores; a Lua script draws the random markets and reports exact
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import multiprocessing
 import os
@@ -48,6 +52,8 @@ from book_store.codec import BookStatus, SnapshotMeta, encode_snapshot
 from book_store.keys import BookKey
 from book_store.writer import BookWriter
 from control_plane.supervisor import Child, child_env
+from read_functions.http1 import Http1Server
+from read_functions.messages import Request, Response
 from read_functions.server import Listener, bind
 
 EXCHANGE = "binance.com"
@@ -56,6 +62,7 @@ ADMIN_KEY = "ldr_admin_bench_0123456789abcdef"
 PEPPER = "bench-pepper-0123456789abcdef0123"
 DEPTH = 100
 CONNECTIONS = 50
+STATIC_LOADS = {"ceiling": "aiohttp", "ladder-static": "ladder"}  # load name -> protocol serving it
 UBDCC = "UBDCC, same machine kind: 134 req/s hot (1.7 % of its ceiling), p99 ~530 ms"
 
 
@@ -164,15 +171,26 @@ async def tenant_key(base_url: str, markets: list[str]) -> str:
     return key
 
 
-# -- the ceiling: aiohttp's low-level server returning a precomputed body -------------------------
-def serve_static(listener: Listener, worker: int, body: bytes) -> None:
+# -- the static-body servers: a precomputed body through aiohttp, and through Ladder's protocol ----
+def serve_static(listener: Listener, worker: int, body: bytes, protocol: str) -> None:
+    """One worker answering every request with ``body``: ``aiohttp`` (its low-level server, the
+    ceiling the targets are set against) or ``ladder`` (the read API's own HTTP/1.1 protocol)."""
+
     async def handle(request: web.BaseRequest) -> web.Response:
         return web.Response(body=body, content_type="application/json")
 
+    async def answer(request: Request) -> Response:
+        return Response(200, body)
+
     async def run() -> None:
-        runner = web.ServerRunner(web.Server(handle, access_log=None), handle_signals=False)
-        await runner.setup()
-        await web.SockSite(runner, listener.socket_for(worker)).start()
+        if protocol == "ladder":
+            await Http1Server(answer, max_body_bytes=1024, secure=False).start(
+                listener.socket_for(worker), None
+            )
+        else:
+            runner = web.ServerRunner(web.Server(handle, access_log=None), handle_signals=False)
+            await runner.setup()
+            await web.SockSite(runner, listener.socket_for(worker)).start()
         await asyncio.Event().wait()
 
     import uvloop
@@ -269,22 +287,25 @@ async def main(args: argparse.Namespace) -> None:
             http.get(read_url + hot_path, headers={"X-API-Key": key}) as r,
         ):
             body = await r.read()
-        static = bind("static", "127.0.0.1", 0, args.workers, None)
-        ceiling = [context.Process(target=serve_static, args=(static, w, body), daemon=True)
-                   for w in range(args.workers)]  # fmt: skip
-        for process in ceiling:
+        statics = {
+            name: bind(name, "127.0.0.1", 0, args.workers, None) for name in ("ceiling", "ladder-static")
+        }
+        static_processes = {
+            name: [context.Process(target=serve_static, args=(statics[name], w, body, protocol), daemon=True)
+                   for w in range(args.workers)]
+            for name, protocol in STATIC_LOADS.items()
+        }  # fmt: skip
+        for process in itertools.chain(*static_processes.values()):
             process.start()
         await asyncio.sleep(1.0)
 
         read_parent = bench.supervisor.children[-1].proc
         assert read_parent is not None
-        servers = {
-            "ceiling": [p.pid for p in ceiling if p.pid is not None],
-            "read": children(read_parent.pid),
-        }
+        servers = {name: [p.pid for p in ps if p.pid is not None] for name, ps in static_processes.items()}
+        servers["read"] = children(read_parent.pid)
 
         async def load(name: str, base: str, paths: Sequence[str], seconds: float) -> Run:
-            pids = servers["ceiling" if name == "ceiling" else "read"]
+            pids = servers.get(name, servers["read"])
             cpu_before = sum(cpu_seconds(pid) for pid in pids)
             if generator == "wrk":
                 run = await asyncio.to_thread(run_wrk, name, base, paths, key, seconds, Path(tmp))
@@ -299,7 +320,10 @@ async def main(args: argparse.Namespace) -> None:
             rounds: list[dict[str, Run]] = []
             for number in range(args.rounds):
                 runs = {
-                    "ceiling": await load("ceiling", static.url, [hot_path], args.seconds),
+                    "ceiling": await load("ceiling", statics["ceiling"].url, [hot_path], args.seconds),
+                    "ladder-static": await load(
+                        "ladder-static", statics["ladder-static"].url, [hot_path], args.seconds
+                    ),
                     "hot": await load("hot", read_url, [hot_path], args.seconds),
                     "random": await load("random", read_url, random_paths, args.seconds),
                 }
@@ -308,7 +332,7 @@ async def main(args: argparse.Namespace) -> None:
                     f"{n} {r.rps:,.0f} req/s p99 {r.p99_ms:.1f} ms {r.cpu_us_per_request:.0f} us CPU/req"
                     for n, r in runs.items()), flush=True)  # fmt: skip
         finally:
-            for process in (*ceiling, writer):
+            for process in (*itertools.chain(*static_processes.values()), writer):
                 process.terminate()
                 process.join(5)
     summarize(report, rounds, body, generator)
@@ -337,8 +361,16 @@ def summarize(report: Report, rounds: list[dict[str, Run]], body: bytes, generat
     report.figure("random p50", med("random", "p50_ms"), "ms")
     report.figure("random p99", med("random", "p99_ms"), "ms", below(25, "ms"))
     report.figure("errors (non-2xx, socket)", errors, "", below(1, ""))
-    cpu = {name: med(name, "cpu_us_per_request") for name in ("ceiling", "hot", "random")}
+    own_share = median([100 * r["hot"].rps / r["ladder-static"].rps for r in rounds]) or 0.0
+    report.figure(
+        "static body through Ladder's own protocol", med("ladder-static", "rps"), "req/s",
+        reference="what the read path's HTTP layer alone can do",
+    )  # fmt: skip
+    report.figure("hot / static through Ladder's protocol (same round)", own_share, "%",
+                  reference="the share of the HTTP layer's capacity left after the core")  # fmt: skip
+    cpu = {name: med(name, "cpu_us_per_request") for name in ("ceiling", "ladder-static", "hot", "random")}
     report.figure("server CPU per request: ceiling", cpu["ceiling"], "us")
+    report.figure("server CPU per request: static through Ladder's protocol", cpu["ladder-static"], "us")
     report.figure("server CPU per request: hot", cpu["hot"], "us")
     report.figure("server CPU per request: random", cpu["random"], "us")
     report.figure("ceiling CPU / hot CPU per request", 100 * cpu["ceiling"] / max(cpu["hot"], 1e-9), "%",
@@ -352,6 +384,11 @@ def summarize(report: Report, rounds: list[dict[str, Run]], body: bytes, generat
     )
     report.note(
         f"Body: {len(body)} bytes (depth {DEPTH} a side). The ceiling serves the same bytes from memory."
+    )
+    report.note(
+        "The ceiling is plain aiohttp, as the targets define it. The read API no longer runs on aiohttp's "
+        "request machinery but on its own HTTP/1.1 protocol (read_functions/http1.py), so the same body "
+        "through that protocol is reported too: the gap between it and the hot market is what the core costs."
     )
     report.data["rounds"] = [{n: vars(r) for n, r in rs.items()} for rs in rounds]
 

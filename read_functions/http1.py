@@ -31,6 +31,7 @@ import asyncio
 import contextlib
 import ssl
 from collections import deque
+from collections.abc import Awaitable, Callable
 from email.utils import formatdate
 from http import HTTPStatus
 from socket import socket
@@ -51,6 +52,8 @@ from read_functions.errors import (
     error_response,
 )
 from read_functions.messages import Request, Response, parse_query
+
+Core = Callable[[Request], Awaitable[Response]]
 
 MAX_HEAD_BYTES = 32 * 1024
 MAX_PIPELINED = 16
@@ -100,30 +103,39 @@ class Http1Server:
 
     def __init__(
         self,
-        dispatcher: Dispatcher,
-        deps: Deps,
+        core: Core,
         *,
+        max_body_bytes: int,
         secure: bool,
+        upgrades: AiohttpAdapter | None = None,
         keepalive_timeout_s: float = KEEPALIVE_TIMEOUT_S,
         request_timeout_s: float = REQUEST_TIMEOUT_S,
     ) -> None:
-        self.dispatcher = dispatcher
+        self.core = core
+        self.max_body = max_body_bytes
+        self.scheme = "https://" if secure else "http://"
         self.keepalive_timeout_s = keepalive_timeout_s
         self.request_timeout_s = request_timeout_s
-        self.scheme = "https://" if secure else "http://"
-        self.max_body = deps.settings.max_body_bytes
         self.connections: set[Http1Connection] = set()
         self.now = 0.0  # the coarse clock: loop time, advanced once a second
         self.date = ""
-        self._adapter = AiohttpAdapter(dispatcher, deps, secure=secure)
+        self._adapter = upgrades
         self._upgrades: web.Server | None = None
         self._listening: asyncio.Server | None = None
         self._clock: asyncio.Task[None] | None = None
         self._drained: asyncio.Event | None = None  # set at shutdown, once no connection is left
 
+    @classmethod
+    def for_api(cls, dispatcher: Dispatcher, deps: Deps, *, secure: bool, **timeouts: float) -> Http1Server:
+        """The read API's server: the core answers requests, aiohttp runs WebSocket streams."""
+        adapter = AiohttpAdapter(dispatcher, deps, secure=secure)
+        max_body = deps.settings.max_body_bytes
+        return cls(dispatcher, max_body_bytes=max_body, secure=secure, upgrades=adapter, **timeouts)
+
     async def start(self, sock: socket, tls: ssl.SSLContext | None) -> None:
         loop = asyncio.get_running_loop()
-        self._upgrades = self._adapter.server()
+        if self._adapter is not None:
+            self._upgrades = self._adapter.server()
         self._tick()
         self._listening = await loop.create_server(lambda: Http1Connection(self), sock=sock, ssl=tls)
         self._clock = loop.create_task(self._run_clock())
@@ -133,6 +145,10 @@ class Http1Server:
         self.connections.discard(connection)
         if self._drained is not None and not self.connections:
             self._drained.set()
+
+    @property
+    def can_upgrade(self) -> bool:
+        return self._adapter is not None
 
     def hand_over(self) -> asyncio.Protocol:
         """A fresh aiohttp protocol for a connection that upgrades to WebSocket."""
@@ -215,6 +231,9 @@ class Http1Connection(asyncio.Protocol):
         try:
             self._parser.feed_data(data)
         except httptools.HttpParserUpgrade as upgrade:
+            if not self._server.can_upgrade:
+                self._refuse(InvalidRequestError("this server does not upgrade connections"))
+                return
             self._upgrade = self._request_head() + data[upgrade.args[0] :]
             self._pause_reading()
             self._answer_next()
@@ -328,7 +347,7 @@ class Http1Connection(asyncio.Protocol):
 
     async def _answer(self, answer: _Answer, request: Request) -> None:
         try:
-            response = await self._server.dispatcher(request)
+            response = await self._server.core(request)
             if response.stream is not None:
                 response = error_response(
                     InvalidRequestError("a stream needs a WebSocket upgrade (Connection: Upgrade)"),
@@ -389,9 +408,9 @@ class Http1Connection(asyncio.Protocol):
         """Give the connection, and the bytes read for it, to aiohttp for the rest of its life."""
         transport, data = self._transport, self._upgrade
         assert transport is not None and data is not None
+        protocol = self._server.hand_over()
         self._closed = True
         self._server.forget(self)
-        protocol = self._server.hand_over()
         transport.set_protocol(protocol)
         protocol.connection_made(transport)
         protocol.data_received(data)

@@ -107,7 +107,7 @@ async def serve_worker(
             compat_source = CompatTenant(deps, settings.compat_tenant)
             dispatchers.append((compat, Dispatcher(Router(COMPAT_ROUTES), deps, compat_source)))
         for listener, dispatcher in dispatchers:
-            server = Http1Server(dispatcher, deps, secure=listener.tls is not None)
+            server = Http1Server.for_api(dispatcher, deps, secure=listener.tls is not None)
             servers.append(server)
             await server.start(listener.socket_for(worker), listener.tls)
         gc.freeze()  # what exists now lives as long as the worker: keep it out of every collection

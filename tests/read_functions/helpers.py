@@ -130,7 +130,7 @@ async def open_stack(redis_url: str, store: redis.Redis, **overrides: Any) -> St
     urls = []
     for routes, source in ((ROUTES, None), (COMPAT_ROUTES, CompatTenant(deps, deps.settings.compat_tenant))):
         listener = bind("test", "127.0.0.1", 0, 1, None)
-        server = Http1Server(Dispatcher(Router(routes), deps, source), deps, secure=False)
+        server = Http1Server.for_api(Dispatcher(Router(routes), deps, source), deps, secure=False)
         await server.start(listener.sockets[0], None)
         servers.append(server)
         urls.append(listener.url)
