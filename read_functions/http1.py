@@ -136,7 +136,7 @@ class Http1Server:
         loop = asyncio.get_running_loop()
         if self._adapter is not None:
             self._upgrades = self._adapter.server()
-        self._tick()
+        self.tick()
         self._listening = await loop.create_server(lambda: Http1Connection(self), sock=sock, ssl=tls)
         self._clock = loop.create_task(self._run_clock())
 
@@ -172,14 +172,15 @@ class Http1Server:
         if self._upgrades is not None:
             await self._upgrades.shutdown(grace_s)
 
-    def _tick(self) -> None:
+    def tick(self) -> None:
+        """Advance the coarse clock and the Date header (``start`` does it, then once a second)."""
         self.now = asyncio.get_running_loop().time()
         self.date = formatdate(usegmt=True)
 
     async def _run_clock(self) -> None:
         while True:
             await asyncio.sleep(1.0)
-            self._tick()
+            self.tick()
             for connection in list(self.connections):
                 connection.check_timeouts(self.now)
 
@@ -203,7 +204,8 @@ class Http1Connection(asyncio.Protocol):
         # The request being parsed:
         self._started: float | None = None  # coarse time its first byte came; None between requests
         self._in_head = False
-        self._head_bytes = 0
+        self._head_bytes = 0  # the size of its URL and complete headers
+        self._unparsed = 0  # bytes read since the parser last completed a part of its head
         self._url: list[bytes] = []
         self._headers: dict[str, str] = {}
         self._body: bytearray | None = None
@@ -224,10 +226,7 @@ class Http1Connection(asyncio.Protocol):
         if self._closed or self._transport is None or self._transport.is_closing():
             return
         if self._in_head:
-            self._head_bytes += len(data)
-            if self._head_bytes > MAX_HEAD_BYTES:
-                self._refuse(HeadersTooLargeError(f"the request head may be at most {MAX_HEAD_BYTES} bytes"))
-                return
+            self._unparsed += len(data)
         try:
             self._parser.feed_data(data)
         except httptools.HttpParserUpgrade as upgrade:
@@ -242,6 +241,10 @@ class Http1Connection(asyncio.Protocol):
             if not isinstance(cause, ApiError):
                 cause = InvalidRequestError(f"malformed HTTP: {exc}")
             self._refuse(cause)
+        else:
+            # httptools holds a header back until it ends: one that never ends is refused here
+            if self._in_head and self._head_bytes + self._unparsed > MAX_HEAD_BYTES:
+                self._refuse(_head_too_large())
 
     def eof_received(self) -> bool:
         """The client will send no more; answer what it sent, then close."""
@@ -259,15 +262,19 @@ class Http1Connection(asyncio.Protocol):
     def on_message_begin(self) -> None:
         self._started = self._server.now
         self._in_head = True
-        self._head_bytes = 0
+        self._head_bytes = self._unparsed = 0
         self._url = []
         self._headers = {}
         self._body = None
 
     def on_url(self, url: bytes) -> None:
         self._url.append(url)
+        self._head_bytes += len(url)
+        self._unparsed = 0
 
     def on_header(self, name: bytes, value: bytes) -> None:
+        self._head_bytes += len(name) + len(value) + 4  # ": " and CRLF
+        self._unparsed = 0
         key = name.decode("latin-1").lower()
         text = value.decode("latin-1")
         headers = self._headers
@@ -275,6 +282,8 @@ class Http1Connection(asyncio.Protocol):
 
     def on_headers_complete(self) -> None:
         self._in_head = False
+        if self._head_bytes > MAX_HEAD_BYTES:
+            raise _head_too_large()
         if self._parser.should_upgrade():
             return
         length = self._headers.get("content-length")
@@ -442,6 +451,10 @@ class Http1Connection(asyncio.Protocol):
         if self._transport is not None:
             self._transport.close()
         self._server.forget(self)
+
+
+def _head_too_large() -> HeadersTooLargeError:
+    return HeadersTooLargeError(f"the request head may be at most {MAX_HEAD_BYTES} bytes")
 
 
 def _origin_form(url: str) -> str:
