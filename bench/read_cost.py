@@ -4,19 +4,26 @@ Theory of operation
 -------------------
 ``ladder bench read`` measures whole servers under load, so its figures include the kernel, the
 load generator and the scheduler. This benchmark answers the question behind them: of the CPU one
-book read costs, how much is aiohttp itself and how much is Ladder? Raw HTTP requests are fed
-straight into aiohttp's own protocol handler (``web.Server``), whose responses go to an in-memory
-transport, so every byte of aiohttp's parsing and response writing runs, and nothing else. Four
-handlers answer the same request, each adding one layer:
+book read costs, how much is the HTTP protocol and how much is Ladder's core? Raw HTTP requests
+are fed straight into a protocol object (``connection_made`` with an in-memory transport, then
+``data_received``) and the answer is awaited as it is written, so every byte of parsing, the core
+and response writing runs, and nothing else. The read API serves HTTP/1.1 with its own protocol
+(:class:`read_functions.http1.Http1Connection`); aiohttp is kept as the reference, since the read
+benchmark's ceiling and targets are set against it. Four layers answer the same request:
 
-1. *static*: a ``web.Response`` of a precomputed body (what the read benchmark's ceiling serves);
-2. *static + headers*: the same with the six headers a book response carries besides it;
-3. *adapter*: Ladder's aiohttp adapter around a core that returns that response at once;
-4. *full*: the real core reading one hot, cached book at depth 100 (the change feed idle).
+1. *aiohttp static*: aiohttp's low-level server answering a precomputed body (the ceiling);
+2. *ladder static*: the same body through Ladder's protocol, from a core that answers at once
+   (the protocol's own cost);
+3. *ladder + book headers*: the same with the six headers a book response carries besides it;
+4. *full*: the read API's server (``Http1Server.for_api``) and real core reading one hot, cached
+   book at depth 100 (the change feed idle).
 
-Each runs ``--requests`` requests per round, the best of ``--rounds`` rounds counts (process CPU
-time, so other work on the machine matters little). Run it under ``valgrind --tool=cachegrind``
-with a smaller ``--requests`` for instruction counts that do not depend on the machine at all.
+Ladder's servers are never started (no listener, no clock task): their coarse clock is set once,
+as ``start()`` would set it. Each layer runs ``--requests`` requests per round, the layers taking
+turns within a round, and each layer's best of ``--rounds`` rounds counts (process CPU time: other
+work on the machine still shares its caches and cores, so figures wander by tens of percent). It
+also runs under ``valgrind --tool=cachegrind`` with a small ``--requests``: the layers' figures are
+then CPU time under valgrind's simulation, and ``cg_annotate`` shows which functions it went to.
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ import argparse
 import asyncio
 import os
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
@@ -34,15 +41,15 @@ from bench import read as read_bench
 from bench.harness import Bench, run
 from bench.report import Report
 from control_plane.supervisor import Child, child_env
-from read_functions.aiohttp_app import AiohttpAdapter
 from read_functions.deps import Deps
 from read_functions.dispatch import Dispatcher
+from read_functions.http1 import Core, Http1Connection, Http1Server
 from read_functions.messages import Request, Response
 from read_functions.routes import ROUTES
 from read_functions.routing import Router
-from read_functions.settings import ReadSettings
+from read_functions.settings import load_settings
 
-Handler = Callable[[web.BaseRequest], Awaitable[web.StreamResponse]]
+ProtocolFactory = Callable[[], asyncio.Protocol]
 JSON = "application/json"
 BOOK_HEADERS = {
     "ETag": 'W/"123456.0.100.both"',
@@ -55,7 +62,7 @@ BOOK_HEADERS = {
 
 
 class MemoryTransport:
-    """Just enough of a transport for aiohttp: it keeps what is written, and wakes the driver."""
+    """Just enough of a transport for both protocols: it keeps what is written, and wakes the driver."""
 
     def __init__(self) -> None:
         self.chunks: list[bytes] = []
@@ -90,12 +97,12 @@ class MemoryTransport:
 
 
 class Connection:
-    """One keep-alive connection into aiohttp's protocol handler, with no socket under it."""
+    """One keep-alive connection into an HTTP protocol object, with no socket under it."""
 
-    def __init__(self, handler: Handler) -> None:
-        self._protocol = web.Server(handler, access_log=None)()
+    def __init__(self, protocol: asyncio.Protocol) -> None:
+        self._protocol = protocol
         self._transport = MemoryTransport()
-        self._protocol.connection_made(self._transport)  # type: ignore[arg-type]  # what aiohttp uses
+        protocol.connection_made(self._transport)  # type: ignore[arg-type]  # what the protocols use
 
     async def request(self, raw: bytes) -> bytes:
         """Send one request; the bytes written for it (its response)."""
@@ -110,18 +117,33 @@ class Connection:
         self._protocol.connection_lost(None)
 
 
-async def cpu_us_per_request(handler: Handler, raw: bytes, requests: int, rounds: int) -> float:
-    """The best round's process CPU per request, each request a full aiohttp request/response."""
-    connection = Connection(handler)
-    for _ in range(200):  # warm-up
-        await connection.request(raw)
-    best = float("inf")
-    for _ in range(rounds):
-        started = time.process_time()
-        for _ in range(requests):
+def connections_to(server: Http1Server) -> ProtocolFactory:
+    """Connections to ``server`` without starting it: its clock is set as ``start()`` would."""
+    server.tick()
+    return lambda: Http1Connection(server)
+
+
+async def cpu_us_per_request(
+    protocols: list[ProtocolFactory], raw: bytes, requests: int, rounds: int
+) -> list[float]:
+    """Each protocol's best round of process CPU per request, a request a full exchange.
+
+    Every round takes the layers in turn, so a busy spell on the shared machine falls on all of
+    them alike rather than on whichever layer it happened to meet.
+    """
+    connections = [Connection(protocol()) for protocol in protocols]
+    for connection in connections:
+        for _ in range(200):  # warm-up
             await connection.request(raw)
-        best = min(best, (time.process_time() - started) / requests * 1e6)
-    connection.close()
+    best = [float("inf")] * len(connections)
+    for _ in range(rounds):
+        for layer, connection in enumerate(connections):
+            started = time.process_time()
+            for _ in range(requests):
+                await connection.request(raw)
+            best[layer] = min(best[layer], (time.process_time() - started) / requests * 1e6)
+    for connection in connections:
+        connection.close()
     return best
 
 
@@ -141,49 +163,74 @@ async def main(args: argparse.Namespace) -> None:
         key = await read_bench.tenant_key(url, markets)
         # Quiet background: no replica goes silent and no cache reloads mid-measurement.
         os.environ.update(env, LADDER_MAX_SILENCE_MS="3600000", LADDER_AUTH_MAX_AGE_MS="60000")
-        deps = await Deps.open(ReadSettings())
+        deps = await Deps.open(load_settings())
         try:
-            full = AiohttpAdapter(Dispatcher(Router(ROUTES), deps), deps)
             raw = request_bytes(path, key)
-            body = await _hot_body(full.handle, raw)
+            full = connections_to(Http1Server.for_api(Dispatcher(Router(ROUTES), deps), deps, secure=False))
+            body = await _hot_body(full, raw)
+            max_body = deps.settings.max_body_bytes
 
-            async def static(_request: web.BaseRequest) -> web.Response:
+            async def aiohttp_static(_request: web.BaseRequest) -> web.Response:
                 return web.Response(body=body, content_type=JSON)
 
-            async def static_headers(_request: web.BaseRequest) -> web.Response:
-                return web.Response(body=body, headers={**BOOK_HEADERS, "Content-Type": JSON})
+            async def ladder_static(_request: Request) -> Response:
+                return Response(200, body)
 
-            async def core_stub(_request: Request) -> Response:
-                return Response(200, body, JSON, dict(BOOK_HEADERS))
+            async def ladder_headers(_request: Request) -> Response:
+                return Response(200, body, headers=dict(BOOK_HEADERS))
 
-            adapter = AiohttpAdapter(core_stub, deps)  # type: ignore[arg-type]  # a core in one line
-            steps = [
-                ("static body (the read benchmark's ceiling)", static),
-                ("static body + the six book headers", static_headers),
-                ("Ladder's adapter around a core that answers at once", adapter.handle),
-                ("Ladder's full core, one hot cached book", full.handle),
+            def ladder(core: Core) -> ProtocolFactory:
+                return connections_to(Http1Server(core, max_body_bytes=max_body, secure=False))
+
+            ceiling = web.Server(aiohttp_static, access_log=None)
+            steps: list[tuple[str, ProtocolFactory]] = [
+                ("aiohttp static body (the read benchmark's ceiling)", ceiling),
+                ("ladder static: Ladder's protocol, a core that answers at once", ladder(ladder_static)),
+                ("ladder + the six book headers", ladder(ladder_headers)),
+                ("full: Ladder's protocol and core, one hot cached book", full),
             ]
-            costs = [await cpu_us_per_request(h, raw, args.requests, args.rounds) for _, h in steps]
+            costs = await cpu_us_per_request([p for _, p in steps], raw, args.requests, args.rounds)
         finally:
             await deps.close()
+    aiohttp_static_us, ladder_static_us, full_us = costs[0], costs[1], costs[-1]
     rows = []
-    for (name, _handler), cost, previous in zip(steps, costs, [None, *costs], strict=False):
-        rows.append([name, cost, "" if previous is None else cost - previous, cost / costs[0]])
-    report.table("CPU per request", ["handler", "us", "us added by this layer", "x static"], rows)
-    report.figure("full core / static", costs[-1] / costs[0], "x")
-    report.figure("static / full core (the ceiling ratio with the sockets taken out)",
-                  100 * costs[0] / costs[-1], "%")  # fmt: skip
-    report.note(f"Best of {args.rounds} rounds of {args.requests} requests, process CPU time, uvloop.")
-    report.note("Under `valgrind --tool=cachegrind` the same layers give user-space instructions.")
+    for (name, _protocol), cost, previous in zip(steps, costs, [None, *costs], strict=False):
+        added = "" if previous is None else cost - previous
+        rows.append([name, cost, added, cost / aiohttp_static_us, cost / ladder_static_us])
+    header = ["layer", "us", "us vs the row above", "x aiohttp static", "x ladder static"]
+    report.table("CPU per request", header, rows)
+    report.figure(
+        "ladder static / aiohttp static (the protocols alone)", ladder_static_us / aiohttp_static_us, "x"
+    )
+    report.figure("full / aiohttp static", full_us / aiohttp_static_us, "x")
+    report.figure("full / ladder static (what the core and headers add)", full_us / ladder_static_us, "x")
+    report.figure(
+        "aiohttp static / full (the ceiling ratio with the sockets taken out)",
+        100 * aiohttp_static_us / full_us,
+        "%",
+        reference="ladder bench read: hot / ceiling",
+    )
+    report.note(
+        f"Best of {args.rounds} rounds of {args.requests} requests a layer, the layers in turn each round, "
+        "process CPU time, uvloop."
+    )
+    report.note(
+        f"Body: {len(body)} bytes (depth {read_bench.DEPTH} a side), the hot book's own, in every layer. "
+        "Ladder's layers drive Http1Connection directly; the full one is Http1Server.for_api, as served."
+    )
+    report.note("Under `valgrind --tool=cachegrind` the same layers run, at valgrind's pace.")
     print(report.write().read_text())
 
 
-async def _hot_body(handler: Handler, raw: bytes) -> bytes:
+async def _hot_body(protocol: ProtocolFactory, raw: bytes) -> bytes:
     """The hot book's response body (the request also loads the book into the cache)."""
-    connection = Connection(handler)
+    connection = Connection(protocol())
     response = await connection.request(raw)
     connection.close()
-    return response.partition(b"\r\n\r\n")[2]
+    head, _, body = response.partition(b"\r\n\r\n")
+    if not head.startswith(b"HTTP/1.1 200 "):
+        raise SystemExit(f"the hot read was not answered with 200: {head.decode('latin-1')}")
+    return body
 
 
 def parse_args() -> argparse.Namespace:
