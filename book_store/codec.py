@@ -100,7 +100,7 @@ class Snapshot:
     access and levels are sliced out of ``raw`` per call.
     """
 
-    __slots__ = ("_header", "_meta", "raw", "recency")
+    __slots__ = ("_asks_len", "_bids_len", "_header", "_meta", "_n_asks", "_n_bids", "raw", "recency")
 
     def __init__(self, raw: bytes) -> None:
         try:
@@ -118,6 +118,10 @@ class Snapshot:
         self.raw = raw
         self._header: tuple[int, ...] = header
         self._meta: SnapshotMeta | None = None
+        self._n_bids: int = n_bids
+        self._n_asks: int = n_asks
+        self._bids_len: int = bids_len
+        self._asks_len: int = asks_len
         # Of two snapshots of one replica, the greater is the newer (compared on every message).
         self.recency: tuple[int, int] = (publish_time, update_id)
 
@@ -125,47 +129,45 @@ class Snapshot:
     def meta(self) -> SnapshotMeta:
         meta = self._meta
         if meta is None:
-            _, update_id, event_time, ingest_time, publish_time, replica, status, *_ = self._header
+            header = self._header
+            event_time, ingest_time = header[2], header[3]
             meta = self._meta = SnapshotMeta(
-                update_id,
+                header[1],
                 None if event_time < 0 else event_time,
                 None if ingest_time < 0 else ingest_time,
-                publish_time,
-                replica,
-                _STATUS_BY_CODE[status],
+                header[4],
+                header[5],
+                _STATUS_BY_CODE[header[6]],
             )
         return meta
 
     @property
     def depth(self) -> int:
         """Levels stored on the deeper side."""
-        *_, n_bids, n_asks, _, _ = self._header
-        return max(n_bids, n_asks)
+        return max(self._n_bids, self._n_asks)
 
     @property
     def bid_ends(self) -> memoryview:
         """End offset of each bid level inside the bids blob."""
-        *_, n_bids, _, _, _ = self._header
-        return memoryview(self.raw)[_HEADER.size : _HEADER.size + 4 * n_bids].cast("I")
+        return memoryview(self.raw)[_HEADER.size : _HEADER.size + 4 * self._n_bids].cast("I")
 
     @property
     def ask_ends(self) -> memoryview:
         """End offset of each ask level inside the asks blob."""
-        *_, n_bids, n_asks, _, _ = self._header
-        start = _HEADER.size + 4 * n_bids
-        return memoryview(self.raw)[start : start + 4 * n_asks].cast("I")
+        start = _HEADER.size + 4 * self._n_bids
+        return memoryview(self.raw)[start : start + 4 * self._n_asks].cast("I")
 
     def bids(self, depth: int) -> bytes:
         """The best ``depth`` bids as JSON array items (no brackets)."""
-        *_, n_bids, n_asks, bids_len, _ = self._header
-        blob = _HEADER.size + 4 * (n_bids + n_asks)
-        return self._levels(_HEADER.size, n_bids, blob, bids_len, depth)
+        n_bids = self._n_bids
+        blob = _HEADER.size + 4 * (n_bids + self._n_asks)
+        return self._levels(_HEADER.size, n_bids, blob, self._bids_len, depth)
 
     def asks(self, depth: int) -> bytes:
         """The best ``depth`` asks as JSON array items (no brackets)."""
-        *_, n_bids, n_asks, bids_len, asks_len = self._header
-        blob = _HEADER.size + 4 * (n_bids + n_asks) + bids_len
-        return self._levels(_HEADER.size + 4 * n_bids, n_asks, blob, asks_len, depth)
+        n_bids, n_asks = self._n_bids, self._n_asks
+        blob = _HEADER.size + 4 * (n_bids + n_asks) + self._bids_len
+        return self._levels(_HEADER.size + 4 * n_bids, n_asks, blob, self._asks_len, depth)
 
     def _levels(self, ends: int, count: int, blob: int, blob_len: int, depth: int) -> bytes:
         """The best ``depth`` of a side's ``count`` levels: its end offsets start at ``ends`` in

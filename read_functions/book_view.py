@@ -10,7 +10,6 @@ or re-encoded here.
 from __future__ import annotations
 
 import enum
-import functools
 from typing import NamedTuple
 
 import orjson
@@ -78,10 +77,22 @@ def render(book: BookKey, snapshot: Snapshot, depth: int, side: Side) -> BookVie
     return BookView(head, b"".join(parts), etag, publish_time)
 
 
-@functools.lru_cache(maxsize=16384)
+_NAMES_KEPT = 16384
+_names_json_of: dict[BookKey, bytes] = {}
+
+
 def _names_json(book: BookKey) -> bytes:
-    """``{"exchange":...,"market":...,`` of a book: the same for every snapshot of it."""
-    return b'{"exchange":%b,"market":%b,' % (orjson.dumps(book.exchange), orjson.dumps(book.market))
+    """``{"exchange":...,"market":...,`` of a book: the same for every snapshot of it, so kept (a
+    plain dict: an ``lru_cache`` call costs several times a lookup, and this runs per render)."""
+    names = _names_json_of.get(book)
+    if names is None:
+        if len(_names_json_of) >= _NAMES_KEPT:
+            _names_json_of.clear()
+        names = _names_json_of[book] = b'{"exchange":%b,"market":%b,' % (
+            orjson.dumps(book.exchange),
+            orjson.dumps(book.market),
+        )
+    return names
 
 
 _STATUS_JSON = {status: orjson.dumps(status.label) for status in BookStatus}

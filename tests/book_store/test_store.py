@@ -3,6 +3,7 @@
 import asyncio
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -134,12 +135,14 @@ def _alive(pid: int) -> bool:
 
 async def test_reader_reports_unreachable_store() -> None:
     from book_store.errors import StoreUnavailableError
-    from book_store.server import free_port
 
-    client = redis.Redis(port=free_port(), socket_connect_timeout=0.2)
-    with pytest.raises(StoreUnavailableError):
-        await BookReader(client).replicas(BOOK)
-    await client.aclose()
+    # A port bound but not listening refuses connections, and no parallel test can take it meanwhile.
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        client = redis.Redis(port=closed.getsockname()[1], socket_connect_timeout=0.2)
+        with pytest.raises(StoreUnavailableError):
+            await BookReader(client).replicas(BOOK)
+        await client.aclose()
     await asyncio.sleep(0)
 
 
