@@ -21,7 +21,7 @@ import redis.asyncio as redis
 
 from read_functions.dispatch import Dispatcher
 from read_functions.http1 import MAX_HEAD_BYTES, MAX_PIPELINED, Http1Server, encode_response
-from read_functions.messages import Response
+from read_functions.messages import Request, Response
 from read_functions.routes import ROUTES
 from read_functions.routing import Router
 from read_functions.server import bind
@@ -383,6 +383,23 @@ async def test_ws_connect_still_streams(stack: Stack) -> None:
     async with stack.http.ws_connect(f"{stack.url}{STREAM}", headers=headers) as socket:
         message = await asyncio.wait_for(socket.receive_json(), 5)
         assert message["update_id"] == 3
+
+
+async def test_a_server_without_an_upgrade_adapter_refuses_upgrades() -> None:
+    async def core(request: Request) -> Response:
+        return Response(200, b"{}")
+
+    listener = bind("test", "127.0.0.1", 0, 1, None)
+    server = Http1Server(core, max_body_bytes=1024, secure=False)
+    await server.start(listener.sockets[0], None)
+    try:
+        async with connect(listener.url) as (reader, writer):
+            writer.write(get("/", "plain") + get("/", "up", "Connection: Upgrade", "Upgrade: websocket"))
+            assert (await read_reply(reader)).status == 200
+            assert_refused(await read_reply(reader), 400, "invalid_request")
+            await assert_closed(reader)
+    finally:
+        await server.close()
 
 
 # -- shutdown --------------------------------------------------------------------------------

@@ -8,12 +8,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import aiohttp
+import orjson
 import pytest
 import redis
+import redis.asyncio as redis_asyncio
 import trustme
 
+from book_store.catalog import MarketCatalog
 from book_store.server import EmbeddedValkey
-from tests.read_functions.helpers import ADMIN_KEY, PEPPER, ServerProcess
+from book_store.writer import BookWriter
+from tests.read_functions.helpers import ADMIN_KEY, ETH, MARKETS, PEPPER, ServerProcess, snapshot
 
 SERVER_DB = 4
 
@@ -33,6 +37,16 @@ def server_env(valkey_server: EmbeddedValkey) -> Iterator[dict[str, str]]:
     url = f"redis://{valkey_server.host}:{valkey_server.port}/{SERVER_DB}"
     redis.Redis.from_url(url).flushdb()
     yield {"LADDER_REDIS_URL": url, "LADDER_ADMIN_KEY": ADMIN_KEY, "LADDER_PEPPER": PEPPER}
+
+
+async def publish_eth(redis_url: str) -> None:
+    """ETHBTC in the catalog with one synced snapshot, as an ingest node would leave it."""
+    store = redis_asyncio.Redis.from_url(redis_url)
+    await MarketCatalog(store).replace("binance.com", [m for m in MARKETS if m.market == ETH.market])
+    writer = BookWriter(store)
+    writer.put(ETH, 0, snapshot(7))
+    await writer.drain()
+    await store.aclose()
 
 
 async def test_two_workers_over_https_with_compat(
@@ -74,12 +88,16 @@ async def test_two_workers_over_https_with_compat(
                 f"{server.urls['LADDER_COMPAT_URL']}/get_depthcache_list", ssl=client_tls
             ) as r:
                 assert (await r.json())["result"] == "OK"
-            async with http.get(
-                f"{server.url}/v1/admin/tenants",
-                ssl=client_tls,
-                headers={"Authorization": f"Bearer {ADMIN_KEY}"},
-            ) as r:
+            admin = {"Authorization": f"Bearer {ADMIN_KEY}"}
+            async with http.get(f"{server.url}/v1/admin/tenants", ssl=client_tls, headers=admin) as r:
                 assert [t["name"] for t in (await r.json())["tenants"]] == ["ubdcc-users"]
+            # a WebSocket upgrade is handed from Ladder's protocol to aiohttp's on the TLS transport
+            await publish_eth(server_env["LADDER_REDIS_URL"])
+            stream = f"{server.url}/v1/stream?exchange=binance.com&market=ETHBTC&depth=1"
+            async with http.ws_connect(stream, ssl=client_tls, headers=admin) as socket:
+                message = await asyncio.wait_for(socket.receive(), 5)
+                assert message.type is aiohttp.WSMsgType.TEXT, message
+                assert orjson.loads(message.data)["update_id"] == 7
             with pytest.raises(aiohttp.ClientError):
                 await http.get(server.url.replace("https", "http") + "/healthz")
             with pytest.raises(aiohttp.ClientConnectorCertificateError):
