@@ -38,7 +38,7 @@ from read_functions.change_feed import ChangeFeed
 from read_functions.telemetry import book_cache_hit
 
 if TYPE_CHECKING:
-    from read_functions.book_view import BookView
+    from read_functions.book_view import BookView, Side
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +55,8 @@ class Watcher(Protocol):
 class Entry:
     """One cached book: its replicas' snapshots and per-book state of the read path."""
 
-    __slots__ = ("book", "channel", "live", "loaded", "replicas", "touched", "views", "views_of", "watchers")
+    __slots__ = ("book", "channel", "live", "loaded", "replicas", "touched", "views", "views_of",
+                 "views_read", "watchers")  # fmt: skip
 
     def __init__(self, book: BookKey, loaded: asyncio.Future[None]) -> None:
         self.book = book
@@ -65,9 +66,11 @@ class Entry:
         self.loaded = loaded
         self.touched = True
         self.watchers: set[Watcher] = set()
-        # Rendered responses of the replica last served (see read_functions.book_view).
-        self.views: dict[tuple[int, int], BookView] = {}
+        # Rendered responses of the replica last served, and whether a reader used them since they
+        # were rendered (see read_functions.book_view).
+        self.views: dict[tuple[int, Side], BookView] = {}
         self.views_of: Snapshot | None = None
+        self.views_read = False
 
     def apply(self, replica: int, snapshot: Snapshot) -> bool:
         """Keep ``snapshot`` unless the stored one was published later; True if it was kept."""
@@ -89,9 +92,11 @@ class BookCache:
         idle_s: float = 60.0,
         standing: Mapping[str, Callable[[bytes], None]] | None = None,
         on_reset: Callable[[], None] | None = None,
+        on_change: Callable[[Entry], None] | None = None,
     ) -> None:
         """``standing``: other channels the feed follows for good, each with its message handler;
-        ``on_reset`` is called when the feed dropped (after the cache itself was emptied)."""
+        ``on_reset`` is called when the feed dropped (after the cache itself was emptied);
+        ``on_change`` with every entry a change message updated, before its watchers."""
         self._client = client
         self._reader = BookReader(client)
         self._idle_s = idle_s
@@ -102,6 +107,7 @@ class BookCache:
         self._tasks: set[asyncio.Task[None]] = set()
         self._standing = {c.encode(): handler for c, handler in (standing or {}).items()}
         self._after_reset = on_reset
+        self._on_change = on_change
         self.feed = (
             None
             if redis_url is None
@@ -249,9 +255,12 @@ class BookCache:
         except StoreError as exc:
             log.warning("ignoring an undecodable change message for %s: %s", entry.book, exc)
             return
-        if entry.apply(replica, snapshot) and entry.watchers:
-            for watcher in list(entry.watchers):
-                watcher.changed(entry)
+        if not entry.apply(replica, snapshot):
+            return
+        if self._on_change is not None:
+            self._on_change(entry)
+        for watcher in list(entry.watchers):
+            watcher.changed(entry)
 
     def _on_reset(self) -> None:
         entries = list(self._entries.values())

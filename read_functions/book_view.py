@@ -16,6 +16,7 @@ import orjson
 
 from book_store.codec import BookStatus, Snapshot
 from book_store.keys import BookKey
+from book_store.reader import choose_replica
 from read_functions.book_cache import Entry
 
 # Views kept per book: a few depths in use at once; a caller cycling through depths cannot
@@ -46,6 +47,7 @@ class BookView(NamedTuple):
 
 def view_of(entry: Entry, snapshot: Snapshot, depth: int, side: Side) -> BookView:
     """The cached view of ``snapshot`` for ``depth`` and ``side`` (rendered on first use)."""
+    entry.views_read = True
     if entry.views_of is not snapshot:
         entry.views.clear()
         entry.views_of = snapshot
@@ -56,6 +58,28 @@ def view_of(entry: Entry, snapshot: Snapshot, depth: int, side: Side) -> BookVie
             entry.views.clear()
         view = entry.views[key] = render(entry.book, snapshot, depth, side)
     return view
+
+
+def rerender(entry: Entry, now_ms: int, max_silence_ms: int) -> None:
+    """A change message updated ``entry``: render its new views now, while the snapshot's bytes are
+    still in the CPU's caches, if readers used the old ones; else just let the old ones go.
+
+    With books changing faster than they are read, most reads would otherwise find a new snapshot
+    and render it from memory that has gone cold; a book nobody reads stops being rendered after
+    one change. A read still checks that a view belongs to the replica it serves.
+    """
+    keys = list(entry.views) if entry.views_read else []
+    entry.views.clear()
+    entry.views_of = None
+    entry.views_read = False
+    if not keys:
+        return
+    snapshot = choose_replica(entry.replicas.values(), now_ms, max_silence_ms)
+    if snapshot is None:
+        return
+    entry.views_of = snapshot
+    for depth, side in keys:
+        entry.views[depth, side] = render(entry.book, snapshot, depth, side)
 
 
 def render(book: BookKey, snapshot: Snapshot, depth: int, side: Side) -> BookView:

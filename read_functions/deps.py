@@ -23,6 +23,7 @@ from control_plane.bootstrap import open_control_store, resolve_pepper
 from control_plane.service import ControlService
 from read_functions.access import CHANGES, Access
 from read_functions.book_cache import BookCache
+from read_functions.book_view import rerender
 from read_functions.catalog_cache import CatalogCache
 from read_functions.rate_limit import RateLimiter
 from read_functions.settings import ReadSettings
@@ -82,6 +83,7 @@ class Deps:
                 idle_s=settings.book_idle_s,
                 standing={CHANGES: access.apply},
                 on_reset=access.missed_changes,
+                on_change=lambda entry: rerender(entry, now_ms(), settings.max_silence_ms),
             )
             await books.start()
             stack.push_async_callback(books.close)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 
 import orjson
 import pytest
@@ -166,3 +167,33 @@ async def test_a_message_published_earlier_does_not_replace_a_later_one(stack: S
     while await read_update_id(stack, headers) != 6:
         assert time.monotonic() < deadline
         await asyncio.sleep(0.005)
+
+
+async def eventually(condition: Callable[[], bool], within_s: float = 2.0) -> None:
+    deadline = time.monotonic() + within_s
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        await asyncio.sleep(0.002)
+
+
+async def test_views_readers_used_are_rendered_when_the_change_arrives(stack: Stack) -> None:
+    headers = await stack.subscriber(ETH)
+    await stack.publish(ETH, 0, snapshot(1))
+    assert await read_update_id(stack, headers) == 1  # renders the default view of snapshot 1
+    entry = stack.deps.books._entries[ETH]
+
+    def has(update_id: int) -> bool:
+        return entry.replicas[0].meta.update_id == update_id
+
+    await stack.publish(ETH, 0, snapshot(2))
+    await eventually(lambda: has(2))
+    assert entry.views_of is entry.replicas[0]  # rendered on arrival, before any read
+    assert [b'"update_id":2,' in view.head for view in entry.views.values()] == [True]
+    assert await read_update_id(stack, headers) == 2
+    await stack.publish(ETH, 0, snapshot(3))  # the view of 2 was read: 3 is rendered too
+    await eventually(lambda: has(3))
+    assert entry.views_of is entry.replicas[0] and len(entry.views) == 1
+    await stack.publish(ETH, 0, snapshot(4))  # nobody read 3: 4 is not rendered, 3's view is let go
+    await eventually(lambda: has(4))
+    assert entry.views_of is None and not entry.views
+    assert await read_update_id(stack, headers) == 4
