@@ -436,10 +436,10 @@ class Http1Connection(asyncio.Protocol):
             if now - self._started > limit:
                 self._refuse(RequestTimeoutError(f"the request did not arrive within {limit:g} s"))
         elif self._idle() and now - self._last_active > self._server.keepalive_timeout_s:
-            self.abort()
+            self.close_when_idle()
 
     def close_when_idle(self) -> None:
-        """Shutdown: close now if nothing is being answered, else after the answers in hand."""
+        """Close now if nothing is being answered, else after the answers in hand (shutdown, idle)."""
         self._eof = True
         self._pause_reading()
         if self._idle() and self._transport is not None:
@@ -447,9 +447,10 @@ class Http1Connection(asyncio.Protocol):
             self._transport.close()
 
     def abort(self) -> None:
+        """Shutdown, past its grace: drop the connection, even with answers still unsent."""
         self._closed = True
         if self._transport is not None:
-            self._transport.close()
+            self._transport.abort()
         self._server.forget(self)
 
 
