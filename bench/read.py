@@ -6,7 +6,8 @@ A private Valkey holds 2000 synthetic books (100 levels a side), all ``synced`` 
 a writer process that republishes every book each second (the hot one 20 times a second), as
 ingest nodes do, so every read worker also applies ~2000 change messages a second. The real
 ``python -m read_functions --workers 2`` serves them to one tenant subscribed to all 2000.
-Four loads run side by side, ``--rounds`` times, 50 connections each:
+Four loads run side by side, ``--rounds`` times (5 by default; each round starts one load later,
+so that no load always follows the same one), 50 connections each:
 
 1. *ceiling*: plain aiohttp (its low-level server) + uvloop, two SO_REUSEPORT workers, answering
    every request with a precomputed body of the same size as the hot book's; the targets are
@@ -317,16 +318,17 @@ async def main(args: argparse.Namespace) -> None:
         try:
             await load("warm-up random", read_url, random_paths, 3)  # every worker loads every book once
             await load("warm-up hot", read_url, [hot_path], 2)
+            loads = {
+                "ceiling": (statics["ceiling"].url, [hot_path]),
+                "ladder-static": (statics["ladder-static"].url, [hot_path]),
+                "hot": (read_url, [hot_path]),
+                "random": (read_url, random_paths),
+            }
             rounds: list[dict[str, Run]] = []
             for number in range(args.rounds):
-                runs = {
-                    "ceiling": await load("ceiling", statics["ceiling"].url, [hot_path], args.seconds),
-                    "ladder-static": await load(
-                        "ladder-static", statics["ladder-static"].url, [hot_path], args.seconds
-                    ),
-                    "hot": await load("hot", read_url, [hot_path], args.seconds),
-                    "random": await load("random", read_url, random_paths, args.seconds),
-                }
+                # Each round starts one load later, so that none always follows the same one.
+                names = list(loads)[number % len(loads) :] + list(loads)[: number % len(loads)]
+                runs = {name: await load(name, *loads[name], args.seconds) for name in names}
                 rounds.append(runs)
                 print(f"round {number + 1}: " + ", ".join(
                     f"{n} {r.rps:,.0f} req/s p99 {r.p99_ms:.1f} ms {r.cpu_us_per_request:.0f} us CPU/req"
@@ -395,7 +397,7 @@ def summarize(report: Report, rounds: list[dict[str, Run]], body: bytes, generat
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="ladder bench read", description=__doc__.split("\n")[0])
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5, help="a round runs every load once (default 5)")
     parser.add_argument("--seconds", type=float, default=8.0, help="length of each load run")
     parser.add_argument("--markets", type=int, default=2000)
     parser.add_argument("--workers", type=int, default=2, help="read (and ceiling) worker processes")
