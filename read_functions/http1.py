@@ -362,6 +362,8 @@ class Http1Connection(asyncio.Protocol):
                     InvalidRequestError("a stream needs a WebSocket upgrade (Connection: Upgrade)"),
                     request.request_id,
                 )
+        except Exception as exc:  # the Dispatcher maps its own errors; any other core still answers
+            response = error_response(exc, request.request_id)
         finally:
             self._answering = False
         self._send(answer, response)

@@ -402,6 +402,26 @@ async def test_a_server_without_an_upgrade_adapter_refuses_upgrades() -> None:
         await server.close()
 
 
+async def test_a_core_that_raises_still_answers_500_and_the_connection_goes_on() -> None:
+    async def core(request: Request) -> Response:
+        if request.raw_path == "/boom":
+            raise RuntimeError("a secret that must not be echoed")
+        return Response(200, b"{}")
+
+    listener = bind("test", "127.0.0.1", 0, 1, None)
+    server = Http1Server(core, max_body_bytes=1024, secure=False)
+    await server.start(listener.sockets[0], None)
+    try:
+        async with connect(listener.url) as (reader, writer):
+            writer.write(get("/boom", "a") + get("/", "b"))
+            failed = await read_reply(reader)
+            assert (failed.status, failed.error_code()) == (500, "internal")
+            assert b"secret" not in failed.body
+            assert (await read_reply(reader)).status == 200
+    finally:
+        await server.close()
+
+
 # -- shutdown --------------------------------------------------------------------------------
 
 
