@@ -68,14 +68,18 @@ def rerender(entry: Entry, now_ms: int, max_silence_ms: int) -> None:
     and render it from memory that has gone cold; a book nobody reads stops being rendered after
     one change. A read still checks that a view belongs to the replica it serves.
     """
+    if not entry.views:
+        entry.views_of = None
+        entry.views_read = False
+        return
+    snapshot = choose_replica(entry.replicas.values(), now_ms, max_silence_ms)
+    if snapshot is entry.views_of:
+        return  # another replica changed: the views of the one served still hold
     keys = list(entry.views) if entry.views_read else []
     entry.views.clear()
     entry.views_of = None
     entry.views_read = False
-    if not keys:
-        return
-    snapshot = choose_replica(entry.replicas.values(), now_ms, max_silence_ms)
-    if snapshot is None:
+    if snapshot is None or not keys:
         return
     entry.views_of = snapshot
     for depth, side in keys:

@@ -197,3 +197,17 @@ async def test_views_readers_used_are_rendered_when_the_change_arrives(stack: St
     await eventually(lambda: has(4))
     assert entry.views_of is None and not entry.views
     assert await read_update_id(stack, headers) == 4
+
+
+async def test_a_change_of_a_replica_not_served_keeps_the_views_of_the_one_served(stack: Stack) -> None:
+    headers = await stack.subscriber(ETH)
+    await stack.publish(ETH, 0, snapshot(10, replica=0))
+    await stack.publish(ETH, 1, snapshot(5, replica=1))
+    assert await read_update_id(stack, headers) == 10  # replica 0: the newer update id
+    entry = stack.deps.books._entries[ETH]
+    views, served = dict(entry.views), entry.views_of
+    await stack.publish(ETH, 1, snapshot(6, replica=1))
+    await eventually(lambda: entry.replicas[1].meta.update_id == 6)
+    assert entry.views_of is served and entry.views == views
+    assert all(entry.views[key] is view for key, view in views.items())
+    assert await read_update_id(stack, headers) == 10
