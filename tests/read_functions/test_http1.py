@@ -111,15 +111,22 @@ async def connect(url: str) -> AsyncIterator[Connection]:
 
 
 @contextlib.asynccontextmanager
-async def serving(stack: Stack, **timeouts: float) -> AsyncIterator[tuple[Http1Server, str]]:
-    """A main-API server of its own on a free port, over the stack's dependencies."""
+async def running(server: Http1Server) -> AsyncIterator[str]:
+    """``server`` on a free port until the block ends; its URL."""
     listener = bind("test", "127.0.0.1", 0, 1, None)
-    server = Http1Server.for_api(Dispatcher(Router(ROUTES), stack.deps), stack.deps, secure=False, **timeouts)
     await server.start(listener.sockets[0], None)
     try:
-        yield server, listener.url
+        yield listener.url
     finally:
         await server.close()
+
+
+@contextlib.asynccontextmanager
+async def serving(stack: Stack, **timeouts: float) -> AsyncIterator[tuple[Http1Server, str]]:
+    """A main-API server of its own on a free port, over the stack's dependencies."""
+    server = Http1Server.for_api(Dispatcher(Router(ROUTES), stack.deps), stack.deps, secure=False, **timeouts)
+    async with running(server) as url:
+        yield server, url
 
 
 # -- keep-alive ------------------------------------------------------------------------------
@@ -389,17 +396,12 @@ async def test_a_server_without_an_upgrade_adapter_refuses_upgrades() -> None:
     async def core(request: Request) -> Response:
         return Response(200, b"{}")
 
-    listener = bind("test", "127.0.0.1", 0, 1, None)
-    server = Http1Server(core, max_body_bytes=1024, secure=False)
-    await server.start(listener.sockets[0], None)
-    try:
-        async with connect(listener.url) as (reader, writer):
-            writer.write(get("/", "plain") + get("/", "up", "Connection: Upgrade", "Upgrade: websocket"))
-            assert (await read_reply(reader)).status == 200
-            assert_refused(await read_reply(reader), 400, "invalid_request")
-            await assert_closed(reader)
-    finally:
-        await server.close()
+    async with running(Http1Server(core, max_body_bytes=1024, secure=False)) as url, connect(url) as conn:
+        reader, writer = conn
+        writer.write(get("/", "plain") + get("/", "up", "Connection: Upgrade", "Upgrade: websocket"))
+        assert (await read_reply(reader)).status == 200
+        assert_refused(await read_reply(reader), 400, "invalid_request")
+        await assert_closed(reader)
 
 
 async def test_a_core_that_raises_still_answers_500_and_the_connection_goes_on() -> None:
@@ -408,18 +410,13 @@ async def test_a_core_that_raises_still_answers_500_and_the_connection_goes_on()
             raise RuntimeError("a secret that must not be echoed")
         return Response(200, b"{}")
 
-    listener = bind("test", "127.0.0.1", 0, 1, None)
-    server = Http1Server(core, max_body_bytes=1024, secure=False)
-    await server.start(listener.sockets[0], None)
-    try:
-        async with connect(listener.url) as (reader, writer):
-            writer.write(get("/boom", "a") + get("/", "b"))
-            failed = await read_reply(reader)
-            assert (failed.status, failed.error_code()) == (500, "internal")
-            assert b"secret" not in failed.body
-            assert (await read_reply(reader)).status == 200
-    finally:
-        await server.close()
+    async with running(Http1Server(core, max_body_bytes=1024, secure=False)) as url, connect(url) as conn:
+        reader, writer = conn
+        writer.write(get("/boom", "a") + get("/", "b"))
+        failed = await read_reply(reader)
+        assert (failed.status, failed.error_code()) == (500, "internal")
+        assert b"secret" not in failed.body
+        assert (await read_reply(reader)).status == 200
 
 
 # -- shutdown --------------------------------------------------------------------------------
