@@ -276,7 +276,12 @@ async def main(args: argparse.Namespace) -> None:
         await seed_catalog(bench.redis_url, markets)
         writer = context.Process(target=write_forever, args=(bench.redis_url, markets), daemon=True)
         writer.start()
-        env = child_env(**bench.env, LADDER_ADMIN_KEY=ADMIN_KEY, LADDER_PEPPER=PEPPER)
+        # A round runs the other loads between two random ones, up to a minute with no random read:
+        # the read server would unsubscribe the idle books in between (LADDER_BOOK_IDLE_S, 60 s),
+        # which a steady random load never lets happen, and the next random round would measure
+        # re-loading them. So books stay subscribed for the whole benchmark.
+        keys = {"LADDER_ADMIN_KEY": ADMIN_KEY, "LADDER_PEPPER": PEPPER}
+        env = child_env(**bench.env, **keys, LADDER_BOOK_IDLE_S="3600")
         read_args = ["read_functions", "--host", "127.0.0.1", "--port", "0", "--workers", str(args.workers),
                      "--log-level", "WARNING"]  # fmt: skip
         read_url = bench.supervisor.start(Child("read", read_args, env, "LADDER_READ_URL"))
