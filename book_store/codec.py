@@ -157,23 +157,24 @@ class Snapshot:
         start = _HEADER.size + 4 * self._n_bids
         return memoryview(self.raw)[start : start + 4 * self._n_asks].cast("I")
 
-    def bids(self, depth: int) -> bytes:
-        """The best ``depth`` bids as JSON array items (no brackets)."""
+    def bids(self, depth: int) -> memoryview:
+        """The best ``depth`` bids as JSON array items (no brackets), a view into ``raw``."""
         n_bids = self._n_bids
         blob = _HEADER.size + 4 * (n_bids + self._n_asks)
         return self._levels(_HEADER.size, n_bids, blob, self._bids_len, depth)
 
-    def asks(self, depth: int) -> bytes:
-        """The best ``depth`` asks as JSON array items (no brackets)."""
+    def asks(self, depth: int) -> memoryview:
+        """The best ``depth`` asks as JSON array items (no brackets), a view into ``raw``."""
         n_bids, n_asks = self._n_bids, self._n_asks
         blob = _HEADER.size + 4 * (n_bids + n_asks) + self._bids_len
         return self._levels(_HEADER.size + 4 * n_bids, n_asks, blob, self._asks_len, depth)
 
-    def _levels(self, ends: int, count: int, blob: int, blob_len: int, depth: int) -> bytes:
+    def _levels(self, ends: int, count: int, blob: int, blob_len: int, depth: int) -> memoryview:
         """The best ``depth`` of a side's ``count`` levels: its end offsets start at ``ends`` in
-        ``raw``, its blob of ``blob_len`` bytes at ``blob``."""
+        ``raw``, its blob of ``blob_len`` bytes at ``blob``. A view, not a copy: a response joins
+        it straight into its body, and a cached book holds its levels once."""
         if depth <= 0 or count == 0:
-            return b""
+            return memoryview(b"")
         if depth < count:
             blob_len = min(blob_len, _END.unpack_from(self.raw, ends + 4 * (depth - 1))[0])
-        return self.raw[blob : blob + blob_len]
+        return memoryview(self.raw)[blob : blob + blob_len]

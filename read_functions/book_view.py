@@ -1,7 +1,7 @@
 """Book responses as bytes: the stored level blobs joined with a few pre-rendered pieces.
 
 A response body is ``head + age_ms + tail``. ``head`` (exchange, market and the snapshot's times)
-and ``tail`` (replica, status and the sliced level blobs) depend only on the snapshot, the depth
+and ``tail`` (replica, status and views of the level blobs) depend only on the snapshot, the depth
 and the side, so they are rendered once per served snapshot and reused by every request until
 the next snapshot replaces it; only ``age_ms`` is formatted per request. No level is ever parsed
 or re-encoded here.
@@ -34,15 +34,18 @@ class Side(enum.IntEnum):
 
 class BookView(NamedTuple):
     """The pre-rendered pieces of one (snapshot, depth, side) response (a named tuple: with
-    books changing faster than they are read, one is built for almost every read)."""
+    books changing faster than they are read, one is built for almost every read).
+
+    ``tail`` holds the sides as views into the snapshot: a view copies no level, so a cached book
+    holds its levels once, and reads spread over thousands of books touch half the memory."""
 
     head: bytes
-    tail: bytes
+    tail: tuple[bytes | memoryview, ...]
     etag: str
     publish_time: int
 
     def body(self, age_ms: int) -> bytes:
-        return b"%b%d%b" % (self.head, age_ms, self.tail)
+        return b"".join((self.head, b"%d" % age_ms, *self.tail))
 
 
 def view_of(entry: Entry, snapshot: Snapshot, depth: int, side: Side) -> BookView:
@@ -95,14 +98,16 @@ def render(book: BookKey, snapshot: Snapshot, depth: int, side: Side) -> BookVie
         b"null" if ingest_time is None else b"%d" % ingest_time,
         publish_time,
     )
-    parts = [b',"replica":%d,"status":%b' % (replica, _STATUS_JSON[status])]
-    if side is not Side.ASKS:
-        parts += [b',"bids":[', snapshot.bids(depth), b"]"]
-    if side is not Side.BIDS:
-        parts += [b',"asks":[', snapshot.asks(depth), b"]"]
-    parts.append(b"}")
+    state = b',"replica":%d,"status":%b' % (replica, _STATUS_JSON[status])
+    tail: tuple[bytes | memoryview, ...]
+    if side is Side.BOTH:
+        tail = (state + b',"bids":[', snapshot.bids(depth), b'],"asks":[', snapshot.asks(depth), b"]}")
+    elif side is Side.BIDS:
+        tail = (state + b',"bids":[', snapshot.bids(depth), b"]}")
+    else:
+        tail = (state + b',"asks":[', snapshot.asks(depth), b"]}")
     etag = f'W/"{update_id}.{replica}.{depth}.{_SIDE_NAMES[side]}"'
-    return BookView(head, b"".join(parts), etag, publish_time)
+    return BookView(head, tail, etag, publish_time)
 
 
 _NAMES_KEPT = 16384

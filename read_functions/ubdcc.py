@@ -146,13 +146,12 @@ def levels_as_numbers(
     if threshold is not None:
         count = min(count, _levels_within(snapshot, side, threshold))
     blob = snapshot.bids(count) if side == "bids" else snapshot.asks(count)
-    return blob.replace(b'"', b"")
+    return bytes(blob).replace(b'"', b"")
 
 
 def _levels_within(snapshot: Snapshot, side: str, threshold: Decimal) -> int:
-    levels = orjson.loads(
-        b"[%b]" % (snapshot.bids(snapshot.depth) if side == "bids" else snapshot.asks(snapshot.depth))
-    )
+    blob = snapshot.bids(snapshot.depth) if side == "bids" else snapshot.asks(snapshot.depth)
+    levels = orjson.loads(b"".join((b"[", blob, b"]")))
     total = Decimal(0)
     for kept, (price, quantity) in enumerate(levels):
         total += Decimal(price) * Decimal(quantity)
