@@ -63,10 +63,10 @@ class AiohttpAdapter:
 
     async def _read_body(self, http: web.BaseRequest) -> bytes:
         if http.content_length is not None and http.content_length > self._max_body:
-            raise PayloadTooLargeError(f"the body may be at most {self._max_body} bytes")
+            raise PayloadTooLargeError.over(self._max_body)
         body = await http.content.read(self._max_body + 1)
         if len(body) > self._max_body:
-            raise PayloadTooLargeError(f"the body may be at most {self._max_body} bytes")
+            raise PayloadTooLargeError.over(self._max_body)
         return body
 
     async def _stream(

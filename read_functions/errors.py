@@ -44,6 +44,11 @@ class PayloadTooLargeError(ApiError):
 
     code = "payload_too_large"
 
+    @classmethod
+    def over(cls, limit: int) -> PayloadTooLargeError:
+        """The refusal of a body longer than ``limit`` bytes (every adapter words it alike)."""
+        return cls(f"the body may be at most {limit} bytes")
+
 
 class RequestTimeoutError(ApiError):
     """A request that did not arrive completely in time; the connection is closed after it."""

@@ -70,9 +70,8 @@ class _Answer(NamedTuple):
 
     request: Request | None
     refusal: Response | None
-    keep_alive: bool
     head: bool
-    connection: str | None  # the Connection header the answer carries, when one is needed
+    connection: str | None  # the Connection header the answer carries ("close": then it closes)
 
 
 def encode_response(response: Response, date: str, *, head: bool, connection: str | None) -> bytes:
@@ -288,7 +287,7 @@ class Http1Connection(asyncio.Protocol):
             return
         length = self._headers.get("content-length")
         if length is not None and length.isdigit() and int(length) > self._server.max_body:
-            raise PayloadTooLargeError(f"the body may be at most {self._server.max_body} bytes")
+            raise PayloadTooLargeError.over(self._server.max_body)
         expect = self._headers.get("expect")
         if expect is not None and expect.lower() == "100-continue" and self._idle():
             assert self._transport is not None
@@ -299,7 +298,7 @@ class Http1Connection(asyncio.Protocol):
             self._body = bytearray()
         self._body += chunk
         if len(self._body) > self._server.max_body:
-            raise PayloadTooLargeError(f"the body may be at most {self._server.max_body} bytes")
+            raise PayloadTooLargeError.over(self._server.max_body)
 
     def on_message_complete(self) -> None:
         self._started = None
@@ -312,7 +311,6 @@ class Http1Connection(asyncio.Protocol):
         path, _, query_string = url.partition("?")
         headers = self._headers
         method = parser.get_method().decode("latin-1")
-        keep_alive = parser.should_keep_alive()
         request = Request(
             method=method,
             raw_path=path,
@@ -324,11 +322,11 @@ class Http1Connection(asyncio.Protocol):
             query_string=query_string,
         )
         connection = None
-        if not keep_alive:
+        if not parser.should_keep_alive():
             connection = "close"
         elif parser.get_http_version() == "1.0":
             connection = "keep-alive"
-        self._queue.append(_Answer(request, None, keep_alive, method == "HEAD", connection))
+        self._queue.append(_Answer(request, None, method == "HEAD", connection))
         if len(self._queue) >= MAX_PIPELINED:
             self._pause_reading()
         self._answer_next()
@@ -373,16 +371,16 @@ class Http1Connection(asyncio.Protocol):
         transport = self._transport
         if transport is None or self._closed or transport.is_closing():
             return
-        keep_alive, date = answer.keep_alive, self._server.date
+        connection, date = answer.connection, self._server.date
         try:
-            data = encode_response(response, date, head=answer.head, connection=answer.connection)
+            data = encode_response(response, date, head=answer.head, connection=connection)
         except ValueError as exc:
             rid = answer.request.request_id if answer.request is not None else request_id(None)
-            data = encode_response(error_response(exc, rid), date, head=answer.head, connection="close")
-            keep_alive = False
+            connection = "close"
+            data = encode_response(error_response(exc, rid), date, head=answer.head, connection=connection)
         transport.write(data)
         self._last_active = self._server.now
-        if not keep_alive:
+        if connection == "close":
             self._closed = True
             transport.close()
 
@@ -393,7 +391,7 @@ class Http1Connection(asyncio.Protocol):
         response.headers["X-Request-ID"] = rid
         self._started = None
         self._in_head = False
-        self._queue.append(_Answer(None, response, False, False, "close"))
+        self._queue.append(_Answer(None, response, False, "close"))
         self._pause_reading()
         self._answer_next()
 

@@ -77,7 +77,7 @@ def to_request(event: dict[str, Any], max_body_bytes: int) -> Request:
     raw_body = event.get("body") or ""
     body = base64.b64decode(raw_body) if event.get("isBase64Encoded") else str(raw_body).encode()
     if len(body) > max_body_bytes:
-        raise PayloadTooLargeError(f"the body may be at most {max_body_bytes} bytes")
+        raise PayloadTooLargeError.over(max_body_bytes)
     path = event.get("rawPath") or http.get("path") or "/"
     query_string = event.get("rawQueryString") or ""
     return Request(
