@@ -44,13 +44,12 @@ from control_plane.supervisor import Child, child_env
 from read_functions.deps import Deps
 from read_functions.dispatch import Dispatcher
 from read_functions.http1 import Core, Http1Connection, Http1Server
-from read_functions.messages import Request, Response
+from read_functions.messages import JSON, Request, Response
 from read_functions.routes import ROUTES
 from read_functions.routing import Router
 from read_functions.settings import load_settings
 
 ProtocolFactory = Callable[[], asyncio.Protocol]
-JSON = "application/json"
 BOOK_HEADERS = {
     "ETag": 'W/"123456.0.100.both"',
     "Cache-Control": "no-cache",

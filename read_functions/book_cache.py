@@ -149,7 +149,7 @@ class BookCache:
         if entry is not None and entry.live:
             entry.touched = True
             self.hits += 1
-            if book_cache_hit.get() is not True:  # a set allocates; a hot connection sets it once
+            if book_cache_hit.get() is not True:  # a set copies the context's map: skip it when it holds
                 book_cache_hit.set(True)
             return entry
         self.misses += 1
