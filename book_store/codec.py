@@ -102,7 +102,7 @@ class Snapshot:
 
     __slots__ = ("_asks_len", "_bids_len", "_header", "_meta", "_n_asks", "_n_bids", "raw", "recency")
 
-    def __init__(self, raw: bytes) -> None:
+    def __init__(self, raw: bytes | memoryview) -> None:
         try:
             header = _HEADER.unpack_from(raw)
         except struct.error as exc:

@@ -241,12 +241,12 @@ class BookCache:
             self._by_channel.pop(entry.channel, None)
 
     # -- the change feed ---------------------------------------------------------------------
-    def _on_message(self, channel: bytes, data: bytes) -> None:
+    def _on_message(self, channel: bytes, data: memoryview) -> None:
         entry = self._by_channel.get(channel)
         if entry is None:
             handler = self._standing.get(channel)
             if handler is not None:
-                handler(data)
+                handler(bytes(data))
             return
         self.messages += 1
         try:  # only the header is decoded here: most snapshots are replaced before anyone reads them

@@ -28,7 +28,8 @@ from read_functions.resp import RespError, RespParser, command
 
 log = logging.getLogger(__name__)
 
-MessageHandler = Callable[[bytes, bytes], None]
+MessageHandler = Callable[[bytes, memoryview], None]
+"""``(channel, payload)``: the payload is a view into the received data (see read_functions.resp)."""
 
 
 class ChangeFeed:

@@ -1,11 +1,13 @@
 """An incremental RESP2 reply parser with no I/O: bytes in, complete replies out.
 
 The change feed receives thousands of pub/sub messages a second, each several kilobytes, and most
-are never read; so a message costs one regex match and one copy of its payload, sliced straight
-out of the chunk it arrived in. Only a reply split across chunks is joined: views of its pieces are
-kept until it can be complete, then joined once. Replies: ``+text`` -> :class:`Simple`, ``:n`` ->
+are never read; so a message costs one regex match and no copy: its payload is a view into the
+chunk it arrived in (the chunk lives as long as the payload does; a book's next message frees
+it). Only a reply split across chunks is joined: views of its pieces are kept until it can be
+complete, then joined once. Replies: ``+text`` -> :class:`Simple`, ``:n`` ->
 ``int``, ``$n`` -> ``bytes`` (``None`` for ``$-1``), ``*n`` -> ``list``; ``-error`` raises
-:class:`RespError`.
+:class:`RespError`; a pub/sub message is ``[b"message", channel, payload]`` with the payload a
+``memoryview``.
 """
 
 from __future__ import annotations
@@ -86,7 +88,7 @@ def _reply(data: bytes, start: int) -> tuple[object, int]:
             stop = after + int(size)
             if len(data) < stop + 2:
                 raise _Incomplete(stop + 2)
-            return [b"message", channel, data[after:stop]], stop + 2
+            return [b"message", channel, memoryview(data)[after:stop]], stop + 2
     end = data.find(b"\r\n", start)
     if end < 0:
         raise _Incomplete(len(data) + 1)
