@@ -32,7 +32,7 @@ import redis.asyncio as redis
 from book_store.codec import Snapshot
 from book_store.errors import StoreError
 from book_store.keys import BookKey
-from book_store.reader import BookReader
+from book_store.reader import BookReader, choose_replica
 from book_store.writer import decode_message
 from read_functions.change_feed import ChangeFeed
 from read_functions.telemetry import book_cache_hit
@@ -55,8 +55,8 @@ class Watcher(Protocol):
 class Entry:
     """One cached book: its replicas' snapshots and per-book state of the read path."""
 
-    __slots__ = ("book", "channel", "live", "loaded", "replicas", "touched", "views", "views_of",
-                 "views_read", "watchers")  # fmt: skip
+    __slots__ = ("_chosen", "_chosen_silence", "_chosen_until", "book", "channel", "live", "loaded",
+                 "replicas", "touched", "views", "views_of", "views_read", "watchers")  # fmt: skip
 
     def __init__(self, book: BookKey, loaded: asyncio.Future[None]) -> None:
         self.book = book
@@ -71,6 +71,10 @@ class Entry:
         self.views: dict[tuple[int, Side], BookView] = {}
         self.views_of: Snapshot | None = None
         self.views_read = False
+        # The replica choice, kept until a replica changes or the chosen one falls silent.
+        self._chosen: Snapshot | None = None
+        self._chosen_until = -1
+        self._chosen_silence = -1
 
     def apply(self, replica: int, snapshot: Snapshot) -> bool:
         """Keep ``snapshot`` unless the stored one was published later; True if it was kept."""
@@ -78,7 +82,23 @@ class Entry:
         if old is not None and old.recency > snapshot.recency:
             return False
         self.replicas[replica] = snapshot
+        self._chosen_until = -1
         return True
+
+    def served(self, now_ms: int, max_silence_ms: int) -> Snapshot | None:
+        """:func:`~book_store.reader.choose_replica` of the replicas, chosen once per change.
+
+        Time alone can only disqualify a replica (by silence), never qualify one or reorder the
+        rest, so a choice holds until a replica changes or the chosen one's silence runs out. A
+        read then touches none of the replicas' metadata: with reads spread over thousands of
+        books, each object a read touches is likely a cache miss.
+        """
+        if now_ms <= self._chosen_until and max_silence_ms == self._chosen_silence:
+            return self._chosen
+        chosen = self._chosen = choose_replica(self.replicas.values(), now_ms, max_silence_ms)
+        self._chosen_until = -1 if chosen is None else chosen.meta.publish_time + max_silence_ms
+        self._chosen_silence = max_silence_ms
+        return chosen
 
 
 class BookCache:

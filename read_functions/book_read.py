@@ -39,7 +39,7 @@ async def authorize_book(deps: Deps, principal: Principal, exchange: str, market
 
 def synced_replica(deps: Deps, entry: Entry, now_ms: int) -> Snapshot:
     """The replica to serve, or BookNotSyncedError."""
-    snapshot = choose_replica(entry.replicas.values(), now_ms, deps.settings.max_silence_ms)
+    snapshot = entry.served(now_ms, deps.settings.max_silence_ms)
     if snapshot is None:
         book = entry.book
         raise BookNotSyncedError(

@@ -16,7 +16,6 @@ import orjson
 
 from book_store.codec import BookStatus, Snapshot
 from book_store.keys import BookKey
-from book_store.reader import choose_replica
 from read_functions.book_cache import Entry
 
 # Views kept per book: a few depths in use at once; a caller cycling through depths cannot
@@ -49,7 +48,8 @@ class BookView(NamedTuple):
 
 
 def view_of(entry: Entry, snapshot: Snapshot, depth: int, side: Side) -> BookView:
-    """The cached view of ``snapshot`` for ``depth`` and ``side`` (rendered on first use)."""
+    """The cached view of ``snapshot`` for ``depth`` (at most what it holds) and ``side``
+    (rendered on first use)."""
     entry.views_read = True
     if entry.views_of is not snapshot:
         entry.views.clear()
@@ -75,7 +75,7 @@ def rerender(entry: Entry, now_ms: int, max_silence_ms: int) -> None:
         entry.views_of = None
         entry.views_read = False
         return
-    snapshot = choose_replica(entry.replicas.values(), now_ms, max_silence_ms)
+    snapshot = entry.served(now_ms, max_silence_ms)
     if snapshot is entry.views_of:
         return  # another replica changed: the views of the one served still hold
     keys = list(entry.views) if entry.views_read else []
@@ -91,6 +91,7 @@ def rerender(entry: Entry, now_ms: int, max_silence_ms: int) -> None:
 
 def render(book: BookKey, snapshot: Snapshot, depth: int, side: Side) -> BookView:
     update_id, event_time, ingest_time, publish_time, replica, status = snapshot.meta
+    depth = min(depth, max(snapshot.depth, 1))  # the ETag names the depth actually served
     head = b'%b"update_id":%d,"event_time":%b,"ingest_time":%b,"publish_time":%d,"age_ms":' % (
         _names_json(book),
         update_id,

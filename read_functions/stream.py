@@ -22,7 +22,6 @@ from dataclasses import dataclass
 
 from book_store.errors import LadderError
 from book_store.keys import BookKey
-from book_store.reader import choose_replica
 from control_plane.errors import InvalidRequestError
 from control_plane.models import Principal
 from read_functions.access import presented_key
@@ -114,7 +113,7 @@ class BookStream:
 
     def _render(self, entry: Entry) -> bytes | None:
         now = now_ms()
-        snapshot = choose_replica(entry.replicas.values(), now, self._deps.settings.max_silence_ms)
+        snapshot = entry.served(now, self._deps.settings.max_silence_ms)
         if snapshot is None:
             return None
         meta = snapshot.meta
@@ -122,7 +121,7 @@ class BookStream:
         if identity == self._sent:
             return None
         self._sent = identity
-        view = view_of(entry, snapshot, min(self._plan.depth, max(snapshot.depth, 1)), Side.BOTH)
+        view = view_of(entry, snapshot, self._plan.depth, Side.BOTH)
         return view.body(max(0, now - meta.publish_time))
 
     async def _recheck(self) -> None:

@@ -43,14 +43,14 @@ async def _read(request: Request, deps: Deps, side: Side) -> Response:
     book = await authorize_book(deps, request.principal, params["exchange"], params["market"])
     entry = await deps.books.entry(book)
     now = now_ms()
-    snapshot = synced_replica(deps, entry, now)
-    age_ms = max(0, now - snapshot.meta.publish_time)
+    # Past this point only the entry and its view are touched, not the snapshot: see Entry.served.
+    view = view_of(entry, synced_replica(deps, entry, now), depth, side)
+    age_ms = max(0, now - view.publish_time)
     if max_age_ms is not None and age_ms > max_age_ms:
         raise BookTooOldError(
             f"the freshest synced replica of {book.exchange} {book.market} is {age_ms} ms old "
             f"(max_age_ms={max_age_ms})"
         )
-    view = view_of(entry, snapshot, min(depth, max(snapshot.depth, 1)), side)
     headers = {"ETag": view.etag, "Cache-Control": "no-cache"}
     if_none_match = request.headers.get("if-none-match")
     if if_none_match is not None and _matches(if_none_match, view.etag):

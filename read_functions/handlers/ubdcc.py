@@ -139,7 +139,7 @@ async def _levels(call: Call, deps: Deps, side: str) -> Response:
         raise UbdccError(ErrorId.NOT_FOUND, f"DepthCache {exchange} {market} not found") from exc
     entry = await deps.books.entry(book)
     now = now_ms()
-    snapshot = choose_replica(entry.replicas.values(), now, deps.settings.max_silence_ms)
+    snapshot = entry.served(now, deps.settings.max_silence_ms)
     if snapshot is None:
         if entry.replicas:
             raise UbdccError(ErrorId.OUT_OF_SYNC, f"no replica of {exchange} {market} is in sync right now")

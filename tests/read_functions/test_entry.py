@@ -1,0 +1,64 @@
+"""``Entry.served``: the replica choice is remembered, and never outlives what it was based on."""
+
+from __future__ import annotations
+
+import asyncio
+
+from book_store.codec import BookStatus, Snapshot
+from read_functions.book_cache import Entry
+from tests.read_functions.helpers import ETH, snapshot
+
+SILENCE_MS = 1000
+
+
+def entry_with(*snapshots: Snapshot) -> Entry:
+    entry = Entry(ETH, asyncio.get_running_loop().create_future())
+    for snap in snapshots:
+        entry.apply(snap.meta.replica, snap)
+    return entry
+
+
+async def test_the_choice_is_choose_replica_s() -> None:
+    older = Snapshot(snapshot(10, 0, publish_time=1000))
+    newer = Snapshot(snapshot(12, 1, publish_time=1000))
+    resyncing = Snapshot(snapshot(50, 2, status=BookStatus.RESYNCING, publish_time=1000))
+    entry = entry_with(older, newer, resyncing)
+    assert entry.served(1500, SILENCE_MS) is newer
+    assert entry.served(1500, SILENCE_MS) is newer  # remembered
+
+
+async def test_a_change_of_any_replica_is_seen_at_once() -> None:
+    first = Snapshot(snapshot(10, 0, publish_time=1000))
+    entry = entry_with(first)
+    assert entry.served(1100, SILENCE_MS) is first
+    better = Snapshot(snapshot(11, 1, publish_time=1050))
+    entry.apply(1, better)
+    assert entry.served(1100, SILENCE_MS) is better
+    falling_out = Snapshot(snapshot(12, 1, status=BookStatus.RESYNCING, publish_time=1060))
+    entry.apply(1, falling_out)
+    assert entry.served(1100, SILENCE_MS) is first
+
+
+async def test_a_chosen_replica_that_falls_silent_is_dropped_on_time() -> None:
+    quiet = Snapshot(snapshot(20, 0, publish_time=1000))
+    heard = Snapshot(snapshot(10, 1, publish_time=1400))
+    entry = entry_with(quiet, heard)
+    assert entry.served(2000, SILENCE_MS) is quiet  # exactly max_silence_ms old: still trusted
+    assert entry.served(2001, SILENCE_MS) is heard
+    assert entry.served(2401, SILENCE_MS) is None
+    assert entry.served(2402, SILENCE_MS) is None
+
+
+async def test_a_rejected_older_message_keeps_the_choice() -> None:
+    current = Snapshot(snapshot(10, 0, publish_time=1000))
+    entry = entry_with(current)
+    assert entry.served(1100, SILENCE_MS) is current
+    assert not entry.apply(0, Snapshot(snapshot(9, 0, publish_time=900)))
+    assert entry.served(1100, SILENCE_MS) is current
+
+
+async def test_another_silence_limit_chooses_again() -> None:
+    snap = Snapshot(snapshot(10, 0, publish_time=1000))
+    entry = entry_with(snap)
+    assert entry.served(1500, SILENCE_MS) is snap
+    assert entry.served(1500, 100) is None
