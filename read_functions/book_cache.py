@@ -261,7 +261,7 @@ class BookCache:
             self._by_channel.pop(entry.channel, None)
 
     # -- the change feed ---------------------------------------------------------------------
-    def _on_message(self, channel: bytes, data: memoryview) -> None:
+    def _on_message(self, channel: bytes, data: bytes | memoryview) -> None:
         entry = self._by_channel.get(channel)
         if entry is None:
             handler = self._standing.get(channel)

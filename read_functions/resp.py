@@ -1,13 +1,15 @@
 """An incremental RESP2 reply parser with no I/O: bytes in, complete replies out.
 
+Replies: ``+text`` -> :class:`Simple`, ``:n`` -> ``int``, ``$n`` -> ``bytes`` (``None`` for
+``$-1``), ``*n`` -> ``list``; ``-error`` raises :class:`RespError`. A pub/sub message is
+``[b"message", channel, payload]``, its payload a ``memoryview`` or ``bytes``.
+
 The change feed receives thousands of pub/sub messages a second, each several kilobytes, and most
 are never read; so a message costs one regex match and no copy: its payload is a view into the
-chunk it arrived in (the chunk lives as long as the payload does; a book's next message frees
-it). Only a reply split across chunks is joined: views of its pieces are kept until it can be
-complete, then joined once. Replies: ``+text`` -> :class:`Simple`, ``:n`` ->
-``int``, ``$n`` -> ``bytes`` (``None`` for ``$-1``), ``*n`` -> ``list``; ``-error`` raises
-:class:`RespError`; a pub/sub message is ``[b"message", channel, payload]`` with the payload a
-``memoryview``.
+chunk it arrived in, which lives as long as the payload does (until the book's next message). A
+payload smaller than a quarter of its chunk is copied instead, so that a quiet book cannot pin a
+large chunk of other books' old snapshots. Only a reply split across chunks is joined: views of
+its pieces are kept until it can be complete, then joined once.
 """
 
 from __future__ import annotations
@@ -88,7 +90,8 @@ def _reply(data: bytes, start: int) -> tuple[object, int]:
             stop = after + int(size)
             if len(data) < stop + 2:
                 raise _Incomplete(stop + 2)
-            return [b"message", channel, memoryview(data)[after:stop]], stop + 2
+            payload = memoryview(data)[after:stop] if 4 * (stop - after) >= len(data) else data[after:stop]
+            return [b"message", channel, payload], stop + 2
     end = data.find(b"\r\n", start)
     if end < 0:
         raise _Incomplete(len(data) + 1)

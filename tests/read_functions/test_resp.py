@@ -79,3 +79,12 @@ def test_a_channel_holding_a_carriage_return_is_parsed_in_full() -> None:
 def test_a_length_that_is_not_a_number_is_a_resp_error() -> None:
     with pytest.raises(RespError, match="not a RESP2 reply"):
         RespParser().feed(b"$x1\r\nab\r\n")
+
+
+def test_a_payload_is_a_view_of_its_chunk_unless_it_would_pin_a_much_larger_one() -> None:
+    alone = message(A, BIG)
+    [[_, _, payload]] = RespParser().feed(alone)
+    assert isinstance(payload, memoryview) and payload.obj is alone  # no copy
+    crowd = message(A, BIG) + message(B, b"small")
+    [_, [_, _, small]] = RespParser().feed(crowd)
+    assert small == b"small" and isinstance(small, bytes)  # a copy: the chunk can go
