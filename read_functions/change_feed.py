@@ -29,7 +29,7 @@ from read_functions.resp import RespError, RespParser, command
 log = logging.getLogger(__name__)
 
 MessageHandler = Callable[[bytes, bytes | memoryview], None]
-"""``(channel, payload)``: the payload is a view into the received data (see read_functions.resp)."""
+"""``(channel, payload)``: the payload is often a view into the received data (see read_functions.resp)."""
 
 
 class ChangeFeed:
