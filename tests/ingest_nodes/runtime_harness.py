@@ -7,7 +7,6 @@ No mocks: replicas, feeds, schedulers and the publisher are the production class
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -27,6 +26,7 @@ from ingest_nodes.publisher import Publisher
 from ingest_nodes.replica import BookReplica
 from ingest_nodes.settings import IngestSettings
 from ingest_nodes.sync import FuturesSyncMachine, SpotSyncMachine
+from tests.waiting import wait_until
 
 VENUE_OF = {"binance.com": "spot", "binance.com-futures": "futures"}
 
@@ -135,14 +135,6 @@ class Harness:
             body: dict[str, Any] = await response.json()
             assert response.status == 200, body
             return body
-
-
-async def wait_until(predicate: Any, timeout_s: float, what: str, poll_s: float = 0.02) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
-        await asyncio.sleep(poll_s)
 
 
 async def wait_synced(replicas: Iterable[BookReplica], timeout_s: float = 10.0) -> None:

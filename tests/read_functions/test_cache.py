@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
 
 import orjson
 import pytest
@@ -14,6 +13,7 @@ from book_store.keys import BookKey
 from book_store.writer import encode_message
 from read_functions.change_feed import ChangeFeed
 from tests.read_functions.helpers import ETH, Stack, now_ms, open_stack, snapshot
+from tests.waiting import wait_until
 
 
 async def command_calls(client: redis.Redis) -> dict[str, int]:
@@ -169,13 +169,6 @@ async def test_a_message_published_earlier_does_not_replace_a_later_one(stack: S
         await asyncio.sleep(0.005)
 
 
-async def eventually(condition: Callable[[], bool], within_s: float = 2.0) -> None:
-    deadline = time.monotonic() + within_s
-    while not condition():
-        assert time.monotonic() < deadline, "condition not met in time"
-        await asyncio.sleep(0.002)
-
-
 async def test_views_readers_used_are_rendered_when_the_change_arrives(stack: Stack) -> None:
     headers = await stack.subscriber(ETH)
     await stack.publish(ETH, 0, snapshot(1))
@@ -186,15 +179,15 @@ async def test_views_readers_used_are_rendered_when_the_change_arrives(stack: St
         return entry.replicas[0].meta.update_id == update_id
 
     await stack.publish(ETH, 0, snapshot(2))
-    await eventually(lambda: has(2))
+    await wait_until(lambda: has(2), 2.0, "snapshot 2")
     assert entry.views_of is entry.replicas[0]  # rendered on arrival, before any read
     assert [b'"update_id":2,' in view.head for view in entry.views.values()] == [True]
     assert await read_update_id(stack, headers) == 2
     await stack.publish(ETH, 0, snapshot(3))  # the view of 2 was read: 3 is rendered too
-    await eventually(lambda: has(3))
+    await wait_until(lambda: has(3), 2.0, "snapshot 3")
     assert entry.views_of is entry.replicas[0] and len(entry.views) == 1
     await stack.publish(ETH, 0, snapshot(4))  # nobody read 3: 4 is not rendered, 3's view is let go
-    await eventually(lambda: has(4))
+    await wait_until(lambda: has(4), 2.0, "snapshot 4")
     assert entry.views_of is None and not entry.views
     assert await read_update_id(stack, headers) == 4
 
@@ -207,7 +200,7 @@ async def test_a_change_of_a_replica_not_served_keeps_the_views_of_the_one_serve
     entry = stack.deps.books._entries[ETH]
     views, served = dict(entry.views), entry.views_of
     await stack.publish(ETH, 1, snapshot(6, replica=1))
-    await eventually(lambda: entry.replicas[1].meta.update_id == 6)
+    await wait_until(lambda: entry.replicas[1].meta.update_id == 6, 2.0, "replica 1 at 6")
     assert entry.views_of is served and entry.views == views
     assert all(entry.views[key] is view for key, view in views.items())
     assert await read_update_id(stack, headers) == 10
