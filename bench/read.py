@@ -293,9 +293,7 @@ async def main(args: argparse.Namespace) -> None:
             http.get(read_url + hot_path, headers={"X-API-Key": key}) as r,
         ):
             body = await r.read()
-        statics = {
-            name: bind(name, "127.0.0.1", 0, args.workers, None) for name in ("ceiling", "ladder-static")
-        }
+        statics = {name: bind(name, "127.0.0.1", 0, args.workers, None) for name in STATIC_LOADS}
         static_processes = {
             name: [context.Process(target=serve_static, args=(statics[name], w, body, protocol), daemon=True)
                    for w in range(args.workers)]
