@@ -86,6 +86,19 @@ async def test_etag_gives_304_until_the_book_changes(stack: Stack) -> None:
     assert status == 200 and changed["etag"] != etag
 
 
+async def test_the_etag_names_update_replica_served_depth_and_side(stack: Stack) -> None:
+    headers = await stack.subscriber(ETH)
+    await stack.publish(ETH, 1, snapshot(9, 1))  # five levels a side
+    for path, etag in [
+        ("/v1/books/binance.com/ETHBTC?depth=2", 'W/"9.1.2.both"'),
+        ("/v1/books/binance.com/ETHBTC?depth=1000", 'W/"9.1.5.both"'),  # the depth actually served
+        ("/v1/books/binance.com/ETHBTC/bids?depth=3", 'W/"9.1.3.bids"'),
+        ("/v1/books/binance.com/ETHBTC/asks", 'W/"9.1.5.asks"'),
+    ]:
+        status, response_headers, body = await get(stack, path, headers)
+        assert status == 200 and response_headers["etag"] == etag, (path, body)
+
+
 async def test_gzip_when_asked(stack: Stack) -> None:
     headers = await stack.subscriber(ETH)
     await stack.publish(ETH, 0, snapshot(3))
