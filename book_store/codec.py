@@ -95,28 +95,40 @@ class Snapshot:
     """A view over stored bytes that decodes only what a caller asks for.
 
     A reader receives every published snapshot of the books it follows but serves few of them, so
-    construction only unpacks the header and checks version, status and length (a snapshot that
-    would fail later is rejected here, never while serving). The metadata object is built on first
-    access and levels are sliced out of ``raw`` per call.
+    construction only unpacks the fixed header and checks version, status and length (a snapshot
+    that would fail later is rejected here, never while serving). The header's fields are plain
+    attributes, because choosing a replica and rendering a response read them for every snapshot
+    served; levels are sliced out of ``raw`` per call.
     """
 
-    __slots__ = ("_asks_len", "_bids_len", "_header", "_meta", "_n_asks", "_n_bids", "raw", "recency")
+    __slots__ = ("_asks_len", "_bids_len", "_meta", "_n_asks", "_n_bids", "depth", "event_time",
+                 "ingest_time", "publish_time", "raw", "recency", "replica", "status",
+                 "update_id")  # fmt: skip
 
     def __init__(self, raw: bytes | memoryview) -> None:
         try:
             header = _HEADER.unpack_from(raw)
         except struct.error as exc:
             raise StoreError("stored snapshot is truncated") from exc
-        (version, update_id, _, _, publish_time, _, status, n_bids, n_asks, bids_len, asks_len) = header
+        (version, update_id, event_time, ingest_time, publish_time, replica, code, n_bids, n_asks,
+         bids_len, asks_len) = header  # fmt: skip
         if version != VERSION:
             raise StoreError(f"stored snapshot has codec version {version}, this reader knows {VERSION}")
-        if status not in _STATUS_BY_CODE:
-            raise StoreError(f"stored snapshot has an unknown status {status}")
+        status = _STATUS_BY_CODE.get(code)
+        if status is None:
+            raise StoreError(f"stored snapshot has an unknown status {code}")
         size = _HEADER.size + 4 * (n_bids + n_asks) + bids_len + asks_len
         if len(raw) != size:
             raise StoreError(f"stored snapshot is {len(raw)} bytes, its header says {size}")
         self.raw = raw
-        self._header: tuple[int, ...] = header
+        self.update_id: int = update_id
+        self.event_time: int | None = None if event_time < 0 else event_time
+        self.ingest_time: int | None = None if ingest_time < 0 else ingest_time
+        self.publish_time: int = publish_time
+        self.replica: int = replica
+        self.status: BookStatus = status
+        self.depth: int = n_bids if n_bids > n_asks else n_asks
+        """Levels stored on the deeper side."""
         self._meta: SnapshotMeta | None = None
         self._n_bids: int = n_bids
         self._n_asks: int = n_asks
@@ -127,24 +139,18 @@ class Snapshot:
 
     @property
     def meta(self) -> SnapshotMeta:
+        """The header's fields as one value (built on first use)."""
         meta = self._meta
         if meta is None:
-            header = self._header
-            event_time, ingest_time = header[2], header[3]
             meta = self._meta = SnapshotMeta(
-                header[1],
-                None if event_time < 0 else event_time,
-                None if ingest_time < 0 else ingest_time,
-                header[4],
-                header[5],
-                _STATUS_BY_CODE[header[6]],
+                self.update_id,
+                self.event_time,
+                self.ingest_time,
+                self.publish_time,
+                self.replica,
+                self.status,
             )
         return meta
-
-    @property
-    def depth(self) -> int:
-        """Levels stored on the deeper side."""
-        return max(self._n_bids, self._n_asks)
 
     @property
     def bid_ends(self) -> memoryview:
@@ -158,23 +164,27 @@ class Snapshot:
         return memoryview(self.raw)[start : start + 4 * self._n_asks].cast("I")
 
     def bids(self, depth: int) -> memoryview:
-        """The best ``depth`` bids as JSON array items (no brackets), a view into ``raw``."""
+        """The best ``depth`` bids as JSON array items (no brackets), a view into ``raw``.
+
+        A view, not a copy: a response joins it straight into its body, and a cached book holds
+        its levels once."""
         n_bids = self._n_bids
-        blob = _HEADER.size + 4 * (n_bids + self._n_asks)
-        return self._levels(_HEADER.size, n_bids, blob, self._bids_len, depth)
+        start = _HEADER.size + 4 * (n_bids + self._n_asks)
+        return memoryview(self.raw)[start : start + self._cut(_HEADER.size, n_bids, self._bids_len, depth)]
 
     def asks(self, depth: int) -> memoryview:
         """The best ``depth`` asks as JSON array items (no brackets), a view into ``raw``."""
         n_bids, n_asks = self._n_bids, self._n_asks
-        blob = _HEADER.size + 4 * (n_bids + n_asks) + self._bids_len
-        return self._levels(_HEADER.size + 4 * n_bids, n_asks, blob, self._asks_len, depth)
+        start = _HEADER.size + 4 * (n_bids + n_asks) + self._bids_len
+        ends = _HEADER.size + 4 * n_bids
+        return memoryview(self.raw)[start : start + self._cut(ends, n_asks, self._asks_len, depth)]
 
-    def _levels(self, ends: int, count: int, blob: int, blob_len: int, depth: int) -> memoryview:
-        """The best ``depth`` of a side's ``count`` levels: its end offsets start at ``ends`` in
-        ``raw``, its blob of ``blob_len`` bytes at ``blob``. A view, not a copy: a response joins
-        it straight into its body, and a cached book holds its levels once."""
-        if depth <= 0 or count == 0:
-            return memoryview(b"")
-        if depth < count:
-            blob_len = min(blob_len, _END.unpack_from(self.raw, ends + 4 * (depth - 1))[0])
-        return memoryview(self.raw)[blob : blob + blob_len]
+    def _cut(self, ends: int, count: int, blob_len: int, depth: int) -> int:
+        """Bytes of the best ``depth`` of a side's ``count`` levels, whose end offsets start at
+        ``ends`` in ``raw`` and whose blob is ``blob_len`` bytes (never more than that)."""
+        if depth >= count:
+            return blob_len
+        if depth <= 0:
+            return 0
+        end: int = _END.unpack_from(self.raw, ends + 4 * (depth - 1))[0]
+        return end if end < blob_len else blob_len

@@ -63,12 +63,8 @@ def choose_replica(snapshots: Iterable[Snapshot], now_ms: int, max_silence_ms: i
     """
     best: Snapshot | None = None
     for snap in snapshots:
-        meta = snap.meta
-        if meta.status is not BookStatus.SYNCED or now_ms - meta.publish_time > max_silence_ms:
+        if snap.status is not BookStatus.SYNCED or now_ms - snap.publish_time > max_silence_ms:
             continue
-        if best is None or (meta.update_id, meta.publish_time) > (
-            best.meta.update_id,
-            best.meta.publish_time,
-        ):
+        if best is None or (snap.update_id, snap.publish_time) > (best.update_id, best.publish_time):
             best = snap
     return best

@@ -56,7 +56,8 @@ class Entry:
     """One cached book: its replicas' snapshots and per-book state of the read path."""
 
     __slots__ = ("_chosen", "_chosen_silence", "_chosen_until", "book", "channel", "live", "loaded",
-                 "replicas", "touched", "views", "views_of", "views_read", "watchers")  # fmt: skip
+                 "names_json", "replicas", "touched", "views", "views_of", "views_read",
+                 "watchers")  # fmt: skip
 
     def __init__(self, book: BookKey, loaded: asyncio.Future[None]) -> None:
         self.book = book
@@ -66,11 +67,12 @@ class Entry:
         self.loaded = loaded
         self.touched = True
         self.watchers: set[Watcher] = set()
-        # Rendered responses of the replica last served, and whether a reader used them since they
-        # were rendered (see read_functions.book_view).
+        # Rendered responses of the replica last served, whether a reader used them since they
+        # were rendered, and the book's names as JSON, rendered once (see read_functions.book_view).
         self.views: dict[tuple[int, Side], BookView] = {}
         self.views_of: Snapshot | None = None
         self.views_read = False
+        self.names_json: bytes | None = None
         # The replica choice, kept until a replica changes or the chosen one falls silent.
         self._chosen: Snapshot | None = None
         self._chosen_until = -1
@@ -96,7 +98,7 @@ class Entry:
         if now_ms <= self._chosen_until and max_silence_ms == self._chosen_silence:
             return self._chosen
         chosen = self._chosen = choose_replica(self.replicas.values(), now_ms, max_silence_ms)
-        self._chosen_until = -1 if chosen is None else chosen.meta.publish_time + max_silence_ms
+        self._chosen_until = -1 if chosen is None else chosen.publish_time + max_silence_ms
         self._chosen_silence = max_silence_ms
         return chosen
 

@@ -59,7 +59,7 @@ def view_of(entry: Entry, snapshot: Snapshot, depth: int, side: Side) -> BookVie
     if view is None:
         if len(entry.views) >= MAX_VIEWS:
             entry.views.clear()
-        view = entry.views[key] = render(entry.book, snapshot, depth, side)
+        view = entry.views[key] = render(_names_of(entry), snapshot, depth, side)
     return view
 
 
@@ -85,21 +85,27 @@ def rerender(entry: Entry, now_ms: int, max_silence_ms: int) -> None:
     if snapshot is None or not keys:
         return
     entry.views_of = snapshot
+    names = _names_of(entry)
     for depth, side in keys:
-        entry.views[depth, side] = render(entry.book, snapshot, depth, side)
+        entry.views[depth, side] = render(names, snapshot, depth, side)
 
 
-def render(book: BookKey, snapshot: Snapshot, depth: int, side: Side) -> BookView:
-    update_id, event_time, ingest_time, publish_time, replica, status = snapshot.meta
-    depth = min(depth, max(snapshot.depth, 1))  # the ETag names the depth actually served
+def render(names_json: bytes, snapshot: Snapshot, depth: int, side: Side) -> BookView:
+    """The view of ``snapshot`` for ``depth`` and ``side``; ``names_json`` is the book's
+    :func:`names_json`. It runs for most snapshots of a book being read, so it calls nothing it can
+    do without (``min`` and ``max`` alone cost as much as formatting the head)."""
+    if depth > snapshot.depth:  # the ETag names the depth actually served
+        depth = snapshot.depth or 1
+    event_time, ingest_time, update_id = snapshot.event_time, snapshot.ingest_time, snapshot.update_id
+    publish_time = snapshot.publish_time
     head = b'%b"update_id":%d,"event_time":%b,"ingest_time":%b,"publish_time":%d,"age_ms":' % (
-        _names_json(book),
+        names_json,
         update_id,
         b"null" if event_time is None else b"%d" % event_time,
         b"null" if ingest_time is None else b"%d" % ingest_time,
         publish_time,
     )
-    state = b',"replica":%d,"status":%b' % (replica, _STATUS_JSON[status])
+    state = b',"replica":%d,"status":%b' % (snapshot.replica, _STATUS_JSON[snapshot.status])
     tail: tuple[bytes | memoryview, ...]
     if side is Side.BOTH:
         tail = (state + b',"bids":[', snapshot.bids(depth), b'],"asks":[', snapshot.asks(depth), b"]}")
@@ -107,25 +113,20 @@ def render(book: BookKey, snapshot: Snapshot, depth: int, side: Side) -> BookVie
         tail = (state + b',"bids":[', snapshot.bids(depth), b"]}")
     else:
         tail = (state + b',"asks":[', snapshot.asks(depth), b"]}")
-    etag = f'W/"{update_id}.{replica}.{depth}.{_SIDE_NAMES[side]}"'
+    etag = f'W/"{update_id}.{snapshot.replica}.{depth}.{_SIDE_NAMES[side]}"'
     return BookView(head, tail, etag, publish_time)
 
 
-_NAMES_KEPT = 16384
-_names_json_of: dict[BookKey, bytes] = {}
+def names_json(book: BookKey) -> bytes:
+    """``{"exchange":...,"market":...,``: how every response about ``book`` starts."""
+    return b'{"exchange":%b,"market":%b,' % (orjson.dumps(book.exchange), orjson.dumps(book.market))
 
 
-def _names_json(book: BookKey) -> bytes:
-    """``{"exchange":...,"market":...,`` of a book: the same for every snapshot of it, so kept (a
-    plain dict: an ``lru_cache`` call costs several times a lookup, and this runs per render)."""
-    names = _names_json_of.get(book)
+def _names_of(entry: Entry) -> bytes:
+    """The entry's :func:`names_json`, rendered on its first view and kept with it."""
+    names = entry.names_json
     if names is None:
-        if len(_names_json_of) >= _NAMES_KEPT:
-            _names_json_of.clear()
-        names = _names_json_of[book] = b'{"exchange":%b,"market":%b,' % (
-            orjson.dumps(book.exchange),
-            orjson.dumps(book.market),
-        )
+        names = entry.names_json = names_json(entry.book)
     return names
 
 

@@ -19,7 +19,7 @@ from control_plane.errors import (
     UnknownMarketError,
 )
 from read_functions import routing
-from read_functions.book_view import Side, render
+from read_functions.book_view import Side, names_json, render
 from read_functions.dispatch import request_id
 from read_functions.errors import MethodNotAllowedError, error_response, status_for
 from read_functions.messages import parse_query
@@ -119,11 +119,11 @@ def test_request_ids() -> None:
 
 def test_rendered_book_is_the_stored_bytes_sliced() -> None:
     snap = Snapshot(snapshot(9, bids=levels(["3", "2", "1"]), asks=levels(["4", "5"])))
-    view = render(ETH, snap, 2, Side.BOTH)
+    view = render(names_json(ETH), snap, 2, Side.BOTH)
     book = orjson.loads(view.body(7))
     assert book["age_ms"] == 7 and book["bids"] == [["3", "1.0"], ["2", "1.0"]] and len(book["asks"]) == 2
     assert view.etag == 'W/"9.0.2.both"'
-    assert "asks" not in orjson.loads(render(ETH, snap, 2, Side.BIDS).body(0))
+    assert "asks" not in orjson.loads(render(names_json(ETH), snap, 2, Side.BIDS).body(0))
 
 
 def test_ubdcc_levels_are_numbers_with_the_venue_digits() -> None:
