@@ -162,7 +162,7 @@ async def store_floor(
     await asyncio.sleep(0.2)
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
-    await pubsub.aclose()
+    await pubsub.aclose()  # type: ignore[no-untyped-call]  # redis-py leaves it unannotated
     return floor
 
 

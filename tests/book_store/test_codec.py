@@ -11,8 +11,9 @@ BIDS = [b'["100.10","1.5"]', b'["100.00","2"]', b'["99.5","0.001"]']
 ASKS = [b'["100.20","3"]']
 
 
-def parse_side(items: bytes) -> list[list[str]]:
-    return orjson.loads(b"[" + items + b"]")
+def parse_side(items: bytes | memoryview) -> list[list[str]]:
+    side: list[list[str]] = orjson.loads(b"[" + items + b"]")
+    return side
 
 
 def test_roundtrip_metadata() -> None:
@@ -30,8 +31,8 @@ def test_slices_any_depth_without_parsing(depth: int) -> None:
 
 def test_empty_and_zero_depth() -> None:
     snap = Snapshot(encode_snapshot(META, [], []))
-    assert snap.bids(10) == b"" and snap.asks(10) == b""
-    assert Snapshot(encode_snapshot(META, BIDS, ASKS)).bids(0) == b""
+    assert bytes(snap.bids(10)) == b"" and bytes(snap.asks(10)) == b""
+    assert bytes(Snapshot(encode_snapshot(META, BIDS, ASKS)).bids(0)) == b""
 
 
 def test_unknown_times_roundtrip_as_none() -> None:

@@ -67,7 +67,7 @@ async def test_writer_batches_a_loop_turn_into_one_flush(redis_client: redis.Red
     writer.remove(BOOK, 1)
     await writer.drain()
     assert set(await BookReader(redis_client).replicas(BOOK)) == {0}
-    await pubsub.aclose()
+    await pubsub.aclose()  # type: ignore[no-untyped-call]  # redis-py leaves it unannotated
 
 
 def test_choose_replica_prefers_synced_fresh_newest() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 
 import pytest
 import redis.asyncio as redis
@@ -75,6 +75,7 @@ async def test_redis_watch_is_notified_at_once(valkey_url: str, redis_store: Red
     node_client = redis.Redis.from_url(valkey_url)
     watcher = AssignmentClient(node_client, prefix=redis_store.prefix, resync_s=60)
     changes = watcher.watch("node-1")
+    assert isinstance(changes, AsyncGenerator)  # so the test can aclose() it
     try:
         assert await _next(changes, 2) == []
         started = time.monotonic()
@@ -91,6 +92,7 @@ async def test_redis_watch_is_notified_at_once(valkey_url: str, redis_store: Red
 async def test_watch_polls_a_store_without_notifications(dynamodb_store: DynamoControlStore) -> None:
     watcher = AssignmentClient(dynamodb_store, poll_s=0.05)
     changes = watcher.watch("node-1")
+    assert isinstance(changes, AsyncGenerator)  # so the test can aclose() it
     try:
         assert await _next(changes, 2) == []
         await dynamodb_store.replace_assignments("node-1", [BTC_1])

@@ -56,7 +56,7 @@ async def new_tenant(service: ControlService, name: str = "Acme", **fields: obje
 
 
 async def tenant_key(service: ControlService, tenant_id: str, **kwargs: object) -> tuple[Principal, str]:
-    record, secret = await service.create_key(tenant_id, actor=OPERATOR, **kwargs)  # type: ignore[arg-type]
+    record, secret = await service.create_key(tenant_id, actor=OPERATOR, **kwargs)
     return Principal(tenant_id, record.id, False), secret
 
 

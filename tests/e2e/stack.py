@@ -90,6 +90,12 @@ class Stack:
             shutil.rmtree(self.log_dir, ignore_errors=True)
 
 
+def stored_bytes(value: object) -> bytes:
+    """A value read from the store: bytes, as a client without ``decode_responses`` returns them."""
+    assert isinstance(value, bytes), f"not bytes: {value!r}"
+    return value
+
+
 def start_stack(
     *,
     ingest_nodes: int = 2,

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from tests.e2e.stack import Stack, start_stack
+from tests.e2e.stack import Stack, start_stack, stored_bytes
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("failover")]
 
@@ -109,7 +109,7 @@ def synced_replica_ids(stack: Stack) -> set[tuple[str, str, int]]:
     synced = set()
     for exchange, market in BOOKS:
         for replica, raw in client.hgetall(BookKey(exchange, market).snapshots).items():
-            meta = Snapshot(raw).meta
+            meta = Snapshot(stored_bytes(raw)).meta
             if meta.status is BookStatus.SYNCED and now_ms - meta.publish_time < 1000:
                 synced.add((exchange, market, int(replica)))
     client.close()

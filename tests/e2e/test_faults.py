@@ -21,7 +21,7 @@ import pytest
 import redis
 
 from book_store.codec import BookStatus, Snapshot
-from tests.e2e.stack import Stack, start_stack
+from tests.e2e.stack import Stack, start_stack, stored_bytes
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("faults")]
 
@@ -146,7 +146,7 @@ def eventually(check: Callable[[], bool], what: str, timeout_s: float = SETTLE_S
 
 def synced_replicas(store: redis.Redis, exchange: str, market: str) -> int:
     stored = store.hgetall(f"ladder:{{{exchange}|{market}}}:snap").values()
-    return sum(Snapshot(raw).meta.status is BookStatus.SYNCED for raw in stored)
+    return sum(Snapshot(stored_bytes(raw)).meta.status is BookStatus.SYNCED for raw in stored)
 
 
 def start_book(stack: Stack, key: str, store: redis.Redis, exchange: str, market: str) -> None:
@@ -166,7 +166,7 @@ def newest_connection(stack: Stack, exchange: str, market: str) -> int:
 
 
 def node_stats(store: redis.Redis) -> list[dict[str, Any]]:
-    return [orjson.loads(store.get(k)) for k in store.keys("ladder:node-stats:*")]
+    return [orjson.loads(stored_bytes(store.get(k))) for k in store.keys("ladder:node-stats:*")]
 
 
 # -- stream faults ---------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from decimal import Decimal
+from typing import Any
 
 import pytest
 
@@ -12,7 +13,7 @@ from tests.e2e.stack import Stack
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("stack")]
 
 
-def assert_matches_truth(stack: Stack, venue: str, book: dict, depth: int) -> None:
+def assert_matches_truth(stack: Stack, venue: str, book: dict[str, Any], depth: int) -> None:
     truth = stack.truth(venue, book["market"], book["update_id"])
     assert truth.status_code == 200, truth.text
     true_book = truth.json()

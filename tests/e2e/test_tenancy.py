@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from tests.e2e.stack import ADMIN_KEY, Stack
+from tests.e2e.stack import ADMIN_KEY, Stack, stored_bytes
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("stack")]
 
@@ -77,7 +77,7 @@ def test_keys_and_pepper_never_appear_in_responses_or_logs(stack: Stack) -> None
     import redis
 
     client = redis.Redis.from_url(stack.redis_url)
-    pepper_values = [v for k in client.scan_iter("*pepper*") for v in [client.get(k)] if v]
+    pepper_values = [stored_bytes(v) for k in client.scan_iter("*pepper*") for v in [client.get(k)] if v]
     client.close()
     secrets = [
         key,

@@ -108,7 +108,7 @@ async def test_many_updates_are_batched_into_one_array(venue: FakeVenue, http: a
     await next_json(ws)
     await next_json(ws)
     await control(http, venue, action="burst", venue="alpaca", symbol="DOGE/USD", count=6)
-    sizes = []
+    sizes: list[int] = []
     while sum(sizes) < 6:
         sizes.append(len(await next_json(ws)))
     assert max(sizes) > 1

@@ -115,7 +115,11 @@ class Harness:
         """The venue's book at the replica's current update id (taken at once, no await before)."""
         update_id = replica.engine.update_id
         assert update_id is not None, "the replica is not synced"
-        params = {"venue": VENUE_OF[replica.book.exchange], "symbol": replica.symbol, "update_id": update_id}
+        params: dict[str, str | int] = {
+            "venue": VENUE_OF[replica.book.exchange],
+            "symbol": replica.symbol,
+            "update_id": update_id,
+        }
         bids = [orjson.loads(level) for level in replica.engine.book.top_bids(1000)]
         asks = [orjson.loads(level) for level in replica.engine.book.top_asks(1000)]
         async with self.session.get(self.venue.url + "/_fake/book", params=params) as response:

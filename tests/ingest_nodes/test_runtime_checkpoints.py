@@ -8,7 +8,8 @@ from book_store.keys import BookKey
 from ingest_nodes.book import OrderBook
 from ingest_nodes.checkpoints import Checkpoint, ReplicaChecker, checkpoint_key, digest_of, same_top, selected
 from ingest_nodes.stats import ReplicaStats
-from tests.ingest_nodes.runtime_harness import running, venue_config, wait_synced, wait_until
+from tests.ingest_nodes.runtime_harness import running, venue_config, wait_synced
+from tests.waiting import wait_until
 
 
 def test_checkpoint_ids_are_a_fixed_sample_of_about_one_in_every() -> None:

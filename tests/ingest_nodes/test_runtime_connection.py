@@ -7,7 +7,8 @@ import asyncio
 import redis.asyncio as redis
 
 from ingest_nodes.connection import StreamConnection, rollover_age
-from tests.ingest_nodes.runtime_harness import running, venue_config, wait_synced, wait_until
+from tests.ingest_nodes.runtime_harness import running, venue_config, wait_synced
+from tests.waiting import wait_until
 
 SPOT = ["BTCUSDT", "ETHUSDT", "ETHBTC", "BNBBTC", "BNBUSDT", "SOLUSDT", "XRPUSDT", "ADAUSDT", "DOGEUSDT"]
 

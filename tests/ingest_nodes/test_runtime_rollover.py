@@ -7,7 +7,8 @@ import time
 
 import redis.asyncio as redis
 
-from tests.ingest_nodes.runtime_harness import running, venue_config, wait_synced, wait_until
+from tests.ingest_nodes.runtime_harness import running, venue_config, wait_synced
+from tests.waiting import wait_until
 
 SPOT = ["BTCUSDT", "ETHBTC", "BNBBTC"]
 FUTURES = ["BTCUSDT", "ETHUSDT", "SOLUSDT"]

@@ -11,7 +11,8 @@ import redis.asyncio as redis
 from ingest_nodes.budget import WeightBudget
 from ingest_nodes.events import DepthSnapshot
 from ingest_nodes.snapshots import SnapshotError, SnapshotScheduler
-from tests.ingest_nodes.runtime_harness import running, venue_config, wait_synced, wait_until
+from tests.ingest_nodes.runtime_harness import running, venue_config, wait_synced
+from tests.waiting import wait_until
 
 SPOT_SYMBOLS = ["BTCUSDT", "ETHUSDT", "ETHBTC", "BNBBTC", "BNBUSDT", "SOLUSDT", "XRPUSDT", "ADAUSDT"]
 

@@ -7,7 +7,8 @@ import redis.asyncio as redis
 from book_store.codec import BookStatus
 from book_store.keys import BookKey
 from book_store.reader import BookReader
-from tests.ingest_nodes.runtime_harness import running, venue_config, wait_synced, wait_until
+from tests.ingest_nodes.runtime_harness import running, venue_config, wait_synced
+from tests.waiting import wait_until
 
 SPOT = ["BTCUSDT", "ETHUSDT", "ETHBTC", "BNBBTC", "SOLUSDT"]
 FUTURES = ["BTCUSDT", "ETHUSDT", "SOLUSDT", "XRPUSDT", "LINKUSDT"]

@@ -9,7 +9,8 @@ import redis.asyncio as redis
 
 from book_store.codec import BookStatus
 from book_store.reader import BookReader
-from tests.ingest_nodes.runtime_harness import running, venue_config, wait_synced, wait_until
+from tests.ingest_nodes.runtime_harness import running, venue_config, wait_synced
+from tests.waiting import wait_until
 
 
 async def test_a_gap_resyncs_and_a_duplicate_does_not(redis_client: redis.Redis) -> None:
@@ -23,7 +24,9 @@ async def test_a_gap_resyncs_and_a_duplicate_does_not(redis_client: redis.Redis)
         assert spot.stats.restarts == 0 and futures.stats.restarts == 0
         await harness.control(action="gap", venue="spot", symbol="ETHBTC", count=2)
         await harness.control(action="gap", venue="futures", symbol="ETHUSDT")
-        await wait_until(lambda: spot.stats.resyncs["gap"] and futures.stats.resyncs["gap"], 3, "gaps")
+        await wait_until(
+            lambda: spot.stats.resyncs["gap"] > 0 and futures.stats.resyncs["gap"] > 0, 3, "gaps"
+        )
         await wait_synced([spot, futures])
         await harness.truth(spot)
         await harness.truth(futures)

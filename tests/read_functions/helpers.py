@@ -10,6 +10,7 @@ from typing import Any
 import aiohttp
 import jsonschema
 import redis.asyncio as redis
+from pydantic import SecretStr
 
 from book_store.catalog import MarketCatalog, MarketInfo
 from book_store.codec import BookStatus, SnapshotMeta, encode_snapshot
@@ -119,7 +120,9 @@ class Stack:
 
 
 def settings(redis_url: str, **overrides: Any) -> ReadSettings:
-    return ReadSettings(redis_url=redis_url, admin_key=ADMIN_KEY, pepper=PEPPER, **overrides)
+    return ReadSettings(
+        redis_url=redis_url, admin_key=SecretStr(ADMIN_KEY), pepper=SecretStr(PEPPER), **overrides
+    )
 
 
 async def open_stack(redis_url: str, store: redis.Redis, **overrides: Any) -> Stack:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import AsyncIterator
 
 import orjson
 import pytest
@@ -40,10 +41,10 @@ async def test_a_publish_is_visible_on_the_next_read(stack: Stack) -> None:
 
 
 @pytest.fixture
-async def quiet_stack(clean_redis_url: str, redis_client: redis.Redis) -> Stack:
+async def quiet_stack(clean_redis_url: str, redis_client: redis.Redis) -> AsyncIterator[Stack]:
     """A stack whose background refreshes are slow enough not to blur a command count."""
     stack = await open_stack(clean_redis_url, redis_client, auth_max_age_ms=60_000, catalog_refresh_s=3600)
-    yield stack  # type: ignore[misc]
+    yield stack
     await stack.close()
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import redis
@@ -18,6 +19,7 @@ from schemathesis.checks import (
     response_schema_conformance,
     status_code_conformance,
 )
+from schemathesis.core.result import Ok
 
 from book_store.codec import BookStatus
 from book_store.server import EmbeddedValkey
@@ -112,6 +114,7 @@ def test_no_server_errors_and_no_schema_violations(
     api = schemathesis.openapi.from_url(f"{url}/openapi.json")
     session = requests.Session()
     for result in api.get_all_operations():
+        assert isinstance(result, Ok), result.err()
         operation = result.ok()
         has_inputs = bool(operation.path_parameters or operation.query or operation.body)
         if mode is GenerationMode.NEGATIVE and not has_inputs:
@@ -123,7 +126,7 @@ def test_no_server_errors_and_no_schema_violations(
 
 
 def exercise(
-    operation: schemathesis.APIOperation,
+    operation: schemathesis.APIOperation[Any, Any, Any, Any],
     mode: GenerationMode,
     examples: int,
     url: str,
@@ -146,7 +149,7 @@ def exercise(
         derandomize=True,
         database=None,
     )
-    def check(case: schemathesis.Case) -> None:
+    def check(case: schemathesis.Case[schemathesis.APIOperation[Any, Any, Any, Any]]) -> None:
         response = case.call_and_validate(
             base_url=url, session=session, headers=caller, timeout=10, checks=checks
         )

@@ -83,8 +83,12 @@ def test_a_length_that_is_not_a_number_is_a_resp_error() -> None:
 
 def test_a_payload_is_a_view_of_its_chunk_unless_it_would_pin_a_much_larger_one() -> None:
     alone = message(A, BIG)
-    [[_, _, payload]] = RespParser().feed(alone)
+    [reply] = RespParser().feed(alone)
+    assert isinstance(reply, list)
+    [_, _, payload] = reply
     assert isinstance(payload, memoryview) and payload.obj is alone  # no copy
     crowd = message(A, BIG) + message(B, b"small")
-    [_, [_, _, small]] = RespParser().feed(crowd)
+    [_, reply] = RespParser().feed(crowd)
+    assert isinstance(reply, list)
+    [_, _, small] = reply
     assert small == b"small" and isinstance(small, bytes)  # a copy: the chunk can go

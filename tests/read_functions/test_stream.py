@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
 
 import aiohttp
 import orjson
@@ -15,10 +16,11 @@ from tests.read_functions.helpers import ETH, Stack, levels, snapshot, validate
 STREAM = "/v1/stream?exchange=binance.com&market=ETHBTC"
 
 
-async def next_book(socket: aiohttp.ClientWebSocketResponse) -> dict[str, object]:
+async def next_book(socket: aiohttp.ClientWebSocketResponse) -> dict[str, Any]:
     message = await asyncio.wait_for(socket.receive(), 5)
     assert message.type is aiohttp.WSMsgType.TEXT, message
-    return orjson.loads(message.data)
+    book: dict[str, Any] = orjson.loads(message.data)
+    return book
 
 
 async def test_one_message_per_published_snapshot(stack: Stack) -> None:
@@ -27,7 +29,7 @@ async def test_one_message_per_published_snapshot(stack: Stack) -> None:
     async with stack.http.ws_connect(f"{stack.url}{STREAM}&depth=2", headers=headers) as socket:
         first = await next_book(socket)
         validate(first, "Book")
-        assert first["update_id"] == 1 and len(first["bids"]) == 2  # type: ignore[arg-type]
+        assert first["update_id"] == 1 and len(first["bids"]) == 2
         for update_id in (2, 3, 4):
             await stack.publish(ETH, 0, snapshot(update_id))
             assert (await next_book(socket))["update_id"] == update_id
@@ -53,7 +55,7 @@ async def test_a_slow_consumer_gets_the_latest_snapshot_not_a_backlog(stack: Sta
         await asyncio.sleep(0.3)
         (stream,) = [w for w in stack.deps.books._entries[ETH].watchers if isinstance(w, BookStream)]
         assert stream.conflated > 0
-        received = []
+        received: list[int] = []
         while not received or received[-1] != published:
             received.append((await next_book(socket))["update_id"])
         assert received == sorted(received)

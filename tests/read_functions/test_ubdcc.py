@@ -32,7 +32,7 @@ async def ubdcc(
     )
     async with method as r:
         assert r.status == 200, await r.text()
-        body = orjson.loads(await r.read())
+        body: dict[str, Any] = orjson.loads(await r.read())
     validate(body, "Ubdcc")
     return body
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import aiohttp
 import pytest
 import redis.asyncio as redis
+from opentelemetry.sdk.trace import ReadableSpan
 
 from book_store.codec import BookStatus, Snapshot
 from book_store.keys import BookKey
@@ -108,6 +109,12 @@ def latency_count(record: Recorded) -> int:
     return 0 if point is None else point.count
 
 
+def int_attribute(span: ReadableSpan, key: str) -> int:
+    value = (span.attributes or {}).get(key)
+    assert isinstance(value, int), f"{span.name} {key}={value!r}"
+    return value
+
+
 async def test_one_update_leaves_its_spans_and_metric_points(running: Running) -> None:
     record = running.record
     before = await wait_synced(running)
@@ -145,7 +152,7 @@ async def test_one_update_leaves_its_spans_and_metric_points(running: Running) -
     assert latency is not None and latency.count == latencies + 1
     assert 0 <= latency.max < 1.0
     batches = record.finished("ladder.publish_batch")[batches_before:]
-    assert sum(int(span.attributes["ladder.new_frames"]) for span in batches if span.attributes) == 1
+    assert sum(int_attribute(span, "ladder.new_frames") for span in batches if span.attributes) == 1
     assert all(span.end_time >= span.start_time for span in batches if span.end_time and span.start_time)
     assert record.value("ladder_ingest_books", exchange="binance.com", status="synced") == 1
     age = record.value("ladder_book_age_seconds", exchange="binance.com", market="ETHBTC", replica=1)
