@@ -18,13 +18,14 @@ import time
 from collections import defaultdict, deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Literal
 
 import pytest
 import trustme
 from aiohttp import WSCloseCode, web
+from ladder_sdk import RetryPolicy
 
 TEST_KEY = "ldr_TESTtestTESTtestTESTtestTESTtest123456"
-FAST_BACKOFF = {"initial_delay": 0.01, "max_delay": 0.05}
 
 
 def book_json(update_id: int, exchange: str = "binance.com", market: str = "ETHBTC") -> dict[str, object]:
@@ -72,10 +73,17 @@ class Seen:
 
 
 # A scripted answer: (status, JSON body or None[, headers[, delay in seconds]]).
-Answer = tuple[object, ...]
+Answer = tuple[int, object] | tuple[int, object, dict[str, str]] | tuple[int, object, dict[str, str], float]
 # Stream session steps: ("send", update_id) | ("drop",) | ("close", code) | ("hold",)
 # | ("reject", status, JSON body[, headers]) to refuse the WebSocket handshake.
-Step = tuple[object, ...]
+Step = (
+    tuple[Literal["send"], int]
+    | tuple[Literal["drop"]]
+    | tuple[Literal["close"], int]
+    | tuple[Literal["hold"]]
+    | tuple[Literal["reject"], int, object]
+    | tuple[Literal["reject"], int, object, dict[str, str]]
+)
 
 
 class ScriptedServer:
@@ -149,7 +157,7 @@ class ScriptedServer:
 
     async def _stream(self, request: web.Request) -> web.StreamResponse:
         self.stream_seen.append(self._record(request, b""))
-        steps = self.sessions.popleft() if self.sessions else [("hold",)]
+        steps: list[Step] = self.sessions.popleft() if self.sessions else [("hold",)]
         if steps[0][0] == "reject":
             return await _respond(Reply(*steps[0][1:]))
         ws = web.WebSocketResponse()
@@ -198,9 +206,9 @@ def api_key() -> str:
 
 
 @pytest.fixture
-def fast_backoff() -> dict[str, float]:
-    """RetryPolicy arguments that keep computed backoff in the milliseconds."""
-    return dict(FAST_BACKOFF)
+def fast_backoff() -> RetryPolicy:
+    """A RetryPolicy whose computed backoff stays in the milliseconds."""
+    return RetryPolicy(initial_delay=0.01, max_delay=0.05)
 
 
 @pytest.fixture(scope="session")

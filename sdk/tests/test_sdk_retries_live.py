@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Any
 
 import httpx
@@ -45,20 +46,20 @@ def assert_waited_as_told(server: Any) -> None:
 
 
 def test_sync_client_retries_429_and_503_honouring_retry_after(
-    server: Any, api_key: str, fast_backoff: dict[str, float]
+    server: Any, api_key: str, fast_backoff: RetryPolicy
 ) -> None:
     script_429_503_200(server)
-    with Ladder(api_key, base_url=server.url, retry_policy=RetryPolicy(**fast_backoff)) as ladder:
+    with Ladder(api_key, base_url=server.url, retry_policy=fast_backoff) as ladder:
         book = ladder.book("binance.com", "ETHBTC")
     assert book.update_id == 42
     assert_waited_as_told(server)
 
 
 async def test_async_client_retries_429_and_503_honouring_retry_after(
-    server: Any, api_key: str, fast_backoff: dict[str, float]
+    server: Any, api_key: str, fast_backoff: RetryPolicy
 ) -> None:
     script_429_503_200(server)
-    async with AsyncLadder(api_key, base_url=server.url, retry_policy=RetryPolicy(**fast_backoff)) as ladder:
+    async with AsyncLadder(api_key, base_url=server.url, retry_policy=fast_backoff) as ladder:
         book = await ladder.book("binance.com", "ETHBTC")
     assert book.update_id == 42
     assert_waited_as_told(server)
@@ -84,15 +85,11 @@ def test_without_retries_the_error_carries_the_servers_hints(server: Any, api_ke
     assert len(server.requests_to(BOOK_PATH)) == 1
 
 
-def test_spent_retries_raise_the_last_error(
-    server: Any, api_key: str, fast_backoff: dict[str, float]
-) -> None:
+def test_spent_retries_raise_the_last_error(server: Any, api_key: str, fast_backoff: RetryPolicy) -> None:
     not_synced = (503, server.error("book_not_synced"), {"Retry-After": "0"})
     server.script("GET", BOOK_PATH, not_synced, not_synced, not_synced, not_synced)
     with (
-        Ladder(
-            api_key, base_url=server.url, retry_policy=RetryPolicy(max_retries=2, **fast_backoff)
-        ) as ladder,
+        Ladder(api_key, base_url=server.url, retry_policy=replace(fast_backoff, max_retries=2)) as ladder,
         pytest.raises(BookNotSyncedError),
     ):
         ladder.book("binance.com", "ETHBTC")
@@ -111,23 +108,25 @@ def test_a_retry_after_too_long_to_wait_is_raised_at_once(server: Any, api_key: 
     assert len(server.requests_to(BOOK_PATH)) == 1
 
 
-def test_other_4xx_are_not_retried(server: Any, api_key: str, fast_backoff: dict[str, float]) -> None:
+def test_other_4xx_are_not_retried(server: Any, api_key: str, fast_backoff: RetryPolicy) -> None:
     server.script("GET", BOOK_PATH, (404, server.error("unknown_market")), (200, server.book(1)))
-    policy = RetryPolicy(**fast_backoff)
-    with Ladder(api_key, base_url=server.url, retry_policy=policy) as ladder, pytest.raises(NotFoundError):
+    with (
+        Ladder(api_key, base_url=server.url, retry_policy=fast_backoff) as ladder,
+        pytest.raises(NotFoundError),
+    ):
         ladder.book("binance.com", "ETHBTC")
     assert len(server.requests_to(BOOK_PATH)) == 1
 
 
 async def test_creating_a_key_is_retried_after_429_but_not_after_5xx(
-    server: Any, api_key: str, fast_backoff: dict[str, float]
+    server: Any, api_key: str, fast_backoff: RetryPolicy
 ) -> None:
     created = {"id": "k2", "key": "ldr_NEWnewNEWnewNEWnewNEWnewNEWnew654321"}
     server.script(
         "POST", "/v1/keys", (429, server.error("rate_limited"), {"Retry-After": "0"}), (201, created)
     )
     server.script("POST", "/v1/keys", (500, server.error("internal")), (201, created))
-    async with AsyncLadder(api_key, base_url=server.url, retry_policy=RetryPolicy(**fast_backoff)) as ladder:
+    async with AsyncLadder(api_key, base_url=server.url, retry_policy=fast_backoff) as ladder:
         assert (await ladder.create_key()).id == "k2"
         with pytest.raises(InternalServerError):
             await ladder.create_key()  # the server may have made a key already: never sent twice

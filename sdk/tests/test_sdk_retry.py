@@ -101,7 +101,7 @@ def test_retry_after_date_uses_the_clock_when_no_now_is_given() -> None:
 
 
 def status(kind: type[LadderError], code: int) -> LadderError:
-    return kind(code, None, "x")  # type: ignore[call-arg]
+    return kind(code, None, "x")
 
 
 @pytest.mark.parametrize(

@@ -32,10 +32,10 @@ def check_resumed(server: Any, update_ids: list[int], api_key: str) -> None:
 
 
 def test_sync_stream_reconnects_after_a_drop_and_never_goes_back(
-    server: Any, api_key: str, fast_backoff: dict[str, float]
+    server: Any, api_key: str, fast_backoff: RetryPolicy
 ) -> None:
     server.script_stream(*DROP_THEN_RESUME)
-    with Ladder(api_key, base_url=server.url, retry_policy=RetryPolicy(**fast_backoff)) as ladder:
+    with Ladder(api_key, base_url=server.url, retry_policy=fast_backoff) as ladder:
         books = ladder.stream("binance.com", "ETHBTC", depth=10)
         update_ids = [next(books).update_id for _ in range(5)]
         books.close()
@@ -43,10 +43,10 @@ def test_sync_stream_reconnects_after_a_drop_and_never_goes_back(
 
 
 async def test_async_stream_reconnects_after_a_drop_and_never_goes_back(
-    server: Any, api_key: str, fast_backoff: dict[str, float]
+    server: Any, api_key: str, fast_backoff: RetryPolicy
 ) -> None:
     server.script_stream(*DROP_THEN_RESUME)
-    async with AsyncLadder(api_key, base_url=server.url, retry_policy=RetryPolicy(**fast_backoff)) as ladder:
+    async with AsyncLadder(api_key, base_url=server.url, retry_policy=fast_backoff) as ladder:
         books = ladder.stream("binance.com", "ETHBTC", depth=10)
         update_ids = [(await anext(books)).update_id for _ in range(5)]
         await books.aclose()
@@ -54,10 +54,10 @@ async def test_async_stream_reconnects_after_a_drop_and_never_goes_back(
 
 
 def test_sync_stream_reconnects_after_a_clean_close_too(
-    server: Any, api_key: str, fast_backoff: dict[str, float]
+    server: Any, api_key: str, fast_backoff: RetryPolicy
 ) -> None:
     server.script_stream([("send", 1), ("close", 1001)], [("send", 2), ("hold",)])
-    with Ladder(api_key, base_url=server.url, retry_policy=RetryPolicy(**fast_backoff)) as ladder:
+    with Ladder(api_key, base_url=server.url, retry_policy=fast_backoff) as ladder:
         books = ladder.stream("binance.com", "ETHBTC")
         assert [next(books).update_id, next(books).update_id] == [1, 2]
         books.close()
@@ -72,13 +72,13 @@ def test_a_refused_key_is_raised_without_reconnecting(server: Any, api_key: str)
 
 
 async def test_a_refused_handshake_with_retry_after_is_retried_after_that_wait(
-    server: Any, api_key: str, fast_backoff: dict[str, float]
+    server: Any, api_key: str, fast_backoff: RetryPolicy
 ) -> None:
     server.script_stream(
         [("reject", 503, server.error("book_not_synced"), {"Retry-After": "0.3"})],
         [("send", 9), ("hold",)],
     )
-    async with AsyncLadder(api_key, base_url=server.url, retry_policy=RetryPolicy(**fast_backoff)) as ladder:
+    async with AsyncLadder(api_key, base_url=server.url, retry_policy=fast_backoff) as ladder:
         books = ladder.stream("binance.com", "ETHBTC")
         assert (await anext(books)).update_id == 9
         await books.aclose()
