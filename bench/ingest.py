@@ -110,8 +110,8 @@ async def wrong_books(redis_url: str, recording: Recording) -> int:
             snap = (await reader.replicas(BookKey(EXCHANGE, symbol))).get(1)
             if (
                 snap
-                and snap.meta.status is BookStatus.SYNCED
-                and snap.meta.update_id == recording.last_update_id(symbol)
+                and snap.status is BookStatus.SYNCED
+                and snap.update_id == recording.last_update_id(symbol)
             ):
                 break
             await asyncio.sleep(0.02)

@@ -180,7 +180,7 @@ async def stored_unsynced(client: redis.Redis, books: dict[str, list[str]], repl
         for start in range(0, len(keys), 500):
             stored = await reader.many(keys[start : start + 500])
             for snaps in stored.values():
-                missing += replicas - sum(s.meta.status is BookStatus.SYNCED for s in snaps.values())
+                missing += replicas - sum(s.status is BookStatus.SYNCED for s in snaps.values())
         if not missing:
             break
         await asyncio.sleep(0.5)

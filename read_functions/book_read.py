@@ -55,7 +55,7 @@ def best_status(replicas: dict[int, Snapshot], now_ms: int, max_silence_ms: int)
         return "starting"
     if choose_replica(replicas.values(), now_ms, max_silence_ms) is not None:
         return BookStatus.SYNCED.label
-    heard = [s for s in replicas.values() if now_ms - s.meta.publish_time <= max_silence_ms]
+    heard = [s for s in replicas.values() if now_ms - s.publish_time <= max_silence_ms]
     if not heard:
         return BookStatus.STALE.label
-    return max(heard, key=lambda s: s.meta.publish_time).meta.status.label
+    return max(heard, key=lambda s: s.publish_time).status.label

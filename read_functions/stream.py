@@ -116,13 +116,12 @@ class BookStream:
         snapshot = entry.served(now, self._deps.settings.max_silence_ms)
         if snapshot is None:
             return None
-        meta = snapshot.meta
-        identity = (meta.replica, meta.update_id, meta.publish_time)
+        identity = (snapshot.replica, snapshot.update_id, snapshot.publish_time)
         if identity == self._sent:
             return None
         self._sent = identity
         view = view_of(entry, snapshot, self._plan.depth, Side.BOTH)
-        return view.body(max(0, now - meta.publish_time))
+        return view.body(max(0, now - view.publish_time))
 
     async def _recheck(self) -> None:
         self._checked_at = time.monotonic()
