@@ -155,14 +155,22 @@ def start_book(stack: Stack, key: str, store: redis.Redis, exchange: str, market
     eventually(lambda: synced_replicas(store, exchange, market) == 2, f"{market}: two synced replicas", 10)
 
 
-def newest_connection(stack: Stack, exchange: str, market: str) -> int:
+def newest_connection(stack: Stack, exchange: str, market: str, replicas: int = 2) -> int:
     """The venue's newest connection carrying the book: a replica's live one.
 
-    (An older one may be a connection that is handing its books over and carries none any more.)
+    Taken while no handover is in progress, i.e. while the book is on one connection per replica.
+    During a make-before-break handover the newest connection is a successor that no replica reads
+    yet: losing it costs the book nothing (the handover waits for the next successor), so a fault
+    aimed at it would test nothing. An older one may be handing its books over and carry none.
     """
     params = {"venue": VENUE[exchange], "symbol": market}
-    listed = stack.http.get(f"{stack.venue}/_fake/connections", params=params).json()["connections"]
-    return max(int(c["id"]) for c in listed)
+    deadline = time.monotonic() + SETTLE_S
+    while True:
+        listed = stack.http.get(f"{stack.venue}/_fake/connections", params=params).json()["connections"]
+        if len(listed) == replicas:
+            return max(int(c["id"]) for c in listed)
+        assert time.monotonic() < deadline, f"{market} not on one connection per replica: {listed}"
+        time.sleep(0.05)
 
 
 def node_stats(store: redis.Redis) -> list[dict[str, Any]]:
