@@ -37,6 +37,7 @@ from read_functions.compat import CompatTenant
 from read_functions.deps import Deps
 from read_functions.dispatch import Dispatcher, reset_request_ids
 from read_functions.http1 import Http1Server
+from read_functions.huge_pages import restart_with_huge_pages
 from read_functions.routes import COMPAT_ROUTES, ROUTES
 from read_functions.routing import Router
 from read_functions.settings import ReadSettings, load_settings
@@ -249,6 +250,8 @@ def main(argv: list[str] | None = None) -> None:
     try:
         overrides = {"compat_tenant": args.compat_tenant} if args.compat_tenant else {}
         settings = load_settings(**overrides)
+        if settings.huge_pages and argv is None:  # started as a program: its argv can be re-run
+            restart_with_huge_pages()
         tls = tls_context(args.tls_cert, args.tls_key)
         main_listener = bind("main", args.host, args.port, args.workers, tls)
         compat = None

@@ -47,6 +47,9 @@ class ReadSettings(BaseSettings):
     rate_lease_ms: int = Field(default=50, ge=1, description="A rate-limit lease is this much of the rate.")
     max_body_bytes: int = Field(default=64 * 1024, ge=1024)
     catalog_refresh_s: float = Field(default=60.0, gt=0, description="Reload the market catalog this often.")
+    huge_pages: bool = Field(
+        default=True, description="Server: huge pages for the heap (read_functions/huge_pages.py)."
+    )
     compat_tenant: str = Field(default="compat", min_length=1, max_length=100)
     compat_max_markets: int = Field(default=5000, ge=1)
     compat_max_replicas: int = Field(default=2, ge=1)

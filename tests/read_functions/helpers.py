@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -20,6 +22,7 @@ from read_functions.compat import CompatTenant
 from read_functions.deps import Deps
 from read_functions.dispatch import Dispatcher
 from read_functions.http1 import Http1Server
+from read_functions.huge_pages import THP_MODE, environment_with_huge_pages
 from read_functions.routes import COMPAT_ROUTES, ROUTES
 from read_functions.routing import Router
 from read_functions.schemas import COMPONENTS
@@ -181,3 +184,17 @@ class ServerProcess:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
         return self.proc.wait(timeout_s)
+
+
+def machine_has_huge_pages() -> bool:
+    try:
+        mode = THP_MODE.read_text()
+    except OSError:
+        return False
+    return sys.platform.startswith("linux") and environment_with_huge_pages({}, mode) is not None
+
+
+def process_tunables(pid: int) -> list[bytes]:
+    """The GLIBC_TUNABLES a running process was executed with."""
+    environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    return [item for item in environ if item.startswith(b"GLIBC_TUNABLES=")]

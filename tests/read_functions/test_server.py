@@ -17,7 +17,17 @@ import trustme
 from book_store.catalog import MarketCatalog
 from book_store.server import EmbeddedValkey
 from book_store.writer import BookWriter
-from tests.read_functions.helpers import ADMIN_KEY, ETH, MARKETS, PEPPER, ServerProcess, snapshot
+from read_functions.huge_pages import TUNABLE
+from tests.read_functions.helpers import (
+    ADMIN_KEY,
+    ETH,
+    MARKETS,
+    PEPPER,
+    ServerProcess,
+    machine_has_huge_pages,
+    process_tunables,
+    snapshot,
+)
 
 SERVER_DB = 4
 
@@ -70,6 +80,8 @@ async def test_two_workers_over_https_with_compat(
         server_env,
     )
     try:
+        if machine_has_huge_pages():  # the server re-executed itself with huge pages for its heap
+            assert process_tunables(server.proc.pid) == [f"GLIBC_TUNABLES={TUNABLE}".encode()]
         assert server.url.startswith("https://127.0.0.1:")
         assert server.urls["LADDER_COMPAT_URL"].startswith("https://127.0.0.1:")
         client_tls = ssl.create_default_context()
@@ -120,3 +132,12 @@ def test_a_missing_setting_is_named(server_env: dict[str, str]) -> None:
         timeout=60,
     )
     assert done.returncode == 2 and "LADDER_REDIS_URL: is missing" in done.stderr
+
+
+@pytest.mark.skipif(not machine_has_huge_pages(), reason="this kernel offers no transparent huge pages")
+def test_huge_pages_can_be_turned_off(server_env: dict[str, str]) -> None:
+    server = ServerProcess([], {**server_env, "LADDER_HUGE_PAGES": "false"})
+    try:
+        assert process_tunables(server.proc.pid) == []
+    finally:
+        assert server.stop() == 0
