@@ -161,6 +161,16 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def huge_page_mb(pid: int) -> float:
+    """Memory of a process on transparent huge pages (Linux ``/proc``; 0.0 elsewhere)."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as rollup:
+            kb = next(int(line.split()[1]) for line in rollup if line.startswith("AnonHugePages:"))
+    except (OSError, StopIteration):
+        return 0.0
+    return kb / 1024
+
+
 async def trading_pairs(http: aiohttp.ClientSession, venue_url: str, count: int) -> list[str]:
     """The first ``count`` trading spot pairs the (fake) venue lists."""
     async with http.get(f"{venue_url}/api/v3/exchangeInfo") as response:

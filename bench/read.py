@@ -46,7 +46,7 @@ import aiohttp
 import redis.asyncio as redis
 from aiohttp import web
 
-from bench.harness import Bench, cpu_seconds
+from bench.harness import Bench, cpu_seconds, huge_page_mb
 from bench.report import Report, at_least, below, median, percentiles
 from book_store.catalog import MarketCatalog, MarketInfo
 from book_store.codec import BookStatus, SnapshotMeta, encode_snapshot
@@ -336,6 +336,8 @@ async def main(args: argparse.Namespace) -> None:
                 print(f"round {number + 1}: " + ", ".join(
                     f"{n} {r.rps:,.0f} req/s p99 {r.p99_ms:.1f} ms {r.cpu_us_per_request:.0f} us CPU/req"
                     for n, r in runs.items()), flush=True)  # fmt: skip
+            huge = sum(huge_page_mb(pid) for pid in servers["read"])  # see read_functions/huge_pages.py
+            report.environment["read workers' memory on huge pages"] = f"{huge:.0f} MB"
         finally:
             for process in (*itertools.chain(*static_processes.values()), writer):
                 process.terminate()
