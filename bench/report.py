@@ -186,7 +186,9 @@ class Report:
             "",
         ]
         lines += ["| machine | |", "|---|---|"]
-        for key in ("cpus", "platform", "python", "commit", "load_before", "load_after", "tools"):
+        shown = ("cpus", "platform", "python", "commit", "load_before", "load_after", "tools")
+        added = [key for key in env if key not in (*shown, "command", "started", "finished")]
+        for key in (*shown, *added):  # then what a benchmark added, in its order
             if key in env:
                 lines.append(f"| {key.replace('_', ' ')} | {env[key]} |")
         if self.figures:
