@@ -39,15 +39,19 @@ def environment_with_huge_pages(env: Mapping[str, str], thp_mode: str | None) ->
     return {**env, "GLIBC_TUNABLES": f"{tunables}:{TUNABLE}" if tunables else TUNABLE}
 
 
+def thp_mode() -> str | None:
+    """This kernel's transparent huge pages mode (the content of :data:`THP_MODE`), or None."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return THP_MODE.read_text()
+    except OSError:
+        return None
+
+
 def restart_with_huge_pages() -> None:
     """Re-execute this program with huge pages for its heap, if that would change anything."""
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        thp_mode: str | None = THP_MODE.read_text()
-    except OSError:
-        thp_mode = None
-    env = environment_with_huge_pages(os.environ, thp_mode)
+    env = environment_with_huge_pages(os.environ, thp_mode())
     if env is not None:
         sys.stdout.flush()
         sys.stderr.flush()

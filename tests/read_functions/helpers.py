@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -22,7 +21,7 @@ from read_functions.compat import CompatTenant
 from read_functions.deps import Deps
 from read_functions.dispatch import Dispatcher
 from read_functions.http1 import Http1Server
-from read_functions.huge_pages import THP_MODE, environment_with_huge_pages
+from read_functions.huge_pages import environment_with_huge_pages, thp_mode
 from read_functions.routes import COMPAT_ROUTES, ROUTES
 from read_functions.routing import Router
 from read_functions.schemas import COMPONENTS
@@ -187,11 +186,8 @@ class ServerProcess:
 
 
 def machine_has_huge_pages() -> bool:
-    try:
-        mode = THP_MODE.read_text()
-    except OSError:
-        return False
-    return sys.platform.startswith("linux") and environment_with_huge_pages({}, mode) is not None
+    """True where the read server re-executes itself with huge pages (given no tunables)."""
+    return environment_with_huge_pages({}, thp_mode()) is not None
 
 
 def process_tunables(pid: int) -> list[bytes]:
