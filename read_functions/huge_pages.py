@@ -2,12 +2,12 @@
 
 Why: a read of a book that no recent read touched reaches a dozen objects and a few kilobytes of
 levels spread over a heap of tens of megabytes. With 4 KiB pages most of those reaches also miss
-the TLB, and inside a virtual machine a TLB miss is a two-level page walk. glibc can ask the
-kernel for transparent huge pages (2 MiB) for the memory it allocates (``glibc.malloc.hugetlb=1``,
-glibc 2.35+), which holds the snapshots as they arrived, the hash tables of the per-book dicts
-and sets, and every other object over 512 bytes;
-alternating ``ladder bench read``-style runs measured random-market reads ~7 us of CPU cheaper per
-request with it and hot-market reads unchanged (see docs/architecture.md, "Reading").
+the TLB, and inside a virtual machine a TLB miss is a two-level page walk. glibc can ask the kernel
+for transparent huge pages (2 MiB) for the memory it allocates (``glibc.malloc.hugetlb=1``, glibc
+2.35+), which holds the snapshots as they arrived, the hash tables of the per-book dicts and sets,
+and every other object over 512 bytes; alternating ``ladder bench read``-style runs measured
+random-market reads ~7 us of CPU cheaper per request with it and hot-market reads unchanged (see
+docs/architecture.md, "Reading").
 
 glibc reads its tunables only when a process starts, so the server, started as a program,
 re-executes itself once with the tunable added to ``GLIBC_TUNABLES`` (same process id, same
