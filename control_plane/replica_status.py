@@ -42,8 +42,7 @@ class BookStoreReplicaStatus:
         synced: set[ReplicaRef] = set()
         for book in books:
             for replica, snapshot in stored[BookKey(book.exchange, book.market)].items():
-                meta = snapshot.meta
-                fresh = now - meta.publish_time <= self._max_silence_ms
-                if meta.status is BookStatus.SYNCED and fresh and (book, replica) in wanted:
+                fresh = now - snapshot.publish_time <= self._max_silence_ms
+                if snapshot.status is BookStatus.SYNCED and fresh and (book, replica) in wanted:
                     synced.add((book, replica))
         return synced

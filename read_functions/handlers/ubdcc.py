@@ -144,11 +144,10 @@ async def _levels(call: Call, deps: Deps, side: str) -> Response:
         if entry.replicas:
             raise UbdccError(ErrorId.OUT_OF_SYNC, f"no replica of {exchange} {market} is in sync right now")
         raise UbdccError(ErrorId.NOT_RUNNING, f"no replica of {exchange} {market} is running yet")
-    meta = snapshot.meta
-    call.used.append(f"{exchange}/{market}#{meta.replica}")
+    call.used.append(f"{exchange}/{market}#{snapshot.replica}")
     levels = levels_as_numbers(snapshot, side, limit_count, threshold)
-    extra = {"update_id": meta.update_id, "publish_time": meta.publish_time,
-             "age_ms": max(0, now - meta.publish_time), "replica": meta.replica}  # fmt: skip
+    extra = {"update_id": snapshot.update_id, "publish_time": snapshot.publish_time,
+             "age_ms": max(0, now - snapshot.publish_time), "replica": snapshot.replica}  # fmt: skip
     return call.ok(extra, raw=b'"%b":[%b]' % (side.encode(), levels))
 
 
@@ -241,16 +240,15 @@ def _info(
     created_s = subscription.created_at / 1000
     distribution: dict[str, dict[str, object]] = {}
     for replica, snapshot in sorted(replicas.items()):
-        meta = snapshot.meta
         running = choose_replica([snapshot], now, max_silence_ms) is not None
         distribution[str(replica)] = {
             "STATUS": "running" if running else "starting",
             "CREATED_TIME": created_s,
             "LAST_RESTART_TIME": None,
             "RESTARTS": 0,
-            "LADDER_STATUS": meta.status.label,
-            "UPDATE_ID": meta.update_id,
-            "PUBLISH_TIME": meta.publish_time,
+            "LADDER_STATUS": snapshot.status.label,
+            "UPDATE_ID": snapshot.update_id,
+            "PUBLISH_TIME": snapshot.publish_time,
         }
     for pending in range(len(distribution), subscription.replicas):
         distribution[f"pending-{pending}"] = {
