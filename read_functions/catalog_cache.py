@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Mapping
 
 import redis.asyncio as redis
 from redis.exceptions import RedisError
@@ -51,17 +52,25 @@ class CatalogCache:
         markets = await self._markets_of(exchange)
         return sorted(markets.values(), key=lambda m: m.market)
 
+    def listing(self, exchange: str) -> Mapping[str, MarketInfo] | None:
+        """The exchange's markets by name as loaded now (None before the first load), starting a
+        reload in the background when due.
+
+        A listing is replaced, never changed: a caller may keep what it checked against one, and
+        while ``listing()`` returns that same object the check still holds."""
+        markets = self._markets.get(exchange)
+        if markets is not None and time.monotonic() - self._loaded_at[exchange] > self._refresh_s:
+            self._reload(exchange)
+        return markets
+
     async def market(self, exchange: str, market: str) -> MarketInfo:
         """The market, or UnknownExchangeError / UnknownMarketError with a message for the caller."""
-        markets = self._markets.get(exchange)
+        markets = self.listing(exchange)
         if markets is not None:
             info = markets.get(market)
-            age = time.monotonic() - self._loaded_at[exchange]
             if info is not None:
-                if age > self._refresh_s:
-                    self._reload(exchange)
                 return info
-            if age <= self._recheck_s:
+            if time.monotonic() - self._loaded_at[exchange] <= self._recheck_s:
                 raise UnknownMarketError(f"{exchange} has no market {market!r}")
         info = (await self._markets_of(exchange)).get(market)
         if info is None:

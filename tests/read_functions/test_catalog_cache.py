@@ -33,10 +33,12 @@ async def test_an_unchanged_catalog_is_not_read_again(redis_client: redis.Redis)
     cache = CatalogCache(redis_client, refresh_s=0.05, recheck_s=10.0)
     assert await cache.market("binance.com", "ETHBTC") == ETH
     reads = await hgetall_calls(redis_client)
+    listing = cache.listing("binance.com")
 
     await catalog.replace("binance.com", [ETH])  # rewritten by an ingest node, but the same
     await refreshed(cache)
     assert await hgetall_calls(redis_client) == reads
+    assert cache.listing("binance.com") is listing  # what was checked against it still holds
     with pytest.raises(UnknownMarketError):
         await cache.market("binance.com", "BNBBTC")
 
@@ -44,3 +46,4 @@ async def test_an_unchanged_catalog_is_not_read_again(redis_client: redis.Redis)
     await refreshed(cache)
     assert await hgetall_calls(redis_client) == reads + 1
     assert await cache.market("binance.com", "BNBBTC") == BNB
+    assert cache.listing("binance.com") is not listing
