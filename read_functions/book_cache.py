@@ -4,9 +4,10 @@ Theory of operation
 -------------------
 Each cached book is an :class:`Entry` holding the latest decoded snapshot of every replica. An
 entry is *live* once its change channel is subscribed (confirmed by the server) and its replicas
-have been fetched after that confirmation; from then on every published snapshot arrives on the
-:class:`~read_functions.change_feed.ChangeFeed` and replaces the replica's snapshot in place, so a
-read of a live book is a dict look-up.
+have been fetched after that confirmation, and stays live until the cache drops it; meanwhile every
+published snapshot arrives on the :class:`~read_functions.change_feed.ChangeFeed` and replaces the
+replica's snapshot in place, so a read of a live book is a dict look-up (or none, for a caller
+that kept the entry: see :meth:`BookCache.entry`).
 
 A read of a book that is not live registers it and waits for the next *load batch*: all the books
 missed during one event-loop turn are subscribed with one ``SUBSCRIBE`` and fetched with one
@@ -55,8 +56,8 @@ class Watcher(Protocol):
 class Entry:
     """One cached book: its replicas' snapshots and per-book state of the read path."""
 
-    __slots__ = ("_chosen", "_chosen_silence", "_chosen_until", "book", "channel", "live", "loaded",
-                 "names_json", "replicas", "touched", "views", "views_of", "views_read",
+    __slots__ = ("__weakref__", "_chosen", "_chosen_silence", "_chosen_until", "book", "channel", "live",
+                 "loaded", "names_json", "replicas", "touched", "views", "views_of", "views_read",
                  "watchers")  # fmt: skip
 
     def __init__(self, book: BookKey, loaded: asyncio.Future[None]) -> None:
@@ -165,9 +166,12 @@ class BookCache:
             await self.feed.close()
 
     # -- the read path -----------------------------------------------------------------------
-    async def entry(self, book: BookKey) -> Entry:
-        """The live entry of ``book``, loading it first if needed (the hot path returns at once)."""
-        entry = self._entries.get(book)
+    async def entry(self, book: BookKey, last: Entry | None = None) -> Entry:
+        """The live entry of ``book``, loading it first if needed (the hot path returns at once).
+
+        ``last`` is the entry this caller got for ``book`` before: while it is live it is the
+        book's entry, so no look-up is needed (an entry stops being live when it is dropped)."""
+        entry = last if last is not None and last.live else self._entries.get(book)
         if entry is not None and entry.live:
             entry.touched = True
             self.hits += 1
@@ -258,6 +262,7 @@ class BookCache:
         return entry
 
     def _forget(self, entry: Entry) -> None:
+        entry.live = False
         if self._entries.get(entry.book) is entry:
             del self._entries[entry.book]
             self._by_channel.pop(entry.channel, None)
@@ -289,6 +294,7 @@ class BookCache:
         self._entries.clear()
         self._by_channel.clear()
         for entry in entries:
+            entry.live = False
             for watcher in list(entry.watchers):
                 watcher.reset()
         if self._after_reset is not None:
