@@ -83,9 +83,12 @@ class Access:
     async def tenant(self, tenant_id: str) -> Tenant:
         return await self._tenants.get(tenant_id)
 
-    async def entitled(self, tenant_id: str, exchange: str, market: str) -> bool:
-        """True if the tenant subscribes to the book."""
-        return (exchange, market) in await self._books.get(tenant_id)
+    async def entitlements(self, tenant_id: str) -> frozenset[tuple[str, str]]:
+        """The ``(exchange, market)`` books the tenant subscribes to.
+
+        A set is replaced, never changed, when the tenant's subscriptions change or its age runs
+        out: a caller may keep what it found in one while this returns that same object."""
+        return await self._books.get(tenant_id)
 
     def apply(self, change: bytes) -> None:
         """Drop what an announced change (:func:`keys_changed` and friends) makes stale."""

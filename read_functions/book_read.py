@@ -8,33 +8,48 @@ within ``max_silence_ms`` is ever served (503 ``book_not_synced`` otherwise).
 
 from __future__ import annotations
 
-import functools
+import weakref
 
 from book_store.codec import BookStatus, Snapshot
-from book_store.keys import BookKey
 from book_store.reader import choose_replica
 from control_plane.errors import BookNotSyncedError, ForbiddenError
 from control_plane.models import Principal
 from read_functions.book_cache import Entry
+from read_functions.book_refs import BookRef
 from read_functions.deps import Deps
 
 NOT_SYNCED_RETRY_S = 1.0
 
 
-@functools.lru_cache(maxsize=16384)
-def book_key(exchange: str, market: str) -> BookKey:
-    """A validated key, made once per book name (an invalid name raises and is not cached)."""
-    return BookKey(exchange, market)
+async def authorize_book(deps: Deps, principal: Principal, exchange: str, market: str) -> BookRef:
+    """The book, once it is known to exist and the caller may read it.
 
-
-async def authorize_book(deps: Deps, principal: Principal, exchange: str, market: str) -> BookKey:
-    """The book, once it is known to exist and the caller may read it."""
-    book = book_key(exchange, market)
-    await deps.catalog.market(exchange, market)
+    Each check is skipped while the ref holds the very object that last answered it (see
+    :mod:`read_functions.book_refs`): a repeat read of a book touches the ref, not the catalog or
+    the tenant's entitlements."""
+    ref = deps.refs.get(exchange, market)
+    listing = deps.catalog.listing(exchange)
+    if listing is None or listing is not ref.listed_in:
+        await deps.catalog.market(exchange, market)
+        listing = deps.catalog.listing(exchange)
+        ref.listed_in = listing if listing is not None and market in listing else None
     tenant_id = principal.tenant_id
-    if tenant_id is not None and not await deps.access.entitled(tenant_id, exchange, market):
-        raise ForbiddenError(f"not subscribed to {exchange} {market}: POST /v1/subscriptions first")
-    return book
+    if tenant_id is not None:
+        entitlements = await deps.access.entitlements(tenant_id)
+        if entitlements is not ref.entitled_in:
+            if (exchange, market) not in entitlements:
+                raise ForbiddenError(f"not subscribed to {exchange} {market}: POST /v1/subscriptions first")
+            ref.entitled_in = entitlements
+    return ref
+
+
+async def cached_entry(deps: Deps, ref: BookRef) -> Entry:
+    """The book's cache entry; a live one is kept on the ref, so the next read needs no look-up."""
+    last = None if ref.entry is None else ref.entry()
+    entry = await deps.books.entry(ref.key, last)
+    if entry is not last:
+        ref.entry = weakref.ref(entry) if entry.live else None
+    return entry
 
 
 def synced_replica(deps: Deps, entry: Entry, now_ms: int) -> Snapshot:

@@ -23,6 +23,7 @@ from control_plane.bootstrap import open_control_store, resolve_pepper
 from control_plane.service import ControlService
 from read_functions.access import CHANGES, Access
 from read_functions.book_cache import BookCache
+from read_functions.book_refs import BookRefs
 from read_functions.book_view import rerender
 from read_functions.catalog_cache import CatalogCache
 from read_functions.rate_limit import RateLimiter
@@ -44,6 +45,7 @@ class Deps:
     settings: ReadSettings
     redis: redis.Redis
     books: BookCache
+    refs: BookRefs
     catalog: CatalogCache
     access: Access
     control: ControlService
@@ -91,6 +93,7 @@ class Deps:
                 settings=settings,
                 redis=client,
                 books=books,
+                refs=BookRefs(),
                 catalog=catalog,
                 access=access,
                 control=control,

@@ -54,7 +54,7 @@ async def open_stream(request: Request, deps: Deps) -> Response:
         raise InvalidRequestError("exchange and market are required query parameters")
     depth = int_param(query, "depth", lo=1, hi=deps.settings.max_depth) or deps.settings.default_depth
     assert request.principal is not None
-    book = await authorize_book(deps, request.principal, exchange, market)
+    book = (await authorize_book(deps, request.principal, exchange, market)).key
     if (request.headers.get("upgrade") or "").lower() != "websocket":
         raise InvalidRequestError("this route needs a WebSocket upgrade (Upgrade: websocket)")
     plan = StreamPlan(book, depth, request.principal, presented_key(request, query_allowed=True))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import zlib
 
 from control_plane.errors import BookTooOldError
-from read_functions.book_read import authorize_book, synced_replica
+from read_functions.book_read import authorize_book, cached_entry, synced_replica
 from read_functions.book_view import Side, view_of
 from read_functions.deps import Deps, now_ms
 from read_functions.messages import JSON, Request, Response
@@ -40,15 +40,15 @@ async def _read(request: Request, deps: Deps, side: Side) -> Response:
         max_age_ms = int_param(query, "max_age_ms", lo=0, hi=MAX_AGE_LIMIT_MS)
     params = request.path_params
     assert request.principal is not None  # the route requires a key
-    book = await authorize_book(deps, request.principal, params["exchange"], params["market"])
-    entry = await deps.books.entry(book)
+    ref = await authorize_book(deps, request.principal, params["exchange"], params["market"])
+    entry = await cached_entry(deps, ref)
     now = now_ms()
     # Past this point only the entry and its view are touched, not the snapshot: see Entry.served.
     view = view_of(entry, synced_replica(deps, entry, now), depth, side)
     age_ms = max(0, now - view.publish_time)
     if max_age_ms is not None and age_ms > max_age_ms:
         raise BookTooOldError(
-            f"the freshest synced replica of {book.exchange} {book.market} is {age_ms} ms old "
+            f"the freshest synced replica of {ref.key.exchange} {ref.key.market} is {age_ms} ms old "
             f"(max_age_ms={max_age_ms})"
         )
     headers = {"ETag": view.etag, "Cache-Control": "no-cache"}

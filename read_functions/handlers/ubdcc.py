@@ -28,7 +28,7 @@ from control_plane.errors import (
 )
 from control_plane.models import Principal, Subscription
 from read_functions.access import subscriptions_changed
-from read_functions.book_read import authorize_book
+from read_functions.book_read import authorize_book, cached_entry
 from read_functions.deps import Deps, now_ms
 from read_functions.messages import Request, Response
 from read_functions.params import json_object
@@ -134,10 +134,10 @@ async def _levels(call: Call, deps: Deps, side: str) -> Response:
     limit_count = call.integer("limit_count", ErrorId.MISSING_READ_PARAMETER, lo=0, hi=MAX_LEVELS)
     threshold = call.decimal("threshold_volume", ErrorId.MISSING_READ_PARAMETER)
     try:
-        book = await authorize_book(deps, _principal(call), exchange, market)
+        ref = await authorize_book(deps, _principal(call), exchange, market)
     except ForbiddenError as exc:
         raise UbdccError(ErrorId.NOT_FOUND, f"DepthCache {exchange} {market} not found") from exc
-    entry = await deps.books.entry(book)
+    entry = await cached_entry(deps, ref)
     now = now_ms()
     snapshot = entry.served(now, deps.settings.max_silence_ms)
     if snapshot is None:

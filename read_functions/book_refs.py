@@ -1,0 +1,57 @@
+"""One object per book name a reader asked for, remembering what its last read established.
+
+A read checks three things before it serves a book: the market is listed in the catalog, the
+tenant subscribes to it, and the book's cache entry is live. Each check is a look-up in a large
+structure (thousands of markets, of subscriptions, of cached books), and with reads spread over
+thousands of books every look-up misses the CPU's caches. A :class:`BookRef` keeps, with each
+answer, the object the answer came from: the catalog's market list, the tenant's entitlement set,
+the cache entry. Those objects are replaced, never changed, when what they say changes, so while
+the ref's object *is* the current one the answer still holds, and the check is an identity
+comparison on the one object a read of the book touches anyway.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Mapping
+
+from book_store.catalog import MarketInfo
+from book_store.keys import BookKey
+from read_functions.book_cache import Entry
+
+REFS_KEPT = 16_384
+"""Refs kept per process; past that they are all dropped (a ref is a cache, never the truth)."""
+
+
+class BookRef:
+    """A book by name, and the objects its last checks were answered from."""
+
+    __slots__ = ("entitled_in", "entry", "key", "listed_in")
+
+    def __init__(self, key: BookKey) -> None:
+        self.key = key
+        self.listed_in: Mapping[str, MarketInfo] | None = None  # a catalog market list that lists it
+        self.entitled_in: frozenset[tuple[str, str]] | None = None  # an entitlement set holding it
+        # The cache entry of its last read, while live; weak, so a dropped entry's memory is freed.
+        self.entry: weakref.ref[Entry] | None = None
+
+
+class BookRefs:
+    """The refs of one process's readers, by ``(exchange, market)``."""
+
+    def __init__(self, kept: int = REFS_KEPT) -> None:
+        self._kept = kept
+        self._refs: dict[tuple[str, str], BookRef] = {}
+
+    def get(self, exchange: str, market: str) -> BookRef:
+        """The ref of a valid book name (InvalidBookIdError otherwise, and nothing is kept)."""
+        ref = self._refs.get((exchange, market))
+        if ref is None:
+            ref = BookRef(BookKey(exchange, market))
+            if len(self._refs) >= self._kept:
+                self._refs.clear()
+            self._refs[exchange, market] = ref
+        return ref
+
+    def __len__(self) -> int:
+        return len(self._refs)
