@@ -29,17 +29,18 @@ async def authorize_book(deps: Deps, principal: Principal, exchange: str, market
     the tenant's entitlements."""
     ref = deps.refs.get(exchange, market)
     listing = deps.catalog.listing(exchange)
-    if listing is None or listing is not ref.listed_in:
+    if listing is None or weakref.ref(listing) is not ref.listed_in:
         await deps.catalog.market(exchange, market)
         listing = deps.catalog.listing(exchange)
-        ref.listed_in = listing if listing is not None and market in listing else None
+        ref.listed_in = weakref.ref(listing) if listing is not None and market in listing else None
     tenant_id = principal.tenant_id
     if tenant_id is not None:
         entitlements = await deps.access.entitlements(tenant_id)
-        if entitlements is not ref.entitled_in:
+        answered_by = weakref.ref(entitlements)
+        if answered_by is not ref.entitled_in:
             if (exchange, market) not in entitlements:
                 raise ForbiddenError(f"not subscribed to {exchange} {market}: POST /v1/subscriptions first")
-            ref.entitled_in = entitlements
+            ref.entitled_in = answered_by
     return ref
 
 

@@ -8,16 +8,21 @@ answer, the object the answer came from: the catalog's market list, the tenant's
 the cache entry. Those objects are replaced, never changed, when what they say changes, so while
 the ref's object *is* the current one the answer still holds, and the check is an identity
 comparison on the one object a read of the book touches anyway.
+
+The ref holds each object through a weak reference. CPython hands out one plain weak reference
+per object, so ``weakref.ref(current) is ref.listed_in`` compares without dereferencing anything
+cold; a reference whose object is gone is never the current object's, so the check then runs in
+full (and if an interpreter made a new weak reference per call, every check would just run in
+full).
 """
 
 from __future__ import annotations
 
 import weakref
-from collections.abc import Mapping
 
-from book_store.catalog import MarketInfo
 from book_store.keys import BookKey
 from read_functions.book_cache import Entry
+from read_functions.catalog_cache import MarketListing
 
 REFS_KEPT = 16_384
 """Refs kept per process; past that they are all dropped (a ref is a cache, never the truth)."""
@@ -30,10 +35,10 @@ class BookRef:
 
     def __init__(self, key: BookKey) -> None:
         self.key = key
-        self.listed_in: Mapping[str, MarketInfo] | None = None  # a catalog market list that lists it
-        self.entitled_in: frozenset[tuple[str, str]] | None = None  # an entitlement set holding it
-        # The cache entry of its last read, while live; weak, so a dropped entry's memory is freed.
-        self.entry: weakref.ref[Entry] | None = None
+        # All weak: a ref never keeps alive what it was checked against.
+        self.listed_in: weakref.ref[MarketListing] | None = None  # a catalog listing that lists it
+        self.entitled_in: weakref.ref[frozenset[tuple[str, str]]] | None = None  # a set holding it
+        self.entry: weakref.ref[Entry] | None = None  # the live cache entry of its last read
 
 
 class BookRefs:

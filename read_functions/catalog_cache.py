@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping
 
 import redis.asyncio as redis
 from redis.exceptions import RedisError
@@ -21,6 +20,13 @@ from redis.exceptions import RedisError
 from book_store.catalog import MarketCatalog, MarketInfo
 from book_store.errors import StoreError, StoreUnavailableError
 from control_plane.errors import UnknownExchangeError, UnknownMarketError
+
+
+class MarketListing(dict[str, MarketInfo]):
+    """An exchange's markets by name: a dict that can be weakly referenced, so whoever checked a
+    name against one can keep that fact without keeping the listing alive."""
+
+    __slots__ = ("__weakref__",)
 
 
 class CatalogCache:
@@ -32,10 +38,10 @@ class CatalogCache:
         self._recheck_s = recheck_s
         self._exchanges: list[str] = []
         self._exchanges_at = -1e9
-        self._markets: dict[str, dict[str, MarketInfo]] = {}
+        self._markets: dict[str, MarketListing] = {}
         self._loaded_at: dict[str, float] = {}
         self._digests: dict[str, bytes | None] = {}
-        self._loading: dict[str, asyncio.Task[dict[str, MarketInfo]]] = {}
+        self._loading: dict[str, asyncio.Task[MarketListing]] = {}
 
     async def exchanges(self) -> list[str]:
         """Exchanges that have a catalog, sorted (re-read at most every ``recheck_s``)."""
@@ -52,7 +58,7 @@ class CatalogCache:
         markets = await self._markets_of(exchange)
         return sorted(markets.values(), key=lambda m: m.market)
 
-    def listing(self, exchange: str) -> Mapping[str, MarketInfo] | None:
+    def listing(self, exchange: str) -> MarketListing | None:
         """The exchange's markets by name as loaded now (None before the first load), starting a
         reload in the background when due.
 
@@ -87,7 +93,7 @@ class CatalogCache:
         except (UnknownExchangeError, UnknownMarketError):
             return False
 
-    async def _markets_of(self, exchange: str) -> dict[str, MarketInfo]:
+    async def _markets_of(self, exchange: str) -> MarketListing:
         markets = self._markets.get(exchange)
         if markets is not None and time.monotonic() - self._loaded_at[exchange] <= self._recheck_s:
             return markets
@@ -96,21 +102,21 @@ class CatalogCache:
             raise UnknownExchangeError(f"unknown exchange {exchange!r}")
         return await asyncio.shield(self._reload(exchange))
 
-    def _reload(self, exchange: str) -> asyncio.Task[dict[str, MarketInfo]]:
+    def _reload(self, exchange: str) -> asyncio.Task[MarketListing]:
         task = self._loading.get(exchange)
         if task is None:
             task = self._loading[exchange] = asyncio.get_running_loop().create_task(self._load(exchange))
             task.add_done_callback(lambda t: self._loaded(exchange, t))
         return task
 
-    async def _load(self, exchange: str) -> dict[str, MarketInfo]:
+    async def _load(self, exchange: str) -> MarketListing:
         started = time.monotonic()
         try:
             # The digest first: the one kept is then never newer than the markets kept with it.
             digest = await self._catalog.digest(exchange)
             markets = self._markets.get(exchange)
             if markets is None or digest is None or digest != self._digests.get(exchange):
-                markets = {m.market: m for m in await self._catalog.markets(exchange)}
+                markets = MarketListing((m.market, m) for m in await self._catalog.markets(exchange))
         except (RedisError, OSError) as exc:
             raise StoreUnavailableError("catalog unreachable") from exc
         self._markets[exchange] = markets
@@ -118,7 +124,7 @@ class CatalogCache:
         self._loaded_at[exchange] = started
         return markets
 
-    def _loaded(self, exchange: str, task: asyncio.Task[dict[str, MarketInfo]]) -> None:
+    def _loaded(self, exchange: str, task: asyncio.Task[MarketListing]) -> None:
         self._loading.pop(exchange, None)
         failed = not task.cancelled() and isinstance(task.exception(), StoreError)
         if failed and exchange in self._loaded_at:

@@ -4,6 +4,7 @@ caller's answer to another."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import time
 
 import pytest
@@ -11,6 +12,7 @@ import redis.asyncio as redis
 
 from book_store.catalog import MarketCatalog
 from book_store.keys import InvalidBookIdError
+from read_functions.access import subscriptions_changed
 from read_functions.book_refs import BookRefs
 from tests.read_functions.helpers import BTC, ETH, MARKETS, Stack, open_stack, snapshot
 
@@ -98,3 +100,19 @@ async def test_a_dropped_entry_is_never_served_through_a_ref(stack: Stack, redis
     assert ref.entry is not None
     current = ref.entry()
     assert current is not None and current is not dropped and current.live
+
+
+async def test_a_ref_keeps_nothing_it_was_checked_against_alive(stack: Stack) -> None:
+    headers = await stack.subscriber(ETH)
+    await stack.publish(ETH, 0, snapshot(1))
+    assert await status_of(stack, headers) == 200
+    ref = stack.deps.refs.get("binance.com", "ETHBTC")
+    tenant_id = (await stack.deps.access.principal(headers["X-API-Key"])).tenant_id
+    assert tenant_id is not None and ref.listed_in is not None and ref.entitled_in is not None
+    assert ref.listed_in() is stack.deps.catalog.listing("binance.com")
+    assert ref.entitled_in() is await stack.deps.access.entitlements(tenant_id)
+    stack.deps.access.apply(subscriptions_changed(tenant_id))  # the tenant's set is dropped
+    gc.collect()
+    assert ref.entitled_in() is None
+    assert await status_of(stack, headers) == 200  # checked in full against the reloaded set
+    assert ref.entitled_in() is await stack.deps.access.entitlements(tenant_id)
