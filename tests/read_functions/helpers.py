@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -112,6 +113,15 @@ class Stack:
             async with self.http.post(f"{self.url}/v1/subscriptions", json=body, headers=headers) as r:
                 assert r.status == 201, await r.text()
         return headers
+
+    async def drop_feed(self) -> None:
+        """Kill the change feed's connection and wait until the book cache has dropped everything."""
+        resets = self.deps.books.resets
+        await self.store.client_kill_filter(_type="pubsub")
+        deadline = time.monotonic() + 5
+        while self.deps.books.resets == resets:
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.01)
 
     async def close(self) -> None:
         await self.http.close()
