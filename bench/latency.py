@@ -39,6 +39,12 @@ from bench.harness import Bench, Node, cpu_seconds, scrape, total, trading_pairs
 from bench.report import Report, below, median, percentiles
 from book_store.codec import BookStatus, Snapshot
 from book_store.writer import decode_message
+from ingest_nodes.venues.binance.limits import (
+    SPOT_DEPTH_WEIGHTS,
+    SPOT_WEIGHT_PER_MINUTE,
+    depth_weight,
+    snapshot_limit,
+)
 
 EXCHANGE = "binance.com"
 BURST = 5
@@ -166,6 +172,14 @@ async def store_floor(
     return floor
 
 
+def sync_timeout_s(pairs: int, depth: int) -> float:
+    """How long a node may take to sync ``pairs`` books published ``depth`` deep: the snapshots'
+    weight at Binance's spot budget, plus two minutes (whole books need 250 weight each, so 50 of
+    them need over two minutes of the budget alone)."""
+    weight = pairs * depth_weight(SPOT_DEPTH_WEIGHTS, snapshot_limit(SPOT_DEPTH_WEIGHTS, depth))
+    return 60.0 * weight / SPOT_WEIGHT_PER_MINUTE + 120.0
+
+
 async def measure(args: argparse.Namespace, report: Report) -> None:
     scenarios: dict[str, Callable[[Venue, float], Awaitable[None]]] = {
         "smooth": Venue.smooth,
@@ -184,7 +198,7 @@ async def measure(args: argparse.Namespace, report: Report) -> None:
                 node = bench.start_node("bench-latency", depth_levels=str(levels), exchanges=EXCHANGE)
                 await bench.assign(node, EXCHANGE, pairs)
                 await venue.control(action="rate", rate=venue.rate)  # a spot book syncs on its next event
-                synced = await wait_synced(http, node, len(pairs))
+                synced = await wait_synced(http, node, len(pairs), sync_timeout_s(len(pairs), levels))
                 await venue.control(action="rate", rate=0)
                 report.data[f"sync_seconds_depth_{depth}"] = synced["seconds"]
                 subscriber = Subscriber(client)
