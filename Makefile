@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 PYTHON ?= python3
 
-.PHONY: install up demo test lint typecheck unit clean
+.PHONY: install up demo test lint typecheck unit bench-tools clean
 
 $(STAMP): pyproject.toml sdk/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -32,6 +32,12 @@ typecheck: install
 ## make test: lint, type-check, then the whole suite in parallel against real servers
 test: lint typecheck
 	$(VENV)/bin/python -m pytest -n auto -q $(PYTEST_ARGS)
+
+## make bench-tools: wrk, the read bench's load generator (Debian's package; without it the bench
+## falls back to a built-in aiohttp client that takes much of the CPU it measures)
+bench-tools: install
+	command -v wrk >/dev/null || { apt-get update -q && apt-get install -y -q wrk; } \
+		|| { sudo apt-get update -q && sudo apt-get install -y -q wrk; }
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
