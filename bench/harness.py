@@ -26,6 +26,13 @@ from control_plane.cli import fake_venue_env
 from control_plane.models import ReplicaAssignment
 from control_plane.stores.redis import RedisControlStore
 from control_plane.supervisor import Child, Supervisor, child_env
+from ingest_nodes.exchanges import ExchangeSpec, Protocol
+
+EXCHANGES = {
+    "binance.com": ExchangeSpec("binance.com", Protocol.BINANCE_SPOT, "", ""),
+    "binance.com-futures": ExchangeSpec("binance.com-futures", Protocol.BINANCE_FUTURES, "", ""),
+}
+"""The venues the benchmarks drive, for their weights and limits (their URLs point at the fake venue)."""
 
 _SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$")
 _LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')

@@ -35,16 +35,11 @@ import aiohttp
 import redis.asyncio as redis
 
 from bench import harness
-from bench.harness import Bench, Node, cpu_seconds, scrape, total, trading_pairs, wait_synced
+from bench.harness import EXCHANGES, Bench, Node, cpu_seconds, scrape, total, trading_pairs, wait_synced
 from bench.report import Report, below, median, percentiles
 from book_store.codec import BookStatus, Snapshot
 from book_store.writer import decode_message
-from ingest_nodes.venues.binance.limits import (
-    SPOT_DEPTH_WEIGHTS,
-    SPOT_WEIGHT_PER_MINUTE,
-    depth_weight,
-    snapshot_limit,
-)
+from ingest_nodes.venues.binance.limits import depth_weight, snapshot_limit
 
 EXCHANGE = "binance.com"
 BURST = 5
@@ -174,10 +169,11 @@ async def store_floor(
 
 def sync_timeout_s(pairs: int, depth: int) -> float:
     """How long a node may take to sync ``pairs`` books published ``depth`` deep: the snapshots'
-    weight at Binance's spot budget, plus two minutes (whole books need 250 weight each, so 50 of
+    weight at the venue's budget, plus two minutes (whole books need 250 weight each, so 50 of
     them need over two minutes of the budget alone)."""
-    weight = pairs * depth_weight(SPOT_DEPTH_WEIGHTS, snapshot_limit(SPOT_DEPTH_WEIGHTS, depth))
-    return 60.0 * weight / SPOT_WEIGHT_PER_MINUTE + 120.0
+    spec = EXCHANGES[EXCHANGE]
+    weight = pairs * depth_weight(spec.depth_tiers, snapshot_limit(spec.depth_tiers, depth))
+    return 60.0 * weight / spec.weight_per_minute + 120.0
 
 
 async def measure(args: argparse.Namespace, report: Report) -> None:

@@ -39,7 +39,7 @@ import aiohttp
 import orjson
 import redis.asyncio as redis
 
-from bench.harness import Bench, Node, cpu_seconds
+from bench.harness import EXCHANGES, Bench, Node, cpu_seconds
 from bench.report import Report, below
 from book_store.catalog import MarketCatalog
 from book_store.codec import BookStatus
@@ -47,16 +47,11 @@ from book_store.keys import BookKey
 from book_store.reader import BookReader
 from control_plane.models import ReplicaAssignment
 from control_plane.stores.redis import RedisControlStore
-from ingest_nodes.exchanges import ExchangeSpec, Protocol
 from ingest_nodes.reporting import node_stats_key
 from ingest_nodes.venues.binance.limits import depth_weight, snapshot_limit
 
 WINDOW_S = 60.0
 TARGET_RATIO = 1.2
-EXCHANGES = {
-    "binance.com": ExchangeSpec("binance.com", Protocol.BINANCE_SPOT, "", ""),
-    "binance.com-futures": ExchangeSpec("binance.com-futures", Protocol.BINANCE_FUTURES, "", ""),
-}
 
 
 @dataclass(frozen=True)
