@@ -267,8 +267,9 @@ async def run_builtin(name: str, base_url: str, paths: Sequence[str], key: str, 
 async def main(args: argparse.Namespace) -> None:
     markets = market_names(args.markets)
     report = Report("read", "Read API: requests/s and latency against a static-body ceiling")
-    generator = "wrk" if shutil.which("wrk") and not args.builtin else "built-in aiohttp client"
-    if not shutil.which("wrk") and not args.builtin:
+    has_wrk = shutil.which("wrk") is not None
+    generator = "wrk" if has_wrk and not args.builtin else "built-in aiohttp client"
+    if not has_wrk and not args.builtin:
         print("wrk is not on PATH (make bench-tools installs it): the built-in client takes much of")
         print("the CPU it measures, so every figure, random/hot included, reads low")
     report.environment["tools"] = (
