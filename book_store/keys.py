@@ -4,7 +4,8 @@ Every key of one book carries the hash tag ``{exchange|market}``, so on Redis Cl
 in cluster mode) all of a book's replicas, and its change channel, live in one slot: a reader gets
 every replica of a book with one HGETALL, and a writer's pipeline for one book never crosses shards.
 
-    ladder:{binance.com|BTCUSDT}:snap     hash  replica id -> encoded snapshot (book_store.codec)
+    ladder:{binance.com|BTCUSDT}:snap     hash  replica id -> encoded head snapshot (book_store.codec),
+                                                "<replica id>d" -> the replica's deep snapshot
     ladder:{binance.com|BTCUSDT}:chg      channel: one message per published snapshot
     ladder:catalog:binance.com            hash  market -> market info JSON (book_store.catalog)
     ladder:catalog-digest:binance.com     string  digest of that hash's content
@@ -61,6 +62,11 @@ class BookKey:
         inner = channel[channel.index("{") + 1 : channel.rindex("}")]
         exchange, _, market = inner.partition("|")
         return cls(exchange, market)
+
+
+def snapshot_field(replica: int, *, deep: bool = False) -> str:
+    """The field of ``BookKey.snapshots`` that holds a replica's head (or deep) snapshot."""
+    return f"{replica}d" if deep else str(replica)
 
 
 def catalog_key(exchange: str) -> str:

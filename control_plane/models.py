@@ -166,6 +166,7 @@ class ReplicaAssignment:
     market: str
     replica: int
     node_id: str
+    depth: int = 100
 
     @property
     def book(self) -> BookRef:

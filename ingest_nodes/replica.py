@@ -19,9 +19,20 @@ starts over; so does one whose old connection closes before the successor delive
 it (the venue left no time between its notice and the close). If the successor itself must go
 before the splice, the splice moves on to its own successor.
 
-Periodic re-snapshot (optional): a second engine on the same stream (``shadow``) syncs from a fresh
-REST snapshot; once synced it is at the served book's update id (both saw the same events), the two
-are compared, and the shadow, with its fresh trusted depth, becomes the served engine.
+Fresh snapshots, make-before-break: a second engine on the same stream (``shadow``) syncs from a
+fresh REST snapshot in the background; once synced it is at the served book's update id (both saw
+the same events), the two are compared, and the shadow, with its fresh trusted window, becomes the
+served engine. The served book keeps serving all the while. Two things start one:
+
+- a *refresh*, when the trusted window has shrunk towards the published ``depth`` (the publisher
+  reports the window after each publish; :class:`~ingest_nodes.trusted_window.WindowKeeper` decides
+  when, and how deep the refresh goes), so answers stop short only when the market outruns it;
+- an *audit* (``resnapshot``, about once per ``LADDER_RESNAPSHOT_INTERVAL_S`` per book), at the
+  depth the served book was built from: the comparison at equal update ids is the point, and a
+  disagreement is counted, logged and resolved in favour of the fresh snapshot.
+
+A depth change (a deeper or shallower subscriber) takes effect at the next publish; a deeper
+depth than the trusted window covers starts a refresh at once.
 """
 
 from __future__ import annotations
@@ -35,6 +46,7 @@ from typing import Final
 from book_store.codec import BookStatus
 from book_store.keys import BookKey
 from ingest_nodes import telemetry
+from ingest_nodes.book import SideWindow
 from ingest_nodes.checkpoints import CheckpointLog, same_top
 from ingest_nodes.connection import StreamConnection
 from ingest_nodes.engine import BookEngine, EngineResult
@@ -45,6 +57,7 @@ from ingest_nodes.rest import now_ms
 from ingest_nodes.snapshots import SnapshotScheduler
 from ingest_nodes.stats import ReplicaStats
 from ingest_nodes.sync import FuturesSyncMachine, SpotSyncMachine
+from ingest_nodes.trusted_window import WindowKeeper
 
 log = logging.getLogger(__name__)
 
@@ -78,9 +91,11 @@ class BookReplica:
         scheduler: SnapshotScheduler,
         publisher: Publisher,
         *,
-        snapshot_limit: int,
+        depth: int,
+        depth_tiers: tuple[tuple[int, int], ...],
         checkpoints: CheckpointLog | None = None,
     ) -> None:
+        """``depth`` is the levels a side to publish; ``depth_tiers`` the venue's snapshot weights."""
         self.book = book
         self.replica = replica
         self.stats = ReplicaStats()
@@ -93,10 +108,11 @@ class BookReplica:
         self._new_engine = new_engine
         self._scheduler = scheduler
         self._publisher = publisher
-        self._limit = snapshot_limit
+        self._window = WindowKeeper(depth_tiers, depth)
         self._checkpoints = checkpoints
-        self.main = self._lane(self._on_main)
+        self.main = self._lane(self._on_main, self._window.sync_limit)
         self._shadow: Lane | None = None
+        self._shadow_is_audit = False
         self._splice: _Splice | None = None
 
     @property
@@ -104,8 +120,22 @@ class BookReplica:
         return self.book.market
 
     @property
+    def depth(self) -> int:
+        """Levels a side published: the deepest subscriber's depth."""
+        return self._window.depth
+
+    def set_depth(self, depth: int) -> None:
+        """A subscriber came or went: publish this deep from now on (deeper: refresh if needed)."""
+        if depth == self._window.depth:
+            return
+        self._window.depth = depth
+        self.main.snapshot_limit = self._window.sync_limit
+        self._publisher.mark(self)
+
+    @property
     def snapshot_limit(self) -> int:
-        return self._limit
+        """The limit of the snapshot the served book was built from."""
+        return self._window.served_limit
 
     @property
     def engine(self) -> BookEngine:
@@ -217,27 +247,47 @@ class BookReplica:
         for update in splice.buffer:
             self.on_update(update, splice.target)
 
-    # -- periodic re-snapshot -------------------------------------------------------------------
+    # -- fresh snapshots: refreshes and audits ----------------------------------------------------
 
     def resnapshot(self) -> None:
-        """Start syncing a second engine from a fresh snapshot; it replaces the served one when synced."""
-        if self._shadow is None and self.engine.synced and self._splice is None:
-            self._shadow = self._lane(self._on_shadow)
+        """Audit: sync a second engine from a fresh snapshot, compare, and let it replace the served one."""
+        if self._can_shadow():
+            self._start_shadow(self._window.served_limit, audit=True)
+
+    def window_seen(self, bids: SideWindow, asks: SideWindow) -> None:
+        """The publisher published the synced book with this trusted window: refresh it if due."""
+        now = asyncio.get_running_loop().time()
+        if self._can_shadow() and self._window.refresh_due(bids, asks, now):
+            self.stats.refreshes += 1
+            self._start_shadow(self._window.refresh_limit(now), audit=False)
+
+    def _can_shadow(self) -> bool:
+        return self._shadow is None and self.engine.synced and self._splice is None
+
+    def _start_shadow(self, limit: int, *, audit: bool) -> None:
+        self._shadow = self._lane(self._on_shadow, limit, background=True)
+        self._shadow_is_audit = audit
 
     def _on_shadow(self, result: EngineResult) -> None:
         shadow = self._shadow
         if shadow is None or not shadow.engine.synced or not self.engine.synced:
             return
         same_id = shadow.engine.update_id == self.engine.update_id
+        if self._shadow_is_audit:
+            self.stats.audits += 1
+            self.stats.last_audit_ms = now_ms()
         if same_id and not same_top(shadow.engine.book, self.engine.book, RESNAPSHOT_CHECK_LEVELS):
             self.stats.mismatches += 1
+            self.stats.audit_mismatches += self._shadow_is_audit
             log.warning("%s/%s r%d: a fresh snapshot disagrees with the served book at %s",
                         self.book.exchange, self.symbol, self.replica, self.engine.update_id)  # fmt: skip
         self._shadow = None
         self.main.close()
         self.main = shadow
         shadow_result = EngineResult(changed=True, need_snapshot=False, resync_reason=None)
-        shadow.retarget(self._on_main)
+        shadow.retarget(self._on_main, background=False)
+        self._window.served_limit = shadow.snapshot_limit
+        shadow.snapshot_limit = self._window.sync_limit  # its next sync from scratch is cheap again
         self.stats.resnapshots += 1
         self.synced_since = None
         self._on_main(shadow_result)
@@ -249,20 +299,24 @@ class BookReplica:
 
     # -- reacting to the served engine -----------------------------------------------------------
 
-    def _lane(self, on_result: Callable[[EngineResult], None]) -> Lane:
+    def _lane(
+        self, on_result: Callable[[EngineResult], None], limit: int, *, background: bool = False
+    ) -> Lane:
         return Lane(
             self._new_engine(),
             self.symbol,
-            snapshot_limit=self._limit,
+            snapshot_limit=limit,
             scheduler=self._scheduler,
             on_result=on_result,
             stats=self.stats,
             trace=lambda: telemetry.current().snapshot_fetch(self),
+            background=background,
         )
 
     def _on_main(self, result: EngineResult) -> None:
         reason = result.resync_reason
         if reason is not None:
+            self._window.served_limit = self.main.snapshot_limit
             self._resynced(reason)
         engine = self.engine
         if engine.synced:

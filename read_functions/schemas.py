@@ -49,6 +49,10 @@ _BOOK_META = {
     "age_ms": INT,
     "replica": INT,
     "status": {"type": "string", "enum": ["synced"]},
+    "truncated": {
+        "type": "boolean",
+        "description": "a side stops short of the asked depth while the venue may hold more levels",
+    },
 }
 TENANT_FIELDS = {
     "name": STR,

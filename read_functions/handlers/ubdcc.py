@@ -28,7 +28,7 @@ from control_plane.errors import (
 )
 from control_plane.models import Principal, Subscription
 from read_functions.access import subscriptions_changed
-from read_functions.book_read import authorize_book, cached_entry
+from read_functions.book_read import authorize_book, cached_entry, deepest
 from read_functions.deps import Deps, now_ms
 from read_functions.messages import Request, Response
 from read_functions.params import json_object
@@ -144,6 +144,8 @@ async def _levels(call: Call, deps: Deps, side: str) -> Response:
         if entry.replicas:
             raise UbdccError(ErrorId.OUT_OF_SYNC, f"no replica of {exchange} {market} is in sync right now")
         raise UbdccError(ErrorId.NOT_RUNNING, f"no replica of {exchange} {market} is running yet")
+    if limit_count is None or limit_count > snapshot.depth:
+        snapshot = deepest(deps, entry, snapshot, now)
     call.used.append(f"{exchange}/{market}#{snapshot.replica}")
     levels = levels_as_numbers(snapshot, side, limit_count, threshold)
     extra = {"update_id": snapshot.update_id, "publish_time": snapshot.publish_time,
