@@ -7,6 +7,7 @@ every replica of a book with one HGETALL, and a writer's pipeline for one book n
     ladder:{binance.com|BTCUSDT}:snap     hash  replica id -> encoded head snapshot (book_store.codec),
                                                 "<replica id>d" -> the replica's deep snapshot
     ladder:{binance.com|BTCUSDT}:chg      channel: one message per published snapshot
+    ladder:{binance.com|BTCUSDT}:stats    hash  replica id -> that replica's counters (JSON, from its node)
     ladder:catalog:binance.com            hash  market -> market info JSON (book_store.catalog)
     ladder:catalog-digest:binance.com     string  digest of that hash's content
 """
@@ -50,6 +51,11 @@ class BookKey:
     def snapshots(self) -> str:
         """The hash holding one encoded snapshot per replica."""
         return f"{KEY_PREFIX}:{self.tag}:snap"
+
+    @property
+    def stats(self) -> str:
+        """The hash of each replica's counters (resyncs, refreshes, audits), written by its node."""
+        return f"{KEY_PREFIX}:{self.tag}:stats"
 
     @property
     def channel(self) -> str:

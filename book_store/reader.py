@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import NamedTuple, cast
+from typing import Any, NamedTuple, cast
 
+import orjson
 import redis.asyncio as redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
@@ -63,6 +64,12 @@ class BookReader:
         with store_errors():
             raw = cast(dict[bytes, bytes], await self._client.hgetall(book.snapshots))
         return _stored(raw)
+
+    async def counters(self, book: BookKey) -> dict[int, dict[str, Any]]:
+        """Each replica's counters as its node last reported them (resyncs, refreshes, audits)."""
+        with store_errors():
+            raw = cast(dict[bytes, bytes], await self._client.hgetall(book.stats))
+        return {int(replica): orjson.loads(value) for replica, value in raw.items()}
 
     async def stored_many(self, books: Sequence[BookKey]) -> dict[BookKey, StoredBook]:
         """Every stored snapshot of many books in one pipelined round trip."""

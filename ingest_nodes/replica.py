@@ -276,7 +276,10 @@ class BookReplica:
         if self._shadow_is_audit:
             self.stats.audits += 1
             self.stats.last_audit_ms = now_ms()
-        if same_id and not same_top(shadow.engine.book, self.engine.book, RESNAPSHOT_CHECK_LEVELS):
+        mismatch = same_id and not same_top(shadow.engine.book, self.engine.book, RESNAPSHOT_CHECK_LEVELS)
+        kind = "audit" if self._shadow_is_audit else "refresh"
+        telemetry.current().fresh_snapshot(self.book.exchange, kind, mismatch=mismatch)
+        if mismatch:
             self.stats.mismatches += 1
             self.stats.audit_mismatches += self._shadow_is_audit
             log.warning("%s/%s r%d: a fresh snapshot disagrees with the served book at %s",

@@ -13,6 +13,7 @@ Schema = dict[str, Any]
 INT = {"type": "integer"}
 STR = {"type": "string"}
 NULLABLE_INT = {"type": ["integer", "null"]}
+BOOL = {"type": "boolean"}
 
 
 def obj(required: dict[str, Any], optional: dict[str, Any] | None = None, *, closed: bool = True) -> Schema:
@@ -71,6 +72,21 @@ API_KEY = {
     "revoked_at": NULLABLE_INT,
 }
 SUBSCRIPTION = {"exchange": STR, "market": STR, "replicas": INT, "created_at": INT}
+REPLICA_COUNTERS = ("restarts", "handovers", "stale_episodes", "refreshes", "audits", "audit_mismatches",
+                    "last_audit_ms", "mismatches")  # fmt: skip
+"""The counters a replica's node reports that ``GET /v1/books/.../info`` passes on (besides resyncs)."""
+_STORED_LEVELS = {"bids": INT, "asks": INT, "more_bids": BOOL, "more_asks": BOOL}
+_REPLICA_INFO = {
+    "replica": INT,
+    "status": {"type": "string", "enum": ["synced", "resyncing", "stale"]},
+    "update_id": INT,
+    "publish_time": INT,
+    "age_ms": INT,
+    "head": obj(_STORED_LEVELS),
+    "deep": {"oneOf": [{"type": "null"}, obj({**_STORED_LEVELS, "update_id": INT, "publish_time": INT})]},
+    "resyncs": {"type": ["object", "null"], "additionalProperties": INT},
+    **{name: NULLABLE_INT for name in REPLICA_COUNTERS},
+}
 
 COMPONENTS: dict[str, Schema] = {
     "Error": obj({"error": obj({"code": STR, "message": STR, "request_id": STR})}),
@@ -78,6 +94,14 @@ COMPONENTS: dict[str, Schema] = {
     "Book": obj({**_BOOK_META, "bids": array_of(ref("Level")), "asks": array_of(ref("Level"))}),
     "BookBids": obj({**_BOOK_META, "bids": array_of(ref("Level"))}),
     "BookAsks": obj({**_BOOK_META, "asks": array_of(ref("Level"))}),
+    "BookInfo": obj(
+        {
+            "exchange": STR,
+            "market": STR,
+            "status": {"type": "string", "enum": ["synced", "resyncing", "stale", "starting"]},
+            "replicas": array_of(obj(_REPLICA_INFO)),
+        }
+    ),
     "Market": obj({"exchange": STR, "market": STR, "status": STR, "base": STR, "quote": STR}),
     "Markets": obj({"markets": array_of(ref("Market"))}),
     "Exchanges": obj({"exchanges": array_of(STR)}),

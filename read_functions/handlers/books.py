@@ -49,6 +49,8 @@ async def _read(request: Request, deps: Deps, side: Side) -> Response:
     since = view.publish_time
     if view.truncated:
         view, since = deeper_view(deps, entry, head, view, depth, side, now)
+        if view.truncated:
+            deps.telemetry.truncated_answer(ref.key.exchange)
     age_ms = max(0, now - since)
     if max_age_ms is not None and age_ms > max_age_ms:
         raise BookTooOldError(

@@ -131,7 +131,9 @@ async def test_a_quiet_deep_book_is_not_rewritten_and_a_status_change_is_at_once
     assert resyncing.status is BookStatus.RESYNCING and resyncing.bid_count == 0
 
 
-async def test_a_book_that_shrinks_back_to_its_head_drops_its_deep_snapshot(redis_client: redis.Redis) -> None:
+async def test_a_book_that_shrinks_back_to_its_head_drops_its_deep_snapshot(
+    redis_client: redis.Redis,
+) -> None:
     writer = BookWriter(redis_client)
     pub = publisher(writer)
     replica = Replica(depth=50)

@@ -134,7 +134,9 @@ async def test_books_that_were_serving_go_first(redis_client: redis.Redis) -> No
         assert arrivals == ["SOLUSDT", *SPOT_SYMBOLS[:4]]
 
 
-async def test_background_requests_go_last_and_leave_half_the_window_to_syncs(redis_client: redis.Redis) -> None:
+async def test_background_requests_go_last_and_leave_half_the_window_to_syncs(
+    redis_client: redis.Redis,
+) -> None:
     """A 100-weight window: background refreshes (weight 5) stop at 50, a sync still gets its turn."""
     await away_from_minute_edge()
     async with running(venue_config(), redis_client, weight_budget_share=100 / 6000) as harness:
