@@ -28,8 +28,9 @@ served engine. The served book keeps serving all the while. Two things start one
   reports the window after each publish; :class:`~ingest_nodes.trusted_window.WindowKeeper` decides
   when, and how deep the refresh goes), so answers stop short only when the market outruns it;
 - an *audit* (``resnapshot``, about once per ``LADDER_RESNAPSHOT_INTERVAL_S`` per book), at the
-  depth the served book was built from: the comparison at equal update ids is the point, and a
-  disagreement is counted, logged and resolved in favour of the fresh snapshot.
+  cheapest depth that covers the published one: the comparison of every level both trust, at
+  equal update ids, is the point. A disagreement is counted, logged and resolved in favour of the
+  fresh snapshot; when they agree, the served book stays if it trusts a deeper window.
 
 A depth change (a deeper or shallower subscriber) takes effect at the next publish; a deeper
 depth than the trusted window covers starts a refresh at once.
@@ -64,8 +65,6 @@ log = logging.getLogger(__name__)
 MAX_SPLICE_BUFFER: Final = 2000
 """Successor events kept while the old connection catches up; beyond it, switch and resync."""
 
-RESNAPSHOT_CHECK_LEVELS: Final = 20
-"""Levels per side compared between a served book and its fresh re-snapshot."""
 
 EngineFactory = Callable[[], BookEngine]
 
@@ -104,7 +103,7 @@ class BookReplica:
         self.last_publish_ms = 0
         self.last_status: BookStatus | None = None
         self.synced_since: float | None = None
-        """Loop time the served book last became synced (None while it is not)."""
+        """Loop time the served book last became synced or passed an audit (None while not synced)."""
         self._new_engine = new_engine
         self._scheduler = scheduler
         self._publisher = publisher
@@ -252,7 +251,7 @@ class BookReplica:
     def resnapshot(self) -> None:
         """Audit: sync a second engine from a fresh snapshot, compare, and let it replace the served one."""
         if self._can_shadow():
-            self._start_shadow(self._window.served_limit, audit=True)
+            self._start_shadow(self._window.sync_limit, audit=True)
 
     def window_seen(self, bids: SideWindow, asks: SideWindow) -> None:
         """The publisher published the synced book with this trusted window: refresh it if due."""
@@ -272,28 +271,33 @@ class BookReplica:
         shadow = self._shadow
         if shadow is None or not shadow.engine.synced or not self.engine.synced:
             return
+        self._shadow = None
+        audit = self._shadow_is_audit
         same_id = shadow.engine.update_id == self.engine.update_id
-        if self._shadow_is_audit:
+        mismatch = same_id and not same_top(shadow.engine.book, self.engine.book, self.depth)
+        telemetry.current().fresh_snapshot(
+            self.book.exchange, "audit" if audit else "refresh", mismatch=mismatch
+        )
+        if audit:
             self.stats.audits += 1
+            self.stats.audit_mismatches += mismatch
             self.stats.last_audit_ms = now_ms()
-        mismatch = same_id and not same_top(shadow.engine.book, self.engine.book, RESNAPSHOT_CHECK_LEVELS)
-        kind = "audit" if self._shadow_is_audit else "refresh"
-        telemetry.current().fresh_snapshot(self.book.exchange, kind, mismatch=mismatch)
         if mismatch:
             self.stats.mismatches += 1
-            self.stats.audit_mismatches += self._shadow_is_audit
             log.warning("%s/%s r%d: a fresh snapshot disagrees with the served book at %s",
                         self.book.exchange, self.symbol, self.replica, self.engine.update_id)  # fmt: skip
-        self._shadow = None
+        elif audit and shadow.snapshot_limit < self._window.served_limit:
+            shadow.close()  # the books agree, and the served one trusts a deeper window: keep it
+            self.synced_since = asyncio.get_running_loop().time()
+            return
         self.main.close()
         self.main = shadow
-        shadow_result = EngineResult(changed=True, need_snapshot=False, resync_reason=None)
         shadow.retarget(self._on_main, background=False)
         self._window.served_limit = shadow.snapshot_limit
         shadow.snapshot_limit = self._window.sync_limit  # its next sync from scratch is cheap again
         self.stats.resnapshots += 1
         self.synced_since = None
-        self._on_main(shadow_result)
+        self._on_main(EngineResult(changed=True, need_snapshot=False, resync_reason=None))
 
     def _drop_shadow(self) -> None:
         if self._shadow is not None:
