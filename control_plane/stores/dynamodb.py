@@ -346,6 +346,7 @@ class DynamoControlStore:
             "exchange": str_attr(sub.exchange),
             "market": str_attr(sub.market),
             "replicas": num_attr(sub.replicas),
+            "depth": num_attr(sub.depth),
             "created_at": num_attr(sub.created_at),
         }
         count_it = {
@@ -376,9 +377,13 @@ class DynamoControlStore:
             reply = self._conditional(
                 self._client.update_item,
                 Key=primary_key(pk, sk),
-                UpdateExpression="SET replicas = :replicas",
+                UpdateExpression="SET replicas = :replicas, #depth = :depth",
                 ConditionExpression="attribute_exists(pk)",
-                ExpressionAttributeValues={":replicas": num_attr(sub.replicas)},
+                ExpressionAttributeNames={"#depth": "depth"},  # DEPTH is a DynamoDB reserved word
+                ExpressionAttributeValues={
+                    ":replicas": num_attr(sub.replicas),
+                    ":depth": num_attr(sub.depth),
+                },
                 ReturnValues="ALL_NEW",
             )
             if reply is not None:

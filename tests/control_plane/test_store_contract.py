@@ -8,6 +8,7 @@ import dataclasses
 import pytest
 
 from control_plane.clock import now_ms
+from control_plane.depth import DEFAULT_DEPTH
 from control_plane.errors import ConflictError, LimitExceededError, NotFoundError
 from control_plane.models import AuditEvent, BookRef, ReplicaAssignment, Subscription
 from control_plane.stores.base import ControlStore
@@ -18,8 +19,10 @@ ETH = BookRef("binance.com", "ETHUSDT")
 ALPACA_BTC = BookRef("alpaca-crypto", "BTC/USD")
 
 
-def sub(tenant_id: str, book: BookRef, replicas: int = 1, created_at: int = 1_000) -> Subscription:
-    return Subscription(tenant_id, book.exchange, book.market, replicas, created_at)
+def sub(
+    tenant_id: str, book: BookRef, replicas: int = 1, created_at: int = 1_000, depth: int = DEFAULT_DEPTH
+) -> Subscription:
+    return Subscription(tenant_id, book.exchange, book.market, replicas, created_at, depth)
 
 
 # -- tenants -------------------------------------------------------------------------------
@@ -59,6 +62,17 @@ async def test_update_tenant_overwrites_fields_and_moves_the_name(store: Control
         await store.update_tenant(dataclasses.replace(renamed, name="GLOBEX"))
     assert await store.get_tenant(acme.id) == renamed
     assert not await store.update_tenant(make_tenant("Nobody"))
+
+
+async def test_tenant_max_depth_is_kept_and_updated(store: ControlStore) -> None:
+    deep = make_tenant("Deep", max_depth=5000)
+    await store.create_tenant(deep)
+    assert await store.get_tenant(deep.id) == deep
+
+    shallow = dataclasses.replace(deep, max_depth=20)
+    assert await store.update_tenant(shallow)
+    assert await store.get_tenant(deep.id) == shallow
+    assert await store.list_tenants() == [shallow]
 
 
 # -- API keys ------------------------------------------------------------------------------
@@ -115,6 +129,21 @@ async def test_put_subscription_creates_then_updates_keeping_created_at(store: C
     stored, created = await store.put_subscription(sub(tenant.id, BTC, replicas=2, created_at=5_000))
     assert not created and stored == sub(tenant.id, BTC, 2, 1_000)
     assert await store.list_subscriptions(tenant.id) == [sub(tenant.id, BTC, 2, 1_000)]
+
+
+async def test_put_subscription_keeps_and_updates_the_depth(store: ControlStore) -> None:
+    tenant = make_tenant()
+    await store.create_tenant(tenant)
+
+    stored, created = await store.put_subscription(sub(tenant.id, BTC, replicas=2, depth=500))
+    assert created and stored.depth == 500
+    stored, created = await store.put_subscription(sub(tenant.id, BTC, replicas=1, created_at=9, depth=20))
+    assert not created and stored == sub(tenant.id, BTC, 1, 1_000, depth=20)
+    await store.put_subscription(sub(tenant.id, ETH))
+    assert await store.list_subscriptions(tenant.id) == [
+        sub(tenant.id, BTC, 1, 1_000, depth=20),
+        sub(tenant.id, ETH, 1, 1_000, depth=DEFAULT_DEPTH),
+    ]
 
 
 async def test_max_markets_counts_markets_not_updates(store: ControlStore) -> None:
