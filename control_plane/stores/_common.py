@@ -2,7 +2,8 @@
 that turns subscriptions into the number of replicas each book should have.
 
 ``|`` separates the parts: neither an exchange id nor a market may contain it (see
-control_plane.validation and book_store.keys).
+control_plane.validation and book_store.keys). A replica is ``exchange|market|replica|depth``;
+one written before depth existed (``exchange|market|replica``) reads as the default depth.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from typing import Any, ParamSpec, TypeVar
 
 from book_store.errors import StoreError, StoreUnavailableError
+from control_plane.depth import DEFAULT_DEPTH
 from control_plane.models import BookRef, ReplicaAssignment, Tenant
 
 SEPARATOR = "|"
@@ -54,13 +56,14 @@ def parse_book_id(text: str) -> BookRef:
 
 
 def replica_id(replica: ReplicaAssignment) -> str:
-    return f"{book_id(replica.book)}{SEPARATOR}{replica.replica}"
+    return SEPARATOR.join((book_id(replica.book), str(replica.replica), str(replica.depth)))
 
 
 def parse_replica_id(text: str, node_id: str) -> ReplicaAssignment:
-    book, replica = text.rsplit(SEPARATOR, 1)
-    ref = parse_book_id(book)
-    return ReplicaAssignment(ref.exchange, ref.market, int(replica), node_id)
+    exchange, market, replica, *depth = text.split(SEPARATOR)
+    return ReplicaAssignment(
+        exchange, market, int(replica), node_id, int(depth[0]) if depth else DEFAULT_DEPTH
+    )
 
 
 def name_key(name: str) -> str:

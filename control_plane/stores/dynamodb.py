@@ -15,9 +15,10 @@ schema terraform deploys and :func:`create_table` reproduces) holds every item:
     AUDIT                    <at>#<ns>#<r> -                     -                    expires_at (TTL)
     LEASE#<name>             LEASE         -                     -                    owner, until
 
-``<book>`` is ``exchange|market``. Atomic steps are conditional writes or TransactWriteItems:
-a tenant's ``market_count`` moves in the same transaction as its subscription item, under the
-condition ``market_count < max_markets``; a name item is claimed with ``attribute_not_exists``.
+``<book>`` is ``exchange|market``; each of ``replicas`` is ``exchange|market|replica|depth``.
+Atomic steps are conditional writes or TransactWriteItems: a tenant's ``market_count`` moves in
+the same transaction as its subscription item, under the condition
+``market_count < max_markets``; a name item is claimed with ``attribute_not_exists``.
 A transaction that loses a race with another (``TransactionConflict``) is retried.
 
 ``expires_at`` is reserved for TTL (seconds); an API key's own expiry is ``key_expires_at`` (ms).

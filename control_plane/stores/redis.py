@@ -16,15 +16,16 @@ reads, so one slot is not a bottleneck; in exchange nothing needs a cross-slot p
     <prefix>{control}:tenant-keys:<tenant> zset   key id, scored by created_at
     <prefix>{control}:node:<id>            hash   NodeInfo fields
     <prefix>{control}:nodes                set    node ids
-    <prefix>{control}:assign:<node>        set    "exchange|market|replica"
+    <prefix>{control}:assign:<node>        set    "exchange|market|replica|depth"
     <prefix>{control}:assigned             set    node ids that have assignments
     <prefix>{control}:audit                list   JSON events, newest first, trimmed to AUDIT_KEEP
     <prefix>{control}:lease:<name>         string owner, with a PX expiry
     <prefix>{control}:pepper               string hex pepper, when the store keeps it
     <prefix>{control}:assignments:<node>   channel: a message whenever the node's set changes
 
-Values written before depth existed lack it (``"replicas:created_at"``, ``"replicas"``, a tenant
-without ``max_depth``) and read as the defaults of control_plane.depth.
+Values written before depth existed lack it (``"replicas:created_at"``, ``"replicas"``,
+``"exchange|market|replica"``, a tenant without ``max_depth``) and read as the defaults of
+control_plane.depth.
 
 The store borrows a ``redis.asyncio.Redis`` (bytes or decoded responses) that its owner closes.
 """

@@ -92,3 +92,11 @@ def test_principal_actor_names() -> None:
     assert OPERATOR.actor == "operator"
     assert Principal("tnt_1", "key_9", False).actor == "key:key_9"
     assert Principal("tnt_1", None, False).actor == "tenant:tnt_1"
+
+
+def test_assignments_order_by_book_replica_and_node_before_depth() -> None:
+    deep = ReplicaAssignment("binance.com", "BTCUSDT", 1, "n1", 5000)
+    other_node = ReplicaAssignment("binance.com", "BTCUSDT", 1, "n2", 10)
+    next_index = ReplicaAssignment("binance.com", "BTCUSDT", 2, "n1", 1)
+    assert sorted([next_index, other_node, deep]) == [deep, other_node, next_index]
+    assert ReplicaAssignment("binance.com", "BTCUSDT", 1, "n1").depth == 100

@@ -268,6 +268,20 @@ async def test_assignment_sets_are_replaced_whole(store: ControlStore) -> None:
     assert [n.id for n in await store.list_nodes()] == ["node-a"]
 
 
+async def test_assignments_carry_their_depth(store: ControlStore) -> None:
+    deep = ReplicaAssignment("binance.com", "BTCUSDT", 1, "node-a", 5000)
+    shallow = ReplicaAssignment("binance.com-futures", "BTCUSDT", 2, "node-a", 20)
+    await store.register_node(make_node("node-a"))
+    await store.replace_assignments("node-a", [deep, shallow])
+    assert await store.get_assignments("node-a") == sorted([deep, shallow])
+    assert await store.list_assignments() == sorted([deep, shallow])
+
+    # The same replica at another depth replaces the old entry; it is not a second replica.
+    resized = dataclasses.replace(deep, depth=DEFAULT_DEPTH)
+    await store.replace_assignments("node-a", [resized, shallow])
+    assert await store.get_assignments("node-a") == sorted([resized, shallow])
+
+
 # -- audit and lease -----------------------------------------------------------------------
 
 

@@ -11,7 +11,7 @@ import boto3
 import pytest
 
 from control_plane.depth import DEFAULT_DEPTH, DEFAULT_MAX_DEPTH
-from control_plane.models import BookRef, Subscription
+from control_plane.models import BookRef, ReplicaAssignment, Subscription
 from control_plane.stores.dynamodb import DynamoControlStore, create_table
 from control_plane.stores.redis import HASH_TAG, RedisControlStore
 from tests.control_plane.helpers import make_tenant
@@ -40,6 +40,19 @@ async def test_redis_reads_tenants_and_subscriptions_without_depth(redis_store: 
     )
     assert not created and updated == Subscription(tenant.id, BTC.exchange, BTC.market, 1, 1000, 300)
     assert await redis_store.list_subscriptions(tenant.id) == [updated]
+
+
+async def test_redis_reads_assignments_without_depth(redis_store: RedisControlStore) -> None:
+    base = f"{redis_store.prefix}{HASH_TAG}:"
+    await redis_store.client.sadd(f"{base}assign:node-1", "binance.com|BTCUSDT|3", "alpaca-crypto|BTC/USD|1")
+    await redis_store.client.sadd(f"{base}assigned", "node-1")
+
+    legacy = [
+        ReplicaAssignment("alpaca-crypto", "BTC/USD", 1, "node-1", DEFAULT_DEPTH),
+        ReplicaAssignment("binance.com", "BTCUSDT", 3, "node-1", DEFAULT_DEPTH),
+    ]
+    assert await redis_store.get_assignments("node-1") == legacy
+    assert await redis_store.list_assignments() == legacy
 
 
 class _Table:
@@ -94,3 +107,23 @@ async def test_dynamodb_reads_tenants_and_subscriptions_without_depth(table: _Ta
         Subscription(tenant.id, BTC.exchange, BTC.market, 1, 5000, 300)
     )
     assert not created and updated == Subscription(tenant.id, BTC.exchange, BTC.market, 1, 1000, 300)
+
+
+async def test_dynamodb_reads_assignments_without_depth(table: _Table) -> None:
+    replicas = [{"S": "binance.com|BTCUSDT|3"}, {"S": "alpaca-crypto|BTC/USD|1"}]
+    item = {
+        "pk": {"S": "NODE#node-1"},
+        "sk": {"S": "ASSIGN"},
+        "gsi1pk": {"S": "ASSIGNMENTS"},
+        "gsi1sk": {"S": "node-1"},
+        "node_id": {"S": "node-1"},
+        "replicas": {"L": replicas},
+    }
+    await table.call("put_item", Item=item)
+
+    legacy = [
+        ReplicaAssignment("alpaca-crypto", "BTC/USD", 1, "node-1", DEFAULT_DEPTH),
+        ReplicaAssignment("binance.com", "BTCUSDT", 3, "node-1", DEFAULT_DEPTH),
+    ]
+    assert await table.store.get_assignments("node-1") == legacy
+    assert await table.store.list_assignments() == legacy
