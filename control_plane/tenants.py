@@ -3,7 +3,8 @@
 Fields arrive as decoded JSON; each is checked for type and range here, and unknown fields are
 refused rather than ignored, so a typo in an operator's request is never silently dropped.
 Lowering ``max_markets`` below a tenant's current count keeps its subscriptions; it only stops
-new ones. Lowering ``max_replicas`` takes effect on the next scheduler round.
+new ones. Lowering ``max_replicas`` or ``max_depth`` takes effect on the next scheduler round
+(subscriptions keep what they asked for; the scheduler caps each wish by its tenant's limits).
 """
 
 from __future__ import annotations

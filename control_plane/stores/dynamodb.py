@@ -47,6 +47,7 @@ from control_plane.models import (
     ApiKey,
     AuditEvent,
     BookRef,
+    BookWish,
     NodeInfo,
     ReplicaAssignment,
     Subscription,
@@ -435,9 +436,9 @@ class DynamoControlStore:
         return sorted((subscription_from(item) for item in items), key=lambda s: s.book)
 
     @_translated
-    async def desired_replicas(self) -> dict[BookRef, int]:
+    async def desired_books(self) -> dict[BookRef, BookWish]:
         items = await self._run(self._query_index, "SUBS")
-        wishes = [(s.tenant_id, s.book, s.replicas) for s in map(subscription_from, items)]
+        wishes = [(s.tenant_id, s.book, BookWish(s.replicas, s.depth)) for s in map(subscription_from, items)]
         tenants = await self.list_tenants()
         return desired_from(wishes, {t.id: t for t in tenants})
 

@@ -335,14 +335,14 @@ class RedisControlStore:
         return sorted(subscriptions, key=lambda s: s.book)
 
     @_translated
-    async def desired_replicas(self) -> dict[BookRef, int]:
+    async def desired_books(self) -> dict[BookRef, BookWish]:
         books = [_text(b) for b in await self._client.smembers(self._k("books"))]
         async with self._client.pipeline(transaction=False) as pipe:
             for ref in books:
                 pipe.hgetall(self._k("book", ref))
             rows = await pipe.execute()
         wishes = [
-            (tenant_id, parse_book_id(ref), _wish(wish).replicas)
+            (tenant_id, parse_book_id(ref), _wish(wish))
             for ref, row in zip(books, rows, strict=True)
             for tenant_id, wish in _fields(row).items()
         ]

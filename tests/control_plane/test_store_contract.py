@@ -10,7 +10,7 @@ import pytest
 from control_plane.clock import now_ms
 from control_plane.depth import DEFAULT_DEPTH
 from control_plane.errors import ConflictError, LimitExceededError, NotFoundError
-from control_plane.models import AuditEvent, BookRef, ReplicaAssignment, Subscription
+from control_plane.models import AuditEvent, BookRef, BookWish, ReplicaAssignment, Subscription
 from control_plane.stores.base import ControlStore
 from tests.control_plane.helpers import make_key, make_node, make_tenant
 
@@ -211,14 +211,56 @@ async def test_desired_replicas_takes_the_largest_capped_wish(store: ControlStor
     await store.put_subscription(sub(disabled.id, ALPACA_BTC, replicas=5))  # disabled: ignored
     await store.put_subscription(sub(disabled.id, BookRef("binance.com", "DOGEUSDT"), replicas=5))
 
-    assert await store.desired_replicas() == {BTC: 2, ETH: 3, ALPACA_BTC: 1}
+    assert {b: w.replicas for b, w in (await store.desired_books()).items()} == {
+        BTC: 2,
+        ETH: 3,
+        ALPACA_BTC: 1,
+    }
     assert await store.book_subscriber_count(BTC) == 2
     assert await store.book_subscriber_count(ALPACA_BTC) == 2
 
     await store.delete_subscription(big.id, BTC)
     await store.delete_subscription(small.id, BTC)
-    assert BTC not in await store.desired_replicas()
+    assert BTC not in await store.desired_books()
     assert await store.book_subscriber_count(BTC) == 0
+
+
+async def test_desired_depth_follows_the_deepest_subscriber_up_and_back_down(store: ControlStore) -> None:
+    alice = make_tenant(max_depth=1000)
+    bob = make_tenant(max_depth=5000)
+    off = make_tenant(max_depth=5000, disabled=True)
+    for tenant in (alice, bob, off):
+        await store.create_tenant(tenant)
+    await store.put_subscription(sub(alice.id, BTC, depth=500))
+    await store.put_subscription(sub(bob.id, BTC, depth=50))
+    assert (await store.desired_books())[BTC] == BookWish(1, 500)
+
+    await store.put_subscription(sub(bob.id, BTC, depth=4000))  # up with the deepest subscriber
+    await store.put_subscription(sub(off.id, BTC, replicas=3, depth=5000))  # disabled: no say
+    await store.put_subscription(sub(off.id, ETH, depth=5000))
+    await store.put_subscription(sub(alice.id, ALPACA_BTC, depth=3000))  # capped to max_depth
+    assert await store.desired_books() == {BTC: BookWish(1, 4000), ALPACA_BTC: BookWish(1, 1000)}
+
+    await store.delete_subscription(bob.id, BTC)  # back down when the deepest subscriber leaves
+    assert (await store.desired_books())[BTC] == BookWish(1, 500)
+    await store.update_tenant(dataclasses.replace(alice, max_depth=200))  # a lower limit caps at once
+    assert await store.desired_books() == {BTC: BookWish(1, 200), ALPACA_BTC: BookWish(1, 200)}
+    await store.update_tenant(dataclasses.replace(off, disabled=False))  # enabled again: counts again
+    assert await store.desired_books() == {
+        BTC: BookWish(3, 5000),
+        ETH: BookWish(1, 5000),
+        ALPACA_BTC: BookWish(1, 200),
+    }
+
+
+async def test_replicas_and_depth_are_each_the_largest_wish(store: ControlStore) -> None:
+    many_shallow = make_tenant(max_replicas=3)
+    one_deep = make_tenant(max_replicas=3, max_depth=5000)
+    for tenant in (many_shallow, one_deep):
+        await store.create_tenant(tenant)
+    await store.put_subscription(sub(many_shallow.id, BTC, replicas=3, depth=10))
+    await store.put_subscription(sub(one_deep.id, BTC, replicas=1, depth=5000))
+    assert await store.desired_books() == {BTC: BookWish(3, 5000)}
 
 
 # -- nodes and assignments -----------------------------------------------------------------

@@ -11,7 +11,7 @@ import boto3
 import pytest
 
 from control_plane.depth import DEFAULT_DEPTH, DEFAULT_MAX_DEPTH
-from control_plane.models import BookRef, ReplicaAssignment, Subscription
+from control_plane.models import BookRef, BookWish, ReplicaAssignment, Subscription
 from control_plane.stores.dynamodb import DynamoControlStore, create_table
 from control_plane.stores.redis import HASH_TAG, RedisControlStore
 from tests.control_plane.helpers import make_tenant
@@ -33,6 +33,7 @@ async def test_redis_reads_tenants_and_subscriptions_without_depth(redis_store: 
     assert stored is not None and stored.max_depth == DEFAULT_MAX_DEPTH
     legacy = Subscription(tenant.id, BTC.exchange, BTC.market, 2, 1000, DEFAULT_DEPTH)
     assert await redis_store.list_subscriptions(tenant.id) == [legacy]
+    assert await redis_store.desired_books() == {BTC: BookWish(2, DEFAULT_DEPTH)}
 
     # Updating a legacy subscription keeps its created_at and writes the new shape.
     updated, created = await redis_store.put_subscription(
@@ -40,6 +41,7 @@ async def test_redis_reads_tenants_and_subscriptions_without_depth(redis_store: 
     )
     assert not created and updated == Subscription(tenant.id, BTC.exchange, BTC.market, 1, 1000, 300)
     assert await redis_store.list_subscriptions(tenant.id) == [updated]
+    assert await redis_store.desired_books() == {BTC: BookWish(1, 300)}
 
 
 async def test_redis_reads_assignments_without_depth(redis_store: RedisControlStore) -> None:
@@ -102,6 +104,7 @@ async def test_dynamodb_reads_tenants_and_subscriptions_without_depth(table: _Ta
     assert [t.max_depth for t in await store.list_tenants()] == [DEFAULT_MAX_DEPTH]
     legacy = Subscription(tenant.id, BTC.exchange, BTC.market, 2, 1000, DEFAULT_DEPTH)
     assert await store.list_subscriptions(tenant.id) == [legacy]
+    assert await store.desired_books() == {BTC: BookWish(2, DEFAULT_DEPTH)}
 
     updated, created = await store.put_subscription(
         Subscription(tenant.id, BTC.exchange, BTC.market, 1, 5000, 300)
