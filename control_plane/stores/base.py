@@ -65,7 +65,7 @@ class ControlStore(Protocol):
 
     # -- subscriptions ----------------------------------------------------------------------
     async def put_subscription(self, subscription: Subscription) -> tuple[Subscription, bool]:
-        """Create or update (``replicas``) a subscription: ``(stored, created)``.
+        """Create or update (``replicas``, ``depth``) a subscription: ``(stored, created)``.
 
         Creating counts against the tenant's ``max_markets`` atomically: LimitExceededError when
         the tenant already has that many markets, NotFoundError when the tenant does not exist.
