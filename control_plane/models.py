@@ -137,7 +137,11 @@ class Subscription:
 
 
 class BookWish(NamedTuple):
-    """What a book's enabled subscribers want of it: this many replicas, this deep (per side)."""
+    """What is wished of a book: this many replicas, each this deep (levels per side).
+
+    One subscriber's wish, or (``ControlStore.desired_books``) the most of each over the book's
+    enabled subscribers.
+    """
 
     replicas: int
     depth: int
