@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from control_plane.depth import DEFAULT_DEPTH, DEFAULT_MAX_DEPTH, MAX_DEPTH_LIMIT, VENUE_MAX_DEPTH
+
 Schema = dict[str, Any]
 
 INT = {"type": "integer"}
@@ -55,10 +57,27 @@ _BOOK_META = {
         "description": "a side stops short of the asked depth while the venue may hold more levels",
     },
 }
+# The schema bounds a depth over all venues; the text names each venue's own maximum.
+_VENUE_MAXIMA = ", ".join(f"{exchange} {limit}" for exchange, limit in VENUE_MAX_DEPTH.items())
+DEPTH = {
+    "type": "integer",
+    "minimum": 1,
+    "maximum": MAX_DEPTH_LIMIT,
+    "description": (
+        f"Levels per side the subscription wants the book kept at (default {DEFAULT_DEPTH}): "
+        f"at most the venue's snapshot maximum ({_VENUE_MAXIMA}) and the tenant's max_depth."
+    ),
+}
 TENANT_FIELDS = {
     "name": STR,
     "max_markets": INT,
     "max_replicas": INT,
+    "max_depth": {
+        "type": "integer",
+        "minimum": 1,
+        "maximum": MAX_DEPTH_LIMIT,
+        "description": f"The deepest any of the tenant's subscriptions may be (default {DEFAULT_MAX_DEPTH}).",
+    },
     "rate_limit_rps": {"type": "number"},
     "burst": INT,
 }
@@ -71,7 +90,7 @@ API_KEY = {
     "expires_at": NULLABLE_INT,
     "revoked_at": NULLABLE_INT,
 }
-SUBSCRIPTION = {"exchange": STR, "market": STR, "replicas": INT, "created_at": INT}
+SUBSCRIPTION = {"exchange": STR, "market": STR, "replicas": INT, "depth": DEPTH, "created_at": INT}
 REPLICA_COUNTERS = ("restarts", "handovers", "stale_episodes", "refreshes", "audits", "audit_mismatches",
                     "last_audit_ms", "mismatches")  # fmt: skip
 """The counters a replica's node reports that ``GET /v1/books/.../info`` passes on (besides resyncs)."""
@@ -106,7 +125,7 @@ COMPONENTS: dict[str, Schema] = {
     "Markets": obj({"markets": array_of(ref("Market"))}),
     "Exchanges": obj({"exchanges": array_of(STR)}),
     "SubscriptionRequest": obj(
-        {"exchange": STR, "market": STR}, {"replicas": {"type": "integer", "minimum": 1}}
+        {"exchange": STR, "market": STR}, {"replicas": {"type": "integer", "minimum": 1}, "depth": DEPTH}
     ),
     "Subscription": obj(SUBSCRIPTION),
     "Subscriptions": obj(

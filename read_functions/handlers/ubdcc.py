@@ -32,7 +32,15 @@ from read_functions.book_read import authorize_book, cached_entry, deepest
 from read_functions.deps import Deps, now_ms
 from read_functions.messages import Request, Response
 from read_functions.params import json_object
-from read_functions.ubdcc import APP_NAME, Call, ErrorId, UbdccError, ladder_version, levels_as_numbers
+from read_functions.ubdcc import (
+    APP_NAME,
+    UBDCC_DEPTH,
+    Call,
+    ErrorId,
+    UbdccError,
+    ladder_version,
+    levels_as_numbers,
+)
 
 UbdccHandler = Callable[[Call, Deps], Awaitable[Response]]
 MAX_LEVELS = 1_000_000
@@ -90,7 +98,7 @@ async def create_depthcache(call: Call, deps: Deps) -> Response:
     replicas = call.integer("desired_quantity", ErrorId.MISSING_CREATE_PARAMETER, lo=1, hi=100) or 1
     if await _subscription(deps, tenant_id, exchange, market) is not None:
         raise UbdccError(ErrorId.ALREADY_EXISTS, f"DepthCache {exchange} {market} already exists")
-    await deps.control.subscribe(tenant_id, exchange, market, replicas, actor=_principal(call))
+    await deps.control.subscribe(tenant_id, exchange, market, replicas, UBDCC_DEPTH, actor=_principal(call))
     await deps.announce(subscriptions_changed(tenant_id))
     return call.ok()
 
@@ -113,7 +121,9 @@ async def create_depthcaches(call: Call, deps: Deps) -> Response:
     existing = {(s.exchange, s.market) for s in await deps.control.subscriptions(tenant_id)}
     for market in dict.fromkeys(markets):
         if (exchange, market) not in existing:
-            await deps.control.subscribe(tenant_id, exchange, market, replicas, actor=_principal(call))
+            await deps.control.subscribe(
+                tenant_id, exchange, market, replicas, UBDCC_DEPTH, actor=_principal(call)
+            )
     await deps.announce(subscriptions_changed(tenant_id))
     return call.ok()
 
