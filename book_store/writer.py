@@ -11,7 +11,10 @@ one replica are never reordered; while a flush waits for the store, new snapshot
 replica replace each other (conflation), so memory stays bounded by the number of replicas.
 
 The published message is ``<replica as 2 bytes><snapshot>``: a subscribed reader updates its cache
-from the message itself and never needs a round trip for a book it already follows.
+from the message itself and never needs a round trip for a book it already follows. A removed
+snapshot (a replica stopped or moved away, a deep snapshot no longer kept) is deleted and announced
+with a *tombstone*: an empty ``resyncing`` snapshot of the same kind, which a reader keeps in its
+place and never serves.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from collections.abc import Callable
 import redis.asyncio as redis
 from redis.exceptions import RedisError
 
+from book_store.codec import DEEP, BookStatus, SnapshotMeta, encode_snapshot
 from book_store.errors import StoreError
 from book_store.keys import BookKey, snapshot_field
 
@@ -36,6 +40,12 @@ _REPLICA = struct.Struct("<H")
 def encode_message(replica: int, snapshot: bytes) -> bytes:
     """The change message: which replica, then its snapshot."""
     return _REPLICA.pack(replica) + snapshot
+
+
+def tombstone(replica: int, *, deep: bool, now_ms: int) -> bytes:
+    """The snapshot that announces a removed one: empty, ``resyncing``, published ``now_ms``."""
+    meta = SnapshotMeta(0, None, None, now_ms, replica, BookStatus.RESYNCING)
+    return encode_snapshot(meta, (), (), DEEP if deep else 0)
 
 
 def decode_message(message: bytes | memoryview) -> tuple[int, memoryview]:
@@ -95,10 +105,14 @@ class BookWriter:
             batch, self._pending = self._pending, {}
             started = time.perf_counter()  # loop.time() has 1 ms resolution under uvloop
             pipe = self._client.pipeline(transaction=False)
+            now_ms = time.time_ns() // 1_000_000
             for (book, replica, deep), snapshot in batch.items():
                 field = snapshot_field(replica, deep=deep)
                 if snapshot is None:
                     pipe.hdel(book.snapshots, field)
+                    pipe.publish(
+                        book.channel, encode_message(replica, tombstone(replica, deep=deep, now_ms=now_ms))
+                    )
                 else:
                     pipe.hset(book.snapshots, field, snapshot)
                     pipe.publish(book.channel, encode_message(replica, snapshot))
