@@ -76,7 +76,6 @@ class BinanceVenue:
         self.dialect = dialect
         self.name = dialect.venue
         self.config = config
-        self.rate = config.rate
         self.max_connection_age_s = config.max_connection_age_s
         self.faults = VenueFaults()
         self.weights = WeightLedger(

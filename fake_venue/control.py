@@ -174,7 +174,7 @@ class Control:
             market.rate = rate
             self.scheduler.reschedule(market, venue)
         else:
-            venue.rate = rate
+            venue.markets.motion.rate = rate
             for market in venue.markets.active.values():
                 self.scheduler.reschedule(market, venue)
         return {}
@@ -316,7 +316,7 @@ class Control:
 
 
 def _reset_venue(venue: Venue) -> None:
-    venue.rate = venue.config.rate
+    venue.markets.motion.reset()
     venue.max_connection_age_s = venue.config.max_connection_age_s
     for market in venue.markets.active.values():
         market.rate = None

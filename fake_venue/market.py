@@ -91,6 +91,23 @@ class Sequence:
         return last_id + 1, last_id + 1
 
 
+class Motion:
+    """How a venue moves its books, shared by all its markets; a market's own setting overrides it.
+
+    Control actions change it at run time; ``reset`` puts back the start-up settings.
+    """
+
+    __slots__ = ("_config", "rate")
+
+    def __init__(self, config: VenueConfig) -> None:
+        self._config = config
+        self.rate = config.rate
+        """Updates per second per active symbol."""
+
+    def reset(self) -> None:
+        self.rate = self._config.rate
+
+
 class Market:
     """One symbol's book, ids, history and per-symbol faults."""
 
@@ -102,6 +119,7 @@ class Market:
         ids: IdSource,
         config: VenueConfig,
         rng: random.Random,
+        motion: Motion,
     ) -> None:
         self.spec = spec
         self.name = spec.name
@@ -123,6 +141,7 @@ class Market:
             config.history_min_events,
             config.history_seconds,
         )
+        self.motion = motion
         self.rate: float | None = None
         """Updates per second for this symbol; None follows the venue's rate."""
         self.stall_until = 0.0
@@ -139,6 +158,10 @@ class Market:
     @property
     def trading(self) -> bool:
         return self.status == TRADING
+
+    @property
+    def effective_rate(self) -> float:
+        return self.rate if self.rate is not None else self.motion.rate
 
     def step(self, extra: Callable[[ChangeSet], None] | None = None, generate: bool = True) -> Update:
         """Make one update: generated changes, then any fault's ``extra`` changes, recorded."""
@@ -212,6 +235,7 @@ class Markets:
         self.statuses = {spec.name: spec.status for spec in specs}
         self.catalogue_version = 0
         """Bumped when a status changes, so cached exchangeInfo bodies know to rebuild."""
+        self.motion = Motion(config)
         self._ids = ids
         self._style_for = style_for
         self._config = config
@@ -226,7 +250,9 @@ class Markets:
         if spec is None:
             return None
         rng = random.Random(f"{self._config.seed}:{self.venue}:{name}")
-        market = Market(spec, self.statuses[name], self._style_for(spec), self._ids, self._config, rng)
+        market = Market(
+            spec, self.statuses[name], self._style_for(spec), self._ids, self._config, rng, self.motion
+        )
         self.active[name] = market
         self._on_activate(market)
         return market
