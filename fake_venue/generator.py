@@ -125,6 +125,27 @@ class Generator:
         changes.set(True, tick, self.qty())
         return tick
 
+    def fill(self, changes: ChangeSet, side: Side, ticks: range) -> None:
+        """Occupy ``OCCUPANCY`` of ``ticks`` at random sizes, as a seeded book is."""
+        rng = self.rng
+        for tick in ticks:
+            if rng.random() < OCCUPANCY:
+                changes.set(side.is_bid, tick, self.qty())
+
+    def extend(self, changes: ChangeSet, side: Side) -> None:
+        """Grow a side at its far end, within its span, until it holds ``levels`` levels again."""
+        best, worst = side.best, side.worst
+        if best is None or worst is None:
+            return
+        step = -1 if side.is_bid else 1
+        edge = best + step * self.span
+        tick = worst + step
+        rng = self.rng
+        while side.count < self.levels and tick >= 1 and not side.better(edge, tick):
+            if rng.random() < OCCUPANCY:
+                changes.set(side.is_bid, tick, self.qty())
+            tick += step
+
     def _near_touch(self, side: Side) -> int | None:
         return side.nth(int(self.rng.expovariate(1 / 8)))
 

@@ -1,10 +1,12 @@
 """One symbol on one venue, and the lazily built set of them.
 
-Theory of operation. A ``Market`` owns a book, the generator that moves it, its update ids and its
-recent history, plus the faults that act on one symbol (rate, stall, gap, cross). ``step`` makes one
-update: the generator changes the book, the venue's ``IdSource`` gives it an id range, and the
-update's undo record goes to history, so the truth endpoint can rebuild any recent state. An update
-is made once and then encoded once per stream form, however many clients receive it.
+Theory of operation. A ``Market`` owns a book, the generator that moves it, its drift (``Walk``),
+its update ids and its recent history, plus the faults that act on one symbol (rate, stall, gap,
+cross). ``step`` makes one update: the drift and the generator change the book, the venue's
+``IdSource`` gives it an id range, and the update's undo record goes to history, so the truth
+endpoint can rebuild any recent state. An update is made once and then encoded once per stream
+form, however many clients receive it. How a venue's books move (rate, drift) is one ``Motion``
+its markets share; a market's own setting, when a control action gave it one, overrides it.
 
 ``Markets`` holds a venue's catalogue. A symbol costs nothing until something touches it (a
 subscription, a depth snapshot, the truth endpoint); only then is its book seeded and it starts
@@ -21,8 +23,9 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from fake_venue.book import Book
-from fake_venue.config import VenueConfig
+from fake_venue.config import Drift, VenueConfig
 from fake_venue.decimal_text import LevelStyle
+from fake_venue.drift import Walk
 from fake_venue.generator import ChangeSet, Generator
 from fake_venue.history import History, Record
 from fake_venue.symbols import TRADING, SymbolSpec
@@ -97,15 +100,17 @@ class Motion:
     Control actions change it at run time; ``reset`` puts back the start-up settings.
     """
 
-    __slots__ = ("_config", "rate")
+    __slots__ = ("_config", "drift", "rate")
 
     def __init__(self, config: VenueConfig) -> None:
         self._config = config
         self.rate = config.rate
         """Updates per second per active symbol."""
+        self.drift = config.drift
 
     def reset(self) -> None:
         self.rate = self._config.rate
+        self.drift = self._config.drift
 
 
 class Market:
@@ -129,6 +134,7 @@ class Market:
         self.rng = rng
         self._ids = ids
         self.generator = Generator(rng, config.levels, spec.mean_qty, spec.mid_ticks)
+        self.walk = Walk(rng, spec.mid_ticks)
         if status == TRADING:
             self.generator.seed(self.book)
         self.last_id = ids.initial(rng)
@@ -144,6 +150,8 @@ class Market:
         self.motion = motion
         self.rate: float | None = None
         """Updates per second for this symbol; None follows the venue's rate."""
+        self.drift: Drift | None = None
+        """This symbol's drift; None follows the venue's."""
         self.stall_until = 0.0
         """Monotonic time before which the symbol makes no updates (the stall fault)."""
         self.skip_next = 0
@@ -163,11 +171,19 @@ class Market:
     def effective_rate(self) -> float:
         return self.rate if self.rate is not None else self.motion.rate
 
+    @property
+    def effective_drift(self) -> Drift:
+        return self.drift if self.drift is not None else self.motion.drift
+
     def step(self, extra: Callable[[ChangeSet], None] | None = None, generate: bool = True) -> Update:
-        """Make one update: generated changes, then any fault's ``extra`` changes, recorded."""
+        """Make one update: the drift's and the generator's changes, then any fault's ``extra``
+        changes, recorded. A sweep of the drift is the whole generated part of its update."""
         changes = ChangeSet(self.book)
         if generate:
-            self.generator.step(changes)
+            rate = self.effective_rate
+            period_s = 1 / rate if rate > 0 else 0.0
+            if not self.walk.step(changes, self.generator, self.effective_drift, period_s):
+                self.generator.step(changes)
         self._apply_cross(changes)
         if extra is not None:
             extra(changes)

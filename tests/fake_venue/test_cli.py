@@ -9,6 +9,9 @@ from pathlib import Path
 
 import aiohttp
 
+from fake_venue.__main__ import config_from, parse_args
+from fake_venue.config import Drift, VenueConfig
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -33,3 +36,10 @@ async def test_cli_prints_the_url_and_exits_on_sigterm() -> None:
         if process.returncode is None:
             process.kill()
             await process.wait()
+
+
+def test_drift_flags_make_the_venue_wide_drift() -> None:
+    args = ["--drift-ticks-per-s", "20", "--drift-turn-every-s", "8", "--drift-sweep-every-s", "5"]
+    config = config_from(parse_args([*args, "--drift-sweep-levels", "40"]))
+    assert config.drift == Drift(ticks_per_s=20, turn_every_s=8, sweep_every_s=5, sweep_levels=40)
+    assert config_from(parse_args([])).drift == VenueConfig().drift == Drift()
