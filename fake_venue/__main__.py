@@ -50,6 +50,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--drift-sweep-levels", type=int, default=drift.sweep_levels, help="levels one sweep deletes"
     )
+    parser.add_argument(
+        "--deep-share",
+        type=float,
+        default=defaults.deep_share,
+        help="share of each update's operations at a uniformly random depth (0..1)",
+    )
     parser.add_argument("--seed", type=int, default=defaults.seed)
     parser.add_argument(
         "--history", type=int, default=defaults.history_max_events, help="updates kept per symbol"
@@ -72,6 +78,7 @@ def config_from(args: argparse.Namespace) -> VenueConfig:
             sweep_every_s=args.drift_sweep_every_s,
             sweep_levels=args.drift_sweep_levels,
         ),
+        deep_share=args.deep_share,
         history_max_events=args.history,
         history_min_events=min(args.history, VenueConfig().history_min_events),
         unicode_symbol=args.unicode_symbol,

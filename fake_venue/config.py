@@ -67,6 +67,9 @@ class VenueConfig:
     """Target levels per side of each book."""
     drift: Drift = Drift()
     """Every symbol's drift at start-up (off); the ``drift`` control action changes it at run time."""
+    deep_share: float = 0.0
+    """Share of each update's operations that land at a uniformly random depth of a side instead of
+    near the touch, so levels thousands deep keep changing; the ``deep_activity`` action sets it."""
     spot: BinanceLimits = SPOT_LIMITS
     futures: BinanceLimits = FUTURES_LIMITS
     weight_window_s: float = 60.0

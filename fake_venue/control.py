@@ -26,6 +26,8 @@ drift              symbol (venue-wide), ticks_per_s (0), turn_every_s (20), swee
                    average every ``turn_every_s``, and every ``sweep_every_s`` one update deletes
                    the best ``sweep_levels`` levels of the side it walks into; a field left out
                    takes its default, so ``{"action": "drift", "venue": ...}`` alone is off
+deep_activity      share (0..1), symbol (venue-wide): that share of each update's operations land
+                   at a uniformly random depth of a side (0 = all near the touch)
 snapshot_delay_ms  ms, symbol (venue-wide)
 snapshot_lag       updates, symbol (venue-wide): snapshots as of that many updates ago
 http_status        status, count (1), retry_after (0): the next REST answers
@@ -83,6 +85,7 @@ class Control:
             "rate": self.rate,
             "burst": self.burst,
             "drift": self.drift,
+            "deep_activity": self.deep_activity,
             "snapshot_delay_ms": self.snapshot_delay,
             "snapshot_lag": self.snapshot_lag,
             "http_status": self.http_status,
@@ -210,6 +213,16 @@ class Control:
         else:
             venue.markets.motion.drift = drift
         return {"drift": dataclasses.asdict(drift)}
+
+    def deep_activity(self, params: dict[str, Any]) -> dict[str, Any]:
+        venue, share = self._venue(params), _number(params, "share")
+        if share > 1:
+            raise ControlError("share must be between 0 and 1")
+        if "symbol" in params:
+            self._market(params).deep_share = share
+        else:
+            venue.markets.motion.deep_share = share
+        return {}
 
     # -- connections
 
@@ -345,6 +358,7 @@ def _reset_venue(venue: Venue) -> None:
     for market in venue.markets.active.values():
         market.rate = None
         market.drift = None
+        market.deep_share = None
         market.stall_until = 0.0
         market.skip_next = 0
         market.cross_pending = None

@@ -5,7 +5,8 @@ its update ids and its recent history, plus the faults that act on one symbol (r
 cross). ``step`` makes one update: the drift and the generator change the book, the venue's
 ``IdSource`` gives it an id range, and the update's undo record goes to history, so the truth
 endpoint can rebuild any recent state. An update is made once and then encoded once per stream
-form, however many clients receive it. How a venue's books move (rate, drift) is one ``Motion``
+form, however many clients receive it. How a venue's books move (rate, drift, deep activity) is one
+``Motion``
 its markets share; a market's own setting, when a control action gave it one, overrides it.
 
 ``Markets`` holds a venue's catalogue. A symbol costs nothing until something touches it (a
@@ -100,17 +101,19 @@ class Motion:
     Control actions change it at run time; ``reset`` puts back the start-up settings.
     """
 
-    __slots__ = ("_config", "drift", "rate")
+    __slots__ = ("_config", "deep_share", "drift", "rate")
 
     def __init__(self, config: VenueConfig) -> None:
         self._config = config
         self.rate = config.rate
         """Updates per second per active symbol."""
         self.drift = config.drift
+        self.deep_share = config.deep_share
 
     def reset(self) -> None:
         self.rate = self._config.rate
         self.drift = self._config.drift
+        self.deep_share = self._config.deep_share
 
 
 class Market:
@@ -152,6 +155,8 @@ class Market:
         """Updates per second for this symbol; None follows the venue's rate."""
         self.drift: Drift | None = None
         """This symbol's drift; None follows the venue's."""
+        self.deep_share: float | None = None
+        """This symbol's share of operations at depth; None follows the venue's."""
         self.stall_until = 0.0
         """Monotonic time before which the symbol makes no updates (the stall fault)."""
         self.skip_next = 0
@@ -175,6 +180,10 @@ class Market:
     def effective_drift(self) -> Drift:
         return self.drift if self.drift is not None else self.motion.drift
 
+    @property
+    def effective_deep_share(self) -> float:
+        return self.deep_share if self.deep_share is not None else self.motion.deep_share
+
     def step(self, extra: Callable[[ChangeSet], None] | None = None, generate: bool = True) -> Update:
         """Make one update: the drift's and the generator's changes, then any fault's ``extra``
         changes, recorded. A sweep of the drift is the whole generated part of its update."""
@@ -183,7 +192,7 @@ class Market:
             rate = self.effective_rate
             period_s = 1 / rate if rate > 0 else 0.0
             if not self.walk.step(changes, self.generator, self.effective_drift, period_s):
-                self.generator.step(changes)
+                self.generator.step(changes, self.effective_deep_share)
         self._apply_cross(changes)
         if extra is not None:
             extra(changes)

@@ -43,3 +43,8 @@ def test_drift_flags_make_the_venue_wide_drift() -> None:
     config = config_from(parse_args([*args, "--drift-sweep-levels", "40"]))
     assert config.drift == Drift(ticks_per_s=20, turn_every_s=8, sweep_every_s=5, sweep_levels=40)
     assert config_from(parse_args([])).drift == VenueConfig().drift == Drift()
+
+
+def test_deep_share_flag() -> None:
+    assert config_from(parse_args(["--deep-share", "0.3"])).deep_share == 0.3
+    assert config_from(parse_args([])).deep_share == VenueConfig().deep_share == 0.0
