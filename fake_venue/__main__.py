@@ -28,6 +28,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--rate", type=float, default=defaults.rate, help="updates per second per active symbol"
     )
     parser.add_argument("--levels", type=int, default=defaults.levels, help="levels per side of each book")
+    parser.add_argument(
+        "--deep-symbols",
+        type=int,
+        default=defaults.deep_symbols,
+        help="the first N symbols of each Binance catalogue get --deep-levels levels a side",
+    )
+    parser.add_argument("--deep-levels", type=int, default=defaults.deep_levels)
     drift = defaults.drift
     parser.add_argument(
         "--drift-ticks-per-s",
@@ -72,6 +79,8 @@ def config_from(args: argparse.Namespace) -> VenueConfig:
         alpaca_symbols=args.alpaca_symbols,
         rate=args.rate,
         levels=args.levels,
+        deep_symbols=args.deep_symbols,
+        deep_levels=args.deep_levels,
         drift=Drift(
             ticks_per_s=args.drift_ticks_per_s,
             turn_every_s=args.drift_turn_every_s,

@@ -90,6 +90,7 @@ class BinanceVenue:
             dialect.style_for,
             config,
             self._activated,
+            config.deep_symbols,
         )
         self.connections: dict[int, BinanceConnection] = {}
         self.events_generated = 0

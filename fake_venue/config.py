@@ -64,7 +64,11 @@ class VenueConfig:
     rate: float = 10.0
     """Updates per second per active symbol."""
     levels: int = 1500
-    """Target levels per side of each book."""
+    """Target levels per side of each book ..."""
+    deep_symbols: int = 0
+    """... except the first this many symbols of each Binance catalogue, which get ..."""
+    deep_levels: int = 6000
+    """... this many (the ``book_levels`` action sets one symbol's before it is first used)."""
     drift: Drift = Drift()
     """Every symbol's drift at start-up (off); the ``drift`` control action changes it at run time."""
     deep_share: float = 0.0

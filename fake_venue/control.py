@@ -28,6 +28,8 @@ drift              symbol (venue-wide), ticks_per_s (0), turn_every_s (20), swee
                    takes its default, so ``{"action": "drift", "venue": ...}`` alone is off
 deep_activity      share (0..1), symbol (venue-wide): that share of each update's operations land
                    at a uniformly random depth of a side (0 = all near the touch)
+book_levels        symbol, levels: the symbol's book gets that many levels a side when it is
+                   built; refused once the symbol is in use (subscribed, fetched or controlled)
 snapshot_delay_ms  ms, symbol (venue-wide)
 snapshot_lag       updates, symbol (venue-wide): snapshots as of that many updates ago
 http_status        status, count (1), retry_after (0): the next REST answers
@@ -86,6 +88,7 @@ class Control:
             "burst": self.burst,
             "drift": self.drift,
             "deep_activity": self.deep_activity,
+            "book_levels": self.book_levels,
             "snapshot_delay_ms": self.snapshot_delay,
             "snapshot_lag": self.snapshot_lag,
             "http_status": self.http_status,
@@ -224,6 +227,17 @@ class Control:
             venue.markets.motion.deep_share = share
         return {}
 
+    def book_levels(self, params: dict[str, Any]) -> dict[str, Any]:
+        markets, name, levels = self._venue(params).markets, params.get("symbol"), _int(params, "levels")
+        if name not in markets.specs:
+            raise ControlError(f"{markets.venue} lists no symbol {name!r}")
+        if name in markets.active:
+            raise ControlError(f"{name} is in use already; its book keeps its depth")
+        if levels < 1:
+            raise ControlError("levels must be at least 1")
+        markets.levels[name] = levels
+        return {}
+
     # -- connections
 
     def disconnect(self, params: dict[str, Any]) -> dict[str, Any]:
@@ -353,7 +367,7 @@ class Control:
 
 
 def _reset_venue(venue: Venue) -> None:
-    venue.markets.motion.reset()
+    venue.markets.reset()
     venue.max_connection_age_s = venue.config.max_connection_age_s
     for market in venue.markets.active.values():
         market.rate = None

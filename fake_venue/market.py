@@ -128,6 +128,7 @@ class Market:
         config: VenueConfig,
         rng: random.Random,
         motion: Motion,
+        levels: int,
     ) -> None:
         self.spec = spec
         self.name = spec.name
@@ -136,7 +137,7 @@ class Market:
         self.book = Book()
         self.rng = rng
         self._ids = ids
-        self.generator = Generator(rng, config.levels, spec.mean_qty, spec.mid_ticks)
+        self.generator = Generator(rng, levels, spec.mean_qty, spec.mid_ticks)
         self.walk = Walk(rng, spec.mid_ticks)
         if status == TRADING:
             self.generator.seed(self.book)
@@ -252,6 +253,7 @@ class Markets:
         style_for: Callable[[SymbolSpec], LevelStyle],
         config: VenueConfig,
         on_activate: Callable[[Market], None],
+        deep_symbols: int = 0,
     ) -> None:
         self.venue = venue
         self.specs = {spec.name: spec for spec in specs}
@@ -261,6 +263,9 @@ class Markets:
         self.catalogue_version = 0
         """Bumped when a status changes, so cached exchangeInfo bodies know to rebuild."""
         self.motion = Motion(config)
+        self._start_levels = {spec.name: config.deep_levels for spec in specs[:deep_symbols]}
+        self.levels = dict(self._start_levels)
+        """Levels a side of the books not built yet whose depth is not ``config.levels``."""
         self._ids = ids
         self._style_for = style_for
         self._config = config
@@ -276,11 +281,23 @@ class Markets:
             return None
         rng = random.Random(f"{self._config.seed}:{self.venue}:{name}")
         market = Market(
-            spec, self.statuses[name], self._style_for(spec), self._ids, self._config, rng, self.motion
+            spec,
+            self.statuses[name],
+            self._style_for(spec),
+            self._ids,
+            self._config,
+            rng,
+            self.motion,
+            self.levels.get(name, self._config.levels),
         )
         self.active[name] = market
         self._on_activate(market)
         return market
+
+    def reset(self) -> None:
+        """Back to the start-up settings (a book already built keeps its depth)."""
+        self.motion.reset()
+        self.levels = dict(self._start_levels)
 
     def set_status(self, name: str, status: str) -> None:
         self.statuses[name] = status

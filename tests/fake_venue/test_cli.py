@@ -48,3 +48,9 @@ def test_drift_flags_make_the_venue_wide_drift() -> None:
 def test_deep_share_flag() -> None:
     assert config_from(parse_args(["--deep-share", "0.3"])).deep_share == 0.3
     assert config_from(parse_args([])).deep_share == VenueConfig().deep_share == 0.0
+
+
+def test_deep_symbol_flags() -> None:
+    config = config_from(parse_args(["--deep-symbols", "50", "--deep-levels", "6000", "--levels", "1500"]))
+    assert (config.deep_symbols, config.deep_levels, config.levels) == (50, 6000, 1500)
+    assert config_from(parse_args([])).deep_symbols == VenueConfig().deep_symbols == 0

@@ -27,7 +27,7 @@ def drifting_market(drift: Drift, spec: SymbolSpec | None = None, levels: int = 
     """A market driven at 10 updates a second, so each update stands for 0.1 s of drift."""
     spec = spec or spot_catalogue(1)[0]
     config = VenueConfig(levels=levels, rate=10.0, drift=drift)
-    return Market(spec, spec.status, STYLE, ContiguousIds(), config, random.Random(5), Motion(config))
+    return Market(spec, spec.status, STYLE, ContiguousIds(), config, random.Random(5), Motion(config), levels)
 
 
 def mid(market: Market) -> float:
