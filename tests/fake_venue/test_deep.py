@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import random
 from collections.abc import AsyncIterator
@@ -19,7 +20,7 @@ from fake_venue.market import ContiguousIds, Market, Motion
 from fake_venue.symbols import spot_catalogue
 
 from .conftest import small_config
-from .helpers import control, get_json, next_event
+from .helpers import control, get_json, next_event, next_json
 
 STYLE = LevelStyle(1, 2, 1, 3, trim=False, zero_qty="0")
 
@@ -178,3 +179,35 @@ async def test_a_client_sees_deep_activity_beyond_depth_1000(
     ]
     assert sum(1 for _, qty in deep if qty > 0) >= 5  # resized thousands deep
     assert sum(1 for _, qty in deep if qty == 0) >= 2  # and deleted
+
+
+async def test_subscribing_a_thousand_books_does_not_stall_the_event_loop(
+    http: aiohttp.ClientSession,
+) -> None:
+    fake = FakeVenue(small_config(spot_symbols=1000, levels=1500, deep_symbols=20, rate=0.0))
+    await fake.start()
+    loop = asyncio.get_running_loop()
+    gaps: list[float] = []
+
+    async def tick() -> None:
+        last = loop.time()
+        while True:
+            await asyncio.sleep(0.001)
+            now = loop.time()
+            gaps.append(now - last)
+            last = now
+
+    ticker = loop.create_task(tick())
+    try:
+        streams = [f"{name.lower()}@depth" for name in list(fake.spot.markets.specs)[:1000]]
+        async with http.ws_connect(f"{fake.spot_ws_url}/ws") as ws:
+            await ws.send_json({"method": "SUBSCRIBE", "params": streams, "id": 1})
+            assert await next_json(ws) == {"result": None, "id": 1}
+            deadline = loop.time() + 30
+            while len(fake.spot.markets.active) < 1000:
+                assert loop.time() < deadline
+                await asyncio.sleep(0.05)
+        assert max(gaps) < 0.25  # all at once, 1000 seeds would hold the loop for over a second
+    finally:
+        ticker.cancel()
+        await fake.stop()
