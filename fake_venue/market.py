@@ -35,6 +35,9 @@ from fake_venue.generator import ChangeSet, Generator
 from fake_venue.history import History, Record
 from fake_venue.symbols import TRADING, SymbolSpec
 
+BUILD_SLICE_S = 0.005
+"""Longest the event loop spends building requested markets before it does other work."""
+
 
 @dataclass(slots=True)
 class Update:
@@ -112,16 +115,14 @@ class Motion:
         self.rate = config.rate
         """Updates per second per active symbol."""
         self.drift = config.drift
+        """Where and how fast the mids walk (see ``drift.py``)."""
         self.deep_share = config.deep_share
+        """Share of each update's operations at a uniformly random depth."""
 
     def reset(self) -> None:
         self.rate = self._config.rate
         self.drift = self._config.drift
         self.deep_share = self._config.deep_share
-
-
-BUILD_SLICE_S = 0.005
-"""Longest the event loop spends building requested markets before it does other work."""
 
 
 class Market:
