@@ -1,4 +1,5 @@
-"""``python -m fake_venue``: one URL line on stdout when ready, a clean exit on SIGTERM."""
+"""``python -m fake_venue``: one URL line on stdout when ready, a clean exit on SIGTERM, and flags
+that map onto the ``VenueConfig`` fields."""
 
 from __future__ import annotations
 
