@@ -90,7 +90,7 @@ class Bench:
         )
 
     def start_node(self, node_id: str, **settings: str) -> Node:
-        """An ingest node; ``settings`` are ``LADDER_*`` values (``depth_levels="20"``)."""
+        """An ingest node; ``settings`` are ``LADDER_*`` values (``head_levels="20"``)."""
         port = free_port()
         env = {**self.env, "LADDER_METRICS_PORT": str(port), "LADDER_HEARTBEAT_MS": "200"}
         env.update({f"LADDER_{key.upper()}": value for key, value in settings.items()})
@@ -108,10 +108,17 @@ class Bench:
         node.child.wait(15)
         self.supervisor.children.remove(node.child)
 
-    async def assign(self, node: Node, exchange: str, markets: Sequence[str]) -> None:
+    async def assign(
+        self, node: Node, exchange: str, markets: Sequence[str], depth: int | Sequence[int] = 100
+    ) -> None:
+        """Replica 1 of each market on ``node``, ``depth`` levels deep (one depth, or one per market)."""
+        depths = [depth] * len(markets) if isinstance(depth, int) else list(depth)
         client = redis.Redis.from_url(self.redis_url)
         try:
-            replicas = [ReplicaAssignment(exchange, market, 1, node.node_id) for market in markets]
+            replicas = [
+                ReplicaAssignment(exchange, market, 1, node.node_id, d)
+                for market, d in zip(markets, depths, strict=True)
+            ]
             await RedisControlStore(client).replace_assignments(node.node_id, replicas)
         finally:
             await client.aclose()

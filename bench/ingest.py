@@ -17,6 +17,14 @@ recorded update id, or the run does not count.
 
 Side by side, in this process: how fast the same machine only *parses* the same frames (the
 venue parser, nothing else), a ceiling no ingest path can pass.
+
+Two cases, each on its own recording: *shallow*, ``--levels``-deep venue books published
+``--depth`` levels a side (the figure with the 20 000 target), and *deep*, ``--deep-levels``-deep
+venue books with a third of every update's changes at a random depth, published ``--deep-depth``
+levels a side (a head of 100 levels on every update, the deep snapshot at its bounded rate). The
+deep case must keep at least 0.7 of the shallow case's events per CPU-second; it also reports what
+it cost the store, as the bytes the node sent it (its ``total_net_input_bytes``) per event and per
+deep book per second of the blast.
 """
 
 from __future__ import annotations
@@ -41,6 +49,8 @@ from ingest_nodes.venues.binance.parse import parse_spot_frame
 
 EXCHANGE = "binance.com"
 TARGET = 20_000.0
+DEEP_RATIO_TARGET = 0.7
+DEEP_SHARE = 0.3
 
 
 @dataclass
@@ -53,6 +63,7 @@ class Run:
     resyncs: float
     wrong_books: int
     timeline: list[tuple[float, float]]
+    store_bytes: int = 0
 
     @property
     def per_core(self) -> float:
@@ -63,9 +74,17 @@ class Run:
         return self.events / self.seconds
 
 
-async def blast(http: aiohttp.ClientSession, node: Node, replay: ReplayVenue, expected: int) -> Run:
+async def store_input_bytes(client: redis.Redis) -> int:
+    """What clients have sent the store so far (its ``total_net_input_bytes``)."""
+    return int((await client.info("stats"))["total_net_input_bytes"])
+
+
+async def blast(
+    http: aiohttp.ClientSession, client: redis.Redis, node: Node, replay: ReplayVenue, expected: int
+) -> Run:
     """Send the recording's remaining frames; watch the node until it has applied all of them."""
     before = await scrape(http, node.metrics_url)
+    stored_before = await store_input_bytes(client)
     start_events = total(before, "ladder_ingest_events_total")
     cpu = cpu_seconds(node.pid)
     started = time.monotonic()
@@ -86,6 +105,7 @@ async def blast(http: aiohttp.ClientSession, node: Node, replay: ReplayVenue, ex
             raise TimeoutError(f"the node applied {done:.0f} of {expected} events in 300 s")
     seconds = time.monotonic() - started
     used = cpu_seconds(node.pid) - cpu
+    stored = await store_input_bytes(client) - stored_before
     sent = await sender
     return Run(
         events=sent,
@@ -97,6 +117,7 @@ async def blast(http: aiohttp.ClientSession, node: Node, replay: ReplayVenue, ex
         resyncs=total(samples, "ladder_ingest_resyncs_total") - total(before, "ladder_ingest_resyncs_total"),
         wrong_books=0,
         timeline=timeline,
+        store_bytes=stored,
     )
 
 
@@ -131,58 +152,110 @@ def parse_ceiling(recording: Recording) -> float:
 
 
 async def measure(args: argparse.Namespace, report: Report) -> None:
-    runs: list[Run] = []
+    cases = {
+        "shallow": (args.levels, 0.0, 1000, args.depth),
+        "deep": (args.deep_levels, DEEP_SHARE, 5000, args.deep_depth),
+    }
+    runs: dict[str, list[Run]] = {}
+    ceilings: dict[str, float] = {}
+    levels: dict[str, float] = {}
     with Bench() as bench:
-        venue = bench.start_spot_venue(args.pairs, args.levels)
+        client = redis.Redis.from_url(bench.redis_url)
         async with aiohttp.ClientSession() as http:
-            pairs = await trading_pairs(http, venue, args.pairs)
-            print(f"recording {args.frames} frames of {len(pairs)} books ...", flush=True)
-            recording = await record(http, venue, pairs, args.frames)
-            ceiling = parse_ceiling(recording)
-            replay = ReplayVenue(recording)
-            bench.env.update(fake_venue_env(await replay.start()))
-            for run in range(args.runs):
-                replay.reset()
-                node = bench.start_node("bench-ingest", depth_levels=str(args.depth), exchanges=EXCHANGE)
-                await bench.assign(node, EXCHANGE, pairs)
-                await replay.wait_subscribed(len(pairs))
-                await replay.prime()
-                await wait_synced(http, node, len(pairs))
-                result = await blast(http, node, replay, (args.frames - 1) * len(pairs))
-                result.wrong_books = await wrong_books(bench.redis_url, recording)
-                runs.append(result)
-                print(
-                    f"run {run + 1}: {result.per_core:,.0f} events per CPU-second, {result.per_second:,.0f} "
-                    f"events/s, node CPU {100 * result.cpu_seconds / result.seconds:.0f} %, "
-                    f"{result.wrong_books} wrong books",
-                    flush=True,
+            for case, (venue_levels, deep_share, limit, depth) in cases.items():
+                venue = bench.start_fake_venue(
+                    *("--spot-symbols", str(args.pairs), "--futures-symbols", "0", "--alpaca-symbols", "0"),
+                    *("--rate", "0", "--levels", str(venue_levels), "--deep-share", str(deep_share)),
                 )
-                bench.stop_node(node)
-            await replay.stop()
-    _write(report, runs, ceiling, recording.levels_per_frame(), args)
+                pairs = await trading_pairs(http, venue, args.pairs)
+                print(f"{case}: recording {args.frames} frames of {len(pairs)} books ...", flush=True)
+                recording = await record(http, venue, pairs, args.frames, limit)
+                ceilings[case] = parse_ceiling(recording)
+                levels[case] = recording.levels_per_frame()
+                replay = ReplayVenue(recording)
+                bench.env.update(fake_venue_env(await replay.start()))
+                for run in range(args.runs):
+                    replay.reset()
+                    node = bench.start_node("bench-ingest", exchanges=EXCHANGE)
+                    await bench.assign(node, EXCHANGE, pairs, depth)
+                    await replay.wait_subscribed(len(pairs))
+                    await replay.prime()
+                    await wait_synced(http, node, len(pairs))
+                    result = await blast(http, client, node, replay, (args.frames - 1) * len(pairs))
+                    result.wrong_books = await wrong_books(bench.redis_url, recording)
+                    runs.setdefault(case, []).append(result)
+                    cpu_pct = 100 * result.cpu_seconds / result.seconds
+                    print(
+                        f"{case} run {run + 1}: {result.per_core:,.0f} events per CPU-second, "
+                        f"{result.per_second:,.0f} events/s, node CPU {cpu_pct:.0f} %, "
+                        f"{result.store_bytes / result.events:,.0f} store bytes per event, "
+                        f"{result.wrong_books} wrong books",
+                        flush=True,
+                    )
+                    bench.stop_node(node)
+                await replay.stop()
+        await client.aclose()
+    _write(report, runs, ceilings, levels, args)
 
 
-def _write(report: Report, runs: list[Run], ceiling: float, levels: float, args: argparse.Namespace) -> None:
-    valid = [r for r in runs if r.wrong_books == 0 and r.resyncs == 0]
-    per_core = median([r.per_core for r in valid])
+def _valid(runs: list[Run]) -> list[Run]:
+    return [r for r in runs if r.wrong_books == 0 and r.resyncs == 0]
+
+
+def _write(
+    report: Report,
+    runs: dict[str, list[Run]],
+    ceilings: dict[str, float],
+    levels: dict[str, float],
+    args: argparse.Namespace,
+) -> None:
+    per_core = {case: median([r.per_core for r in _valid(rs)]) for case, rs in runs.items()}
     report.figure(
         "applied and published events per CPU-second (one core)",
-        per_core,
+        per_core["shallow"],
         "events/s",
         at_least(TARGET, "events/s"),
     )
-    report.figure("events/s, wall clock", median([r.per_second for r in valid]), "events/s")
-    if per_core is not None:
-        report.figure("per core / parse-only ceiling of the same frames", per_core / ceiling, "x")
+    report.figure("events/s, wall clock", median([r.per_second for r in _valid(runs["shallow"])]), "events/s")
+    if per_core["shallow"] is not None:
+        report.figure(
+            "per core / parse-only ceiling of the same frames", per_core["shallow"] / ceilings["shallow"], "x"
+        )
+    report.figure(
+        f"deep books ({args.deep_levels} levels, published {args.deep_depth} a side): events per CPU-second",
+        per_core["deep"],
+        "events/s",
+    )
+    if per_core["deep"] is not None and per_core["shallow"]:
+        report.figure(
+            "deep / shallow events per CPU-second",
+            per_core["deep"] / per_core["shallow"],
+            "x",
+            at_least(DEEP_RATIO_TARGET, "x"),
+        )
+    for case, case_runs in runs.items():
+        valid = _valid(case_runs)
+        report.figure(
+            f"{case}: store bytes written per event", median([r.store_bytes / r.events for r in valid]), "B"
+        )
+    deep_valid = _valid(runs["deep"])
+    report.figure(
+        "deep: store bytes written per deep book per second of the blast",
+        median([r.store_bytes / r.seconds / args.pairs for r in deep_valid]),
+        "B/s",
+    )
+    total_runs = sum(len(rs) for rs in runs.values())
+    valid_runs = sum(len(_valid(rs)) for rs in runs.values())
     report.figure(
         "runs with every book synced at the last update id",
-        len(valid),
-        f"of {len(runs)}",
-        at_least(len(runs), f"of {len(runs)}"),
+        valid_runs,
+        f"of {total_runs}",
+        at_least(total_runs, f"of {total_runs}"),
     )
     report.table(
         "Runs",
         [
+            "case",
             "run",
             "events",
             "seconds",
@@ -192,12 +265,14 @@ def _write(report: Report, runs: list[Run], ceiling: float, levels: float, args:
             "events/s",
             "snapshots written",
             "events per snapshot",
+            "store MB",
             "sender done at s",
             "resyncs",
             "wrong books",
         ],
         [
             [
+                case,
                 i + 1,
                 r.events,
                 r.seconds,
@@ -207,22 +282,29 @@ def _write(report: Report, runs: list[Run], ceiling: float, levels: float, args:
                 r.per_second,
                 r.snapshots,
                 r.events / max(r.snapshots, 1),
+                r.store_bytes / 1e6,
                 r.sender_seconds,
                 r.resyncs,
                 r.wrong_books,
             ]
-            for i, r in enumerate(runs)
+            for case, case_runs in runs.items()
+            for i, r in enumerate(case_runs)
         ],
     )
     report.table(
-        "Side by side", ["what", "frames per CPU-second"], [["venue parser only, this process", ceiling]]
+        "Side by side",
+        ["what", "frames per CPU-second"],
+        [[f"venue parser only, this process ({case} frames)", ceiling] for case, ceiling in ceilings.items()],
     )
     report.data["levels_per_frame"] = levels
     series = {}
-    for i, run in enumerate(runs):
-        xs = [t for t, _ in run.timeline[1:]]
-        ys = [(b - a) / (tb - ta) for (ta, a), (tb, b) in zip(run.timeline, run.timeline[1:], strict=False)]
-        series[f"run {i + 1}"] = (xs, ys)
+    for case, case_runs in runs.items():
+        for i, run in enumerate(case_runs):
+            xs = [t for t, _ in run.timeline[1:]]
+            ys = [
+                (b - a) / (tb - ta) for (ta, a), (tb, b) in zip(run.timeline, run.timeline[1:], strict=False)
+            ]
+            series[f"{case} run {i + 1}"] = (xs, ys)
     report.line_plot(
         "throughput_over_time.png",
         "Events applied per second during the blast",
@@ -232,10 +314,13 @@ def _write(report: Report, runs: list[Run], ceiling: float, levels: float, args:
         hlines={"target 20 000 events/s per core": TARGET},
     )
     report.note(
-        f"{args.pairs} books, {args.frames} recorded frames each, changing {levels:.1f} price levels a frame "
-        f"on average; venue books of {args.levels} levels per side, node publishing {args.depth} per side; "
-        "one replica per book. A snapshot is written per book per event-loop turn, so one snapshot carries "
-        "every event of that book in the turn."
+        f"{args.pairs} books, {args.frames} recorded frames each, one replica per book. Shallow: venue books "
+        f"of {args.levels} levels per side, {levels['shallow']:.1f} price levels changed a frame, node "
+        f"publishing {args.depth} per side. Deep: venue books of {args.deep_levels} levels per side, a "
+        f"{DEEP_SHARE:.0%} share of changes at a random depth, {levels['deep']:.1f} price levels a frame, "
+        f"node publishing {args.deep_depth} per side (a 100-level head every loop turn, the deep snapshot "
+        "at most every depth / 4000 s). A snapshot is written per book per event-loop turn, so one snapshot "
+        "carries every event of that book in the turn."
     )
     report.note("A run counts only if every book ends synced at the last recorded update id, with no resync.")
 
@@ -248,6 +333,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--frames", type=int, default=1000, help="recorded frames per book")
     parser.add_argument("--levels", type=int, default=1000, help="venue book levels per side")
     parser.add_argument("--depth", type=int, default=20, help="levels per side the node publishes")
+    parser.add_argument("--deep-levels", type=int, default=6000, help="venue book levels per side, deep case")
+    parser.add_argument("--deep-depth", type=int, default=5000, help="levels per side published, deep case")
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args(argv)
     report = Report("ingest", "Ingest capacity: applied and published diff events per second per core")

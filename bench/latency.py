@@ -14,8 +14,15 @@ load, ~150 events/s over 50 pairs, is shaped through the venue's control endpoin
 
 Venue books are full depth (``--levels`` per side); each load runs with the node publishing 20
 levels per side, 100 (its default: trimmed snapshots of full books) and the whole book on every
-update (what the replaced pipeline did; shown for its cost), ``--runs`` times; the report gives
-the median of each percentile over the runs.
+update (what the replaced pipeline did, with the head set as deep as the book; shown for its
+cost), ``--runs`` times; the report gives the median of each percentile over the runs.
+
+One more case runs the 20-level books *beside* ``--deep-pairs`` deep books: 6000-level venue books,
+published 5000 levels a side (a 100-level head on every update, the deep snapshot at its bounded
+rate), each changing ``--deep-rate`` times a second with a third of the changes at a random depth.
+The subscriber follows only the 20-level books, as a reader of shallow books does; the deep
+books' cost shows in the node's CPU, the store's input bytes, and the 20-level latency, which
+must stay where it is without them.
 Beside them, the *store floor*: this process publishing same-sized messages to itself through
 the same Valkey, i.e. what the store and a Python subscriber cost before Ladder does anything.
 
@@ -38,14 +45,34 @@ from bench import harness
 from bench.harness import EXCHANGES, Bench, Node, cpu_seconds, scrape, total, trading_pairs, wait_synced
 from bench.report import Report, below, median, percentiles
 from book_store.codec import BookStatus, Snapshot
+from book_store.keys import BookKey
 from book_store.writer import decode_message
 from ingest_nodes.venues.binance.limits import depth_weight, snapshot_limit
 
 EXCHANGE = "binance.com"
 BURST = 5
-# Levels per side the node publishes: 20; 100, its default, cut from full-depth venue books; and the
-# whole book on every update, which is what the replaced pipeline did (shown for its cost: no target).
-DEPTHS = {"20": 20, "100": 100, "whole": 5000}
+DEEP_LEVELS = 6000
+DEEP_DEPTH = 5000
+DEEP_SHARE = 0.3
+
+
+@dataclass(frozen=True)
+class Case:
+    """Levels per side the node publishes, its settings, and whether deep books run beside."""
+
+    depth: int
+    settings: dict[str, str] = field(default_factory=dict)
+    beside_deep: bool = False
+
+
+# 20 levels; 20 beside deep books; 100, the default, cut from full-depth venue books; and the whole
+# book on every update, which is what the replaced pipeline did (shown for its cost: no target).
+CASES = {
+    "20": Case(20),
+    "20 beside deep": Case(20, beside_deep=True),
+    "100": Case(100),
+    "whole": Case(5000, {"head_levels": "5000"}),
+}
 SNAPSHOT_BYTES = {"20": 1_000, "100": 5_000, "whole": 110_000}
 REFERENCE = {  # the ingest -> publish pipeline Ladder replaces, same load (p50 / p90 / p99 ms)
     ("20", "smooth"): "21.2 / 29.4 / 44.2 ms",
@@ -60,19 +87,21 @@ class Subscriber:
     """Every change message of every book, as latency samples (ms) with their receive times."""
 
     client: redis.Redis
+    books: list[BookKey]
+    """The books followed (a reader of these books, and of no other)."""
     samples: list[tuple[float, float]] = field(default_factory=list)
     _last: dict[tuple[bytes, int], int] = field(default_factory=dict)
     _task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
         pubsub = self.client.pubsub()
-        await pubsub.psubscribe("ladder:*:chg")
+        await pubsub.subscribe(*(book.channel for book in self.books))
         self._task = asyncio.create_task(self._listen(pubsub))
 
     async def _listen(self, pubsub: redis.client.PubSub) -> None:
         async for message in pubsub.listen():
             received = time.time() * 1000
-            if message["type"] != "pmessage":
+            if message["type"] != "message":
                 continue
             replica, raw = decode_message(message["data"])
             meta = Snapshot(raw).meta
@@ -94,7 +123,8 @@ class Subscriber:
 
 
 class Venue:
-    """The fake venue's control endpoint: the load shapes of the scenarios."""
+    """The fake venue's control endpoint: the load shapes of the scenarios, and the steady load of
+    the deep books that run beside them (``background``, set again after each reset)."""
 
     def __init__(self, http: aiohttp.ClientSession, url: str, pairs: list[str], events_per_s: float) -> None:
         self.http = http
@@ -102,6 +132,13 @@ class Venue:
         self.pairs = pairs
         self.rate = events_per_s / len(pairs)
         self.period = BURST / self.rate  # seconds between one pair's bursts
+        self.background: list[str] = []
+        self.background_rate = 0.0
+
+    async def restore_background(self) -> None:
+        for pair in self.background:
+            await self.control(action="rate", symbol=pair, rate=self.background_rate)
+            await self.control(action="deep_activity", symbol=pair, share=DEEP_SHARE)
 
     async def control(self, **action: object) -> None:
         async with self.http.post(f"{self.url}/_fake/control", json={"venue": "spot", **action}) as r:
@@ -118,6 +155,7 @@ class Venue:
             await _sleep_until(started + (i + 1) * step)
         await _sleep_until(started + seconds)
         await self.control(action="reset")  # per-pair rates gone, the venue's back to 0
+        await self.restore_background()
 
     async def bursts(self, seconds: float) -> None:
         step = self.period / len(self.pairs)
@@ -141,9 +179,7 @@ async def _sleep_until(monotonic: float) -> None:
     await asyncio.sleep(max(0.0, monotonic - time.monotonic()))
 
 
-async def store_floor(
-    client: redis.Redis, subscriber: Subscriber, size: int, seconds: float, rate: float
-) -> list[float]:
+async def store_floor(client: redis.Redis, size: int, seconds: float, rate: float) -> list[float]:
     """Messages of ``size`` bytes from this process to itself through the store: the floor."""
     floor: list[float] = []
     pubsub = client.pubsub()
@@ -167,6 +203,11 @@ async def store_floor(
     return floor
 
 
+async def store_input_bytes(client: redis.Redis) -> int:
+    """What clients have sent the store so far (its ``total_net_input_bytes``)."""
+    return int((await client.info("stats"))["total_net_input_bytes"])
+
+
 def sync_timeout_s(pairs: int, depth: int) -> float:
     """How long a node may take to sync ``pairs`` books published ``depth`` deep: the snapshots'
     weight at the venue's budget, plus two minutes (whole books need 250 weight each, so 50 of
@@ -185,42 +226,57 @@ async def measure(args: argparse.Namespace, report: Report) -> None:
     results: dict[tuple[str, str], list[dict[str, float]]] = {}
     over_time: dict[str, tuple[list[float], list[float]]] = {}
     with Bench() as bench:
-        url = bench.start_spot_venue(args.pairs, args.levels)
+        url = bench.start_spot_venue(args.pairs + args.deep_pairs, args.levels)
         client = redis.Redis.from_url(bench.redis_url)
         async with aiohttp.ClientSession() as http:
-            pairs = await trading_pairs(http, url, args.pairs)
+            every = await trading_pairs(http, url, args.pairs + args.deep_pairs)
+            pairs, deep_pairs = every[: args.pairs], every[args.pairs :]
             venue = Venue(http, url, pairs, args.events_per_s)
-            for depth, levels in DEPTHS.items():
-                node = bench.start_node("bench-latency", depth_levels=str(levels), exchanges=EXCHANGE)
-                await bench.assign(node, EXCHANGE, pairs)
+            for pair in deep_pairs:  # before anything touches them, so that they are built this deep
+                await venue.control(action="book_levels", symbol=pair, levels=DEEP_LEVELS)
+            for name, case in CASES.items():
+                node = bench.start_node("bench-latency", exchanges=EXCHANGE, **case.settings)
+                books = list(pairs)
+                depths = [case.depth] * len(pairs)
+                if case.beside_deep:
+                    books += deep_pairs
+                    depths += [DEEP_DEPTH] * len(deep_pairs)
+                    venue.background, venue.background_rate = deep_pairs, args.deep_rate
+                await bench.assign(node, EXCHANGE, books, depths)
                 await venue.control(action="rate", rate=venue.rate)  # a spot book syncs on its next event
-                synced = await wait_synced(http, node, len(pairs), sync_timeout_s(len(pairs), levels))
+                timeout_s = sync_timeout_s(len(pairs), case.depth)
+                if case.beside_deep:
+                    timeout_s += sync_timeout_s(len(deep_pairs), DEEP_DEPTH)
+                synced = await wait_synced(http, node, len(books), timeout_s)
                 await venue.control(action="rate", rate=0)
-                report.data[f"sync_seconds_depth_{depth}"] = synced["seconds"]
-                subscriber = Subscriber(client)
+                await venue.restore_background()
+                report.data[f"sync_seconds_{name}"] = synced["seconds"]
+                subscriber = Subscriber(client, [BookKey(EXCHANGE, pair) for pair in pairs])
                 await subscriber.start()
                 await venue.smooth(args.settle)  # past the work that follows a sync
                 subscriber.samples.clear()
                 clock_zero = time.time() * 1000
                 for run in range(args.runs):
-                    for name, shape in scenarios.items():
-                        figures = await _scenario(http, node, venue, subscriber, shape, args)
-                        results.setdefault((depth, name), []).append(figures)
+                    for scenario, shape in scenarios.items():
+                        figures = await _scenario(http, client, node, venue, subscriber, shape, args)
+                        results.setdefault((name, scenario), []).append(figures)
                         print(
-                            f"depth {depth:>4} run {run + 1} {name:<12} "
+                            f"{name:>14} run {run + 1} {scenario:<12} "
                             + " ".join(f"{k}={v:.2f}" for k, v in figures.items()),
                             flush=True,
                         )
                         if run == 0:
-                            xs, ys = over_time.setdefault(f"depth {depth}", ([], []))
+                            xs, ys = over_time.setdefault(name, ([], []))
                             for received, latency in subscriber.samples:
                                 xs.append((received - clock_zero) / 1000)
                                 ys.append(latency)
                         subscriber.samples.clear()
                 await subscriber.stop()
+                venue.background = []
+                await venue.control(action="reset")
                 bench.stop_node(node)
             floors = {
-                depth: await store_floor(client, subscriber, size, args.seconds, args.events_per_s)
+                depth: await store_floor(client, size, args.seconds, args.events_per_s)
                 for depth, size in SNAPSHOT_BYTES.items()
             }
         await client.aclose()
@@ -229,6 +285,7 @@ async def measure(args: argparse.Namespace, report: Report) -> None:
 
 async def _scenario(
     http: aiohttp.ClientSession,
+    client: redis.Redis,
     node: Node,
     venue: Venue,
     subscriber: Subscriber,
@@ -237,11 +294,13 @@ async def _scenario(
 ) -> dict[str, float]:
     before = await scrape(http, node.metrics_url)
     cpu = cpu_seconds(node.pid)
+    stored = await store_input_bytes(client)
     started = time.time() * 1000
     await shape(venue, args.warmup + args.seconds)
     await asyncio.sleep(0.5)  # the last frames arrive
     after = await scrape(http, node.metrics_url)
     elapsed = time.time() * 1000 - started
+    stored = await store_input_bytes(client) - stored
     samples = subscriber.window(started + args.warmup * 1000)
     figures = percentiles(samples)
     figures["samples"] = len(samples)
@@ -251,6 +310,7 @@ async def _scenario(
         / elapsed
     )
     figures["node_cpu_pct"] = 100 * (cpu_seconds(node.pid) - cpu) / (elapsed / 1000)
+    figures["store_kb_per_s"] = stored / elapsed
     figures["resyncs"] = total(after, "ladder_ingest_resyncs_total") - total(
         before, "ladder_ingest_resyncs_total"
     )
@@ -277,6 +337,7 @@ def _write(
                 med(depth, name, "samples"),
                 med(depth, name, "events_per_s"),
                 med(depth, name, "node_cpu_pct"),
+                med(depth, name, "store_kb_per_s"),
                 sum(r["resyncs"] for r in runs),
                 REFERENCE.get((depth, name), ""),
             ]
@@ -289,15 +350,23 @@ def _write(
     # The targets: depth 20, p50 < 2 ms, p99 < 10 ms smooth and < 20 ms with 5-frame bursts; full-depth
     # books must not collapse it (trimmed snapshots), read here as the default 100 levels cut from
     # full books staying inside the burst bound. "All at once" and the whole book have no target.
+    # Beside 50 deep books, the 20-level books keep their targets: p50 < 2 ms, p99 < 10 ms.
     targets = {
         ("20", "smooth"): (2.0, 10.0),
         ("20", "bursts"): (2.0, 20.0),
+        ("20 beside deep", "smooth"): (2.0, 10.0),
+        ("20 beside deep", "bursts"): (2.0, 20.0),
         ("100", "smooth"): (None, 20.0),
         ("100", "bursts"): (None, 20.0),
     }
-    for depth in DEPTHS:
-        label = {"20": "20 levels", "100": "100 levels of full books", "whole": "whole book"}[depth]
-        floor = percentiles(floors[depth]).get("p50")
+    labels = {
+        "20": "20 levels",
+        "20 beside deep": f"20 levels beside {args.deep_pairs} books published {DEEP_DEPTH} deep",
+        "100": "100 levels of full books",
+        "whole": "whole book",
+    }
+    for depth, label in labels.items():
+        floor = percentiles(floors[depth.split()[0]]).get("p50")
         for name in ("smooth", "bursts", "all at once"):
             p50_bound, p99_bound = targets.get((depth, name), (None, None))
             p50 = med(depth, name, "p50")
@@ -316,6 +385,14 @@ def _write(
             )
             if p50 is not None and floor:
                 report.figure(f"{label}, {name}: p50 / store floor p50", p50 / floor, "x")
+    for name in ("smooth", "bursts", "all at once"):
+        beside, alone = med("20 beside deep", name, "store_kb_per_s"), med("20", name, "store_kb_per_s")
+        if beside is not None and alone is not None and args.deep_pairs:
+            report.figure(
+                f"store bytes written per deep book per second ({name}, {args.deep_rate:g} updates/s each)",
+                1000 * (beside - alone) / args.deep_pairs,
+                "B/s",
+            )
     report.table(
         f"Latency per scenario, ms (median of {args.runs} runs of {args.seconds:.0f} s)",
         [
@@ -329,6 +406,7 @@ def _write(
             "samples",
             "events/s",
             "node CPU %",
+            "store kB/s",
             "resyncs",
             "replaced system p50 / p90 / p99",
         ],
@@ -340,7 +418,7 @@ def _write(
         floor_rows,
     )
     percentile_series = {}
-    for depth in DEPTHS:
+    for depth in CASES:
         names = [n for (d, n) in results if d == depth]
         for key in ("p50", "p99"):
             percentile_series[f"depth {depth} {key}"] = (
@@ -373,7 +451,10 @@ def _write(
     report.note(
         f"{args.pairs} pairs, ~{args.events_per_s:.0f} events/s in total, {BURST}-frame bursts; "
         f"venue books of {args.levels} levels per side (full depth) in every case; the node publishes 20, "
-        "100 (its default) or all of them per side."
+        "100 (its default) or all of them per side. Beside deep: also "
+        f"{args.deep_pairs} books of {DEEP_LEVELS} levels a side, published {DEEP_DEPTH} deep, each "
+        f"changing {args.deep_rate:g} times a second with {DEEP_SHARE:.0%} of the changes at a random depth; "
+        "the subscriber follows only the 20-level books. Store kB/s is what the node sent the store."
     )
 
 
@@ -384,6 +465,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--pairs", type=int, default=50)
     parser.add_argument("--events-per-s", type=float, default=150.0)
     parser.add_argument("--levels", type=int, default=1500, help="venue book levels per side")
+    parser.add_argument("--deep-pairs", type=int, default=50, help="deep books beside the 20-level ones")
+    parser.add_argument("--deep-rate", type=float, default=10.0, help="updates per second of each deep book")
     parser.add_argument("--seconds", type=float, default=10.0, help="measured seconds per scenario and run")
     parser.add_argument("--warmup", type=float, default=2.0, help="seconds of load before measuring")
     parser.add_argument("--runs", type=int, default=3)

@@ -43,9 +43,10 @@ class Recording:
 
 
 async def record(
-    http: aiohttp.ClientSession, venue_url: str, symbols: Sequence[str], frames: int
+    http: aiohttp.ClientSession, venue_url: str, symbols: Sequence[str], frames: int, limit: int = 1000
 ) -> Recording:
-    """Snapshots of ``symbols`` and ``frames`` diff frames of each, from a quiet fake venue."""
+    """Snapshots of ``symbols`` (``limit`` levels a side) and ``frames`` diff frames of each, from a
+    quiet fake venue."""
     async with http.get(f"{venue_url}/api/v3/exchangeInfo") as response:
         exchange_info = await response.read()
     recorded: dict[str, list[str]] = {s: [] for s in symbols}
@@ -54,9 +55,14 @@ async def record(
         await ws.send_str(orjson.dumps({"method": "SUBSCRIBE", "params": list(streams), "id": 1}).decode())
         await ws.receive()  # the acknowledgement
         snapshots = {}
+        if limit > 1000:  # 50 books of 5000 levels cost 12 500 weight: more than a minute's 6000
+            weight = {"action": "weight_limit", "venue": "spot", "limit": 10**9}
+            async with http.post(f"{venue_url}/_fake/control", json=weight) as r:
+                r.raise_for_status()
         for symbol in symbols:
-            # 1000 levels cost 50 weight: 50 books stay inside the venue's 6000 a minute.
-            async with http.get(f"{venue_url}/api/v3/depth", params={"symbol": symbol, "limit": "1000"}) as r:
+            async with http.get(
+                f"{venue_url}/api/v3/depth", params={"symbol": symbol, "limit": str(limit)}
+            ) as r:
                 r.raise_for_status()
                 snapshots[symbol] = orjson.loads(await r.read())
         received = 0

@@ -125,12 +125,12 @@ async def markets(client: redis.Redis, count: int) -> dict[str, list[str]]:
     return found
 
 
-async def assign(client: redis.Redis, nodes: Sequence[Node], books: dict[str, list[str]]) -> None:
-    """Replica i of every book on node i."""
+async def assign(client: redis.Redis, nodes: Sequence[Node], books: dict[str, list[str]], depth: int) -> None:
+    """Replica i of every book on node i, ``depth`` levels deep."""
     store = RedisControlStore(client)
     for index, node in enumerate(nodes, start=1):
         replicas = [
-            ReplicaAssignment(exchange, market, index, node.node_id)
+            ReplicaAssignment(exchange, market, index, node.node_id, depth)
             for exchange, names in books.items()
             for market in names
         ]
@@ -209,7 +209,6 @@ async def measure(args: argparse.Namespace, report: Report) -> None:
         nodes = [
             bench.start_node(
                 f"sync-{i + 1}",
-                depth_levels=str(args.depth),
                 weight_budget_share=str(args.share),
                 streams_per_connection=str(args.streams_per_connection),
                 capacity=str(4 * args.markets),
@@ -228,7 +227,7 @@ async def measure(args: argparse.Namespace, report: Report) -> None:
             cpu_before = {n.node_id: cpu_seconds(n.pid) for n in nodes}
             started_wall = time.time()
             progress = Progress(time.monotonic())
-            await assign(client, nodes, books)
+            await assign(client, nodes, books, args.depth)
             print(f"assigned {args.markets} spot + {args.markets} futures books x {args.replicas} replicas",
                   flush=True)  # fmt: skip
             minimum = max(b.minimum_s(started_wall) for b in plan.values())

@@ -9,15 +9,25 @@ Answering depth N is then ``blob[:ends[N-1]]``, and a response is a handful of b
 
 Layout (little-endian)::
 
-    header  <B Q q q q H B H H I I>  version, update_id, event_time, ingest_time, publish_time,
-                                     replica, status, n_bids, n_asks, len(bids), len(asks)
-    bid_ends   n_bids x u32          end offset of each bid level inside the bids blob
+    header  <B Q q q q H B B H H I I>  version, update_id, event_time, ingest_time, publish_time,
+                                       replica, status, flags, n_bids, n_asks, len(bids), len(asks)
+    bid_ends   n_bids x u32            end offset of each bid level inside the bids blob
     ask_ends   n_asks x u32
     bids blob, asks blob
 
 ``event_time`` and ``ingest_time`` are -1 when unknown. The metadata lives in the fixed header so
 that a reader can choose between replicas (status, update id, publish time) with one
 ``struct.unpack_from`` and no JSON at all.
+
+Flags say how far a side may be trusted and which of a replica's two snapshots this is:
+
+- ``MORE_BIDS`` / ``MORE_ASKS``: the venue may hold levels past the last one stored (the side was
+  cut at the published depth, or at the edge of what the last REST snapshot covered). A side
+  without the flag is the venue's whole side, so a reader asking for more levels than it holds
+  is not being short-changed; one with the flag is ``truncated`` for a deeper ask.
+- ``DEEP``: a book published deeper than the head depth has two snapshots per replica, the head
+  (the top levels, on every update) and the deep one (every level, conflated to a bounded rate);
+  each is complete and atomic at its own ``update_id``.
 """
 
 from __future__ import annotations
@@ -30,8 +40,8 @@ from typing import NamedTuple
 
 from book_store.errors import StoreError
 
-VERSION = 1
-_HEADER = struct.Struct("<BQqqqHBHHII")
+VERSION = 2
+_HEADER = struct.Struct("<BQqqqHBBHHII")
 _END = struct.Struct("<I")
 
 
@@ -49,6 +59,11 @@ class BookStatus(IntEnum):
 
 _STATUS_BY_CODE = {int(status): status for status in BookStatus}
 
+MORE_BIDS = 1
+MORE_ASKS = 2
+DEEP = 4
+_KNOWN_FLAGS = MORE_BIDS | MORE_ASKS | DEEP
+
 
 class SnapshotMeta(NamedTuple):
     """What a snapshot says about itself, besides its levels (a named tuple: a reader builds one
@@ -62,8 +77,10 @@ class SnapshotMeta(NamedTuple):
     status: BookStatus
 
 
-def encode_snapshot(meta: SnapshotMeta, bids: Sequence[bytes], asks: Sequence[bytes]) -> bytes:
-    """Encode pre-encoded levels (``b'["p","q"]'``, best first) and their metadata."""
+def encode_snapshot(
+    meta: SnapshotMeta, bids: Sequence[bytes], asks: Sequence[bytes], flags: int = 0
+) -> bytes:
+    """Encode pre-encoded levels (``b'["p","q"]'``, best first), their metadata and ``flags``."""
     bid_blob = b",".join(bids)
     ask_blob = b",".join(asks)
     header = _HEADER.pack(
@@ -74,6 +91,7 @@ def encode_snapshot(meta: SnapshotMeta, bids: Sequence[bytes], asks: Sequence[by
         meta.publish_time,
         meta.replica,
         meta.status,
+        flags,
         len(bids),
         len(asks),
         len(bid_blob),
@@ -101,22 +119,24 @@ class Snapshot:
     served; levels are sliced out of ``raw`` per call.
     """
 
-    __slots__ = ("_asks_len", "_bids_len", "_meta", "_n_asks", "_n_bids", "depth", "event_time",
-                 "ingest_time", "publish_time", "raw", "recency", "replica", "status",
-                 "update_id")  # fmt: skip
+    __slots__ = ("_asks_len", "_bids_len", "_meta", "ask_count", "bid_count", "deep", "depth", "event_time",
+                 "ingest_time", "more_asks", "more_bids", "publish_time", "raw", "recency", "replica",
+                 "status", "update_id")  # fmt: skip
 
     def __init__(self, raw: bytes | memoryview) -> None:
         try:
             header = _HEADER.unpack_from(raw)
         except struct.error as exc:
             raise StoreError("stored snapshot is truncated") from exc
-        (version, update_id, event_time, ingest_time, publish_time, replica, code, n_bids, n_asks,
+        (version, update_id, event_time, ingest_time, publish_time, replica, code, flags, n_bids, n_asks,
          bids_len, asks_len) = header  # fmt: skip
         if version != VERSION:
             raise StoreError(f"stored snapshot has codec version {version}, this reader knows {VERSION}")
         status = _STATUS_BY_CODE.get(code)
         if status is None:
             raise StoreError(f"stored snapshot has an unknown status {code}")
+        if flags & ~_KNOWN_FLAGS:
+            raise StoreError(f"stored snapshot has unknown flags {flags:#x}")
         size = _HEADER.size + 4 * (n_bids + n_asks) + bids_len + asks_len
         if len(raw) != size:
             raise StoreError(f"stored snapshot is {len(raw)} bytes, its header says {size}")
@@ -129,9 +149,14 @@ class Snapshot:
         self.status: BookStatus = status
         self.depth: int = n_bids if n_bids > n_asks else n_asks
         """Levels stored on the deeper side."""
+        self.bid_count: int = n_bids
+        self.ask_count: int = n_asks
+        self.more_bids: bool = bool(flags & MORE_BIDS)
+        """The venue may hold bids past the last one stored."""
+        self.more_asks: bool = bool(flags & MORE_ASKS)
+        self.deep: bool = bool(flags & DEEP)
+        """The replica's deep snapshot (see the module docstring), not its head."""
         self._meta: SnapshotMeta | None = None
-        self._n_bids: int = n_bids
-        self._n_asks: int = n_asks
         self._bids_len: int = bids_len
         self._asks_len: int = asks_len
         # Of two snapshots of one replica, the greater is the newer (compared on every message).
@@ -155,26 +180,26 @@ class Snapshot:
     @property
     def bid_ends(self) -> memoryview:
         """End offset of each bid level inside the bids blob."""
-        return memoryview(self.raw)[_HEADER.size : _HEADER.size + 4 * self._n_bids].cast("I")
+        return memoryview(self.raw)[_HEADER.size : _HEADER.size + 4 * self.bid_count].cast("I")
 
     @property
     def ask_ends(self) -> memoryview:
         """End offset of each ask level inside the asks blob."""
-        start = _HEADER.size + 4 * self._n_bids
-        return memoryview(self.raw)[start : start + 4 * self._n_asks].cast("I")
+        start = _HEADER.size + 4 * self.bid_count
+        return memoryview(self.raw)[start : start + 4 * self.ask_count].cast("I")
 
     def bids(self, depth: int) -> memoryview:
         """The best ``depth`` bids as JSON array items (no brackets), a view into ``raw``.
 
         A view, not a copy: a response joins it straight into its body, and a cached book holds
         its levels once."""
-        n_bids = self._n_bids
-        start = _HEADER.size + 4 * (n_bids + self._n_asks)
+        n_bids = self.bid_count
+        start = _HEADER.size + 4 * (n_bids + self.ask_count)
         return memoryview(self.raw)[start : start + self._cut(_HEADER.size, n_bids, self._bids_len, depth)]
 
     def asks(self, depth: int) -> memoryview:
         """The best ``depth`` asks as JSON array items (no brackets), a view into ``raw``."""
-        n_bids, n_asks = self._n_bids, self._n_asks
+        n_bids, n_asks = self.bid_count, self.ask_count
         start = _HEADER.size + 4 * (n_bids + n_asks) + self._bids_len
         ends = _HEADER.size + 4 * n_bids
         return memoryview(self.raw)[start : start + self._cut(ends, n_asks, self._asks_len, depth)]

@@ -4,8 +4,10 @@ Every key of one book carries the hash tag ``{exchange|market}``, so on Redis Cl
 in cluster mode) all of a book's replicas, and its change channel, live in one slot: a reader gets
 every replica of a book with one HGETALL, and a writer's pipeline for one book never crosses shards.
 
-    ladder:{binance.com|BTCUSDT}:snap     hash  replica id -> encoded snapshot (book_store.codec)
+    ladder:{binance.com|BTCUSDT}:snap     hash  replica id -> encoded head snapshot (book_store.codec),
+                                                "<replica id>d" -> the replica's deep snapshot
     ladder:{binance.com|BTCUSDT}:chg      channel: one message per published snapshot
+    ladder:{binance.com|BTCUSDT}:stats    hash  replica id -> that replica's counters (JSON, from its node)
     ladder:catalog:binance.com            hash  market -> market info JSON (book_store.catalog)
     ladder:catalog-digest:binance.com     string  digest of that hash's content
 """
@@ -51,6 +53,11 @@ class BookKey:
         return f"{KEY_PREFIX}:{self.tag}:snap"
 
     @property
+    def stats(self) -> str:
+        """The hash of each replica's counters (resyncs, refreshes, audits), written by its node."""
+        return f"{KEY_PREFIX}:{self.tag}:stats"
+
+    @property
     def channel(self) -> str:
         """The channel a writer publishes each new snapshot on."""
         return f"{KEY_PREFIX}:{self.tag}:chg"
@@ -61,6 +68,11 @@ class BookKey:
         inner = channel[channel.index("{") + 1 : channel.rindex("}")]
         exchange, _, market = inner.partition("|")
         return cls(exchange, market)
+
+
+def snapshot_field(replica: int, *, deep: bool = False) -> str:
+    """The field of ``BookKey.snapshots`` that holds a replica's head (or deep) snapshot."""
+    return f"{replica}d" if deep else str(replica)
 
 
 def catalog_key(exchange: str) -> str:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import cast
+from typing import Any, NamedTuple, cast
 
+import orjson
 import redis.asyncio as redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
@@ -27,6 +28,23 @@ def store_errors() -> Iterator[None]:
         raise StoreError(f"book store call failed: {exc}") from exc
 
 
+class StoredBook(NamedTuple):
+    """Every stored snapshot of one book: each replica's head and, for a book published deeper than
+    its head, each replica's deep snapshot (see :mod:`book_store.codec`)."""
+
+    heads: dict[int, Snapshot]
+    deeps: dict[int, Snapshot]
+
+
+def _stored(raw: Mapping[bytes, bytes]) -> StoredBook:
+    heads: dict[int, Snapshot] = {}
+    deeps: dict[int, Snapshot] = {}
+    for value in raw.values():
+        snapshot = Snapshot(value)
+        (deeps if snapshot.deep else heads)[snapshot.replica] = snapshot
+    return StoredBook(heads, deeps)
+
+
 class BookReader:
     """Reads stored snapshots. The connection pool belongs to the caller."""
 
@@ -34,13 +52,27 @@ class BookReader:
         self._client = client
 
     async def replicas(self, book: BookKey) -> dict[int, Snapshot]:
-        """Every stored replica snapshot of ``book`` (empty when nobody keeps it)."""
-        with store_errors():
-            raw = cast(dict[bytes, bytes], await self._client.hgetall(book.snapshots))
-        return {int(replica): Snapshot(value) for replica, value in raw.items()}
+        """Every replica's head snapshot of ``book`` (empty when nobody keeps it)."""
+        return (await self.stored(book)).heads
 
     async def many(self, books: Sequence[BookKey]) -> dict[BookKey, dict[int, Snapshot]]:
-        """Every replica of many books in one pipelined round trip."""
+        """Every replica's head snapshot of many books in one pipelined round trip."""
+        return {book: stored.heads for book, stored in (await self.stored_many(books)).items()}
+
+    async def stored(self, book: BookKey) -> StoredBook:
+        """Every stored snapshot of ``book``, heads and deep ones."""
+        with store_errors():
+            raw = cast(dict[bytes, bytes], await self._client.hgetall(book.snapshots))
+        return _stored(raw)
+
+    async def counters(self, book: BookKey) -> dict[int, dict[str, Any]]:
+        """Each replica's counters as its node last reported them (resyncs, refreshes, audits)."""
+        with store_errors():
+            raw = cast(dict[bytes, bytes], await self._client.hgetall(book.stats))
+        return {int(replica): orjson.loads(value) for replica, value in raw.items()}
+
+    async def stored_many(self, books: Sequence[BookKey]) -> dict[BookKey, StoredBook]:
+        """Every stored snapshot of many books in one pipelined round trip."""
         if not books:
             return {}
         with store_errors():
@@ -48,10 +80,7 @@ class BookReader:
                 for book in books:
                     pipe.hgetall(book.snapshots)
                 results: list[dict[bytes, bytes]] = await pipe.execute()
-        return {
-            book: {int(replica): Snapshot(value) for replica, value in raw.items()}
-            for book, raw in zip(books, results, strict=True)
-        }
+        return {book: _stored(raw) for book, raw in zip(books, results, strict=True)}
 
 
 def choose_replica(snapshots: Iterable[Snapshot], now_ms: int, max_silence_ms: int) -> Snapshot | None:

@@ -4,14 +4,17 @@ Theory of operation
 -------------------
 An ingest node may apply thousands of updates per second across hundreds of books. Writing each
 snapshot with its own round trip would cap it at a few thousand writes per second and add queueing
-latency. Instead :meth:`BookWriter.put` only records the latest snapshot per ``(book, replica)`` and
-makes sure a flush is scheduled; the flush sends everything recorded since the last one as one
+latency. Instead :meth:`BookWriter.put` only records the latest snapshot per ``(book, replica,
+deep)`` and makes sure a flush is scheduled; the flush sends everything recorded since the last one as one
 pipeline (``HSET`` + ``PUBLISH`` per snapshot). Only one flush is in flight at a time, so writes of
 one replica are never reordered; while a flush waits for the store, new snapshots of the same
 replica replace each other (conflation), so memory stays bounded by the number of replicas.
 
 The published message is ``<replica as 2 bytes><snapshot>``: a subscribed reader updates its cache
-from the message itself and never needs a round trip for a book it already follows.
+from the message itself and never needs a round trip for a book it already follows. A removed
+snapshot (a replica stopped or moved away, a deep snapshot no longer kept) is deleted and announced
+with a *tombstone*: an empty ``resyncing`` snapshot of the same kind, which a reader keeps in its
+place and never serves.
 """
 
 from __future__ import annotations
@@ -25,8 +28,9 @@ from collections.abc import Callable
 import redis.asyncio as redis
 from redis.exceptions import RedisError
 
+from book_store.codec import DEEP, BookStatus, SnapshotMeta, encode_snapshot
 from book_store.errors import StoreError
-from book_store.keys import BookKey
+from book_store.keys import BookKey, snapshot_field
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +40,12 @@ _REPLICA = struct.Struct("<H")
 def encode_message(replica: int, snapshot: bytes) -> bytes:
     """The change message: which replica, then its snapshot."""
     return _REPLICA.pack(replica) + snapshot
+
+
+def tombstone(replica: int, *, deep: bool, now_ms: int) -> bytes:
+    """The snapshot that announces a removed one: empty, ``resyncing``, published ``now_ms``."""
+    meta = SnapshotMeta(0, None, None, now_ms, replica, BookStatus.RESYNCING)
+    return encode_snapshot(meta, (), (), DEEP if deep else 0)
 
 
 def decode_message(message: bytes | memoryview) -> tuple[int, memoryview]:
@@ -57,18 +67,22 @@ class BookWriter:
     ) -> None:
         """``client`` is owned by the caller. ``on_flush(count, seconds)`` observes each batch."""
         self._client = client
-        self._pending: dict[tuple[BookKey, int], bytes | None] = {}
+        self._pending: dict[tuple[BookKey, int, bool], bytes | None] = {}
         self._flusher: asyncio.Task[None] | None = None
         self._on_flush = on_flush
 
-    def put(self, book: BookKey, replica: int, snapshot: bytes) -> None:
-        """Record the newest snapshot of a replica; it is written at the end of this loop turn."""
-        self._pending[(book, replica)] = snapshot
+    def put(self, book: BookKey, replica: int, snapshot: bytes, *, deep: bool = False) -> None:
+        """Record the newest head (or deep) snapshot of a replica; it is written at the end of this
+        loop turn."""
+        self._pending[(book, replica, deep)] = snapshot
         self._wake()
 
-    def remove(self, book: BookKey, replica: int) -> None:
-        """Delete a replica's snapshot (the replica was stopped or moved)."""
-        self._pending[(book, replica)] = None
+    def remove(self, book: BookKey, replica: int, *, deep_only: bool = False) -> None:
+        """Delete a replica's snapshots (the replica was stopped or moved), or only its deep one
+        (the book is no longer published deeper than its head)."""
+        if not deep_only:
+            self._pending[(book, replica, False)] = None
+        self._pending[(book, replica, True)] = None
         self._wake()
 
     async def drain(self) -> None:
@@ -91,11 +105,16 @@ class BookWriter:
             batch, self._pending = self._pending, {}
             started = time.perf_counter()  # loop.time() has 1 ms resolution under uvloop
             pipe = self._client.pipeline(transaction=False)
-            for (book, replica), snapshot in batch.items():
+            now_ms = time.time_ns() // 1_000_000
+            for (book, replica, deep), snapshot in batch.items():
+                field = snapshot_field(replica, deep=deep)
                 if snapshot is None:
-                    pipe.hdel(book.snapshots, str(replica))
+                    pipe.hdel(book.snapshots, field)
+                    pipe.publish(
+                        book.channel, encode_message(replica, tombstone(replica, deep=deep, now_ms=now_ms))
+                    )
                 else:
-                    pipe.hset(book.snapshots, str(replica), snapshot)
+                    pipe.hset(book.snapshots, field, snapshot)
                     pipe.publish(book.channel, encode_message(replica, snapshot))
             try:
                 await pipe.execute()

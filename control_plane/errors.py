@@ -9,7 +9,7 @@
     │   │   ├── UnknownExchangeError   unknown_exchange
     │   │   └── UnknownMarketError     unknown_market
     │   ├── ConflictError              conflict          the object already exists
-    │   ├── LimitExceededError         limit_exceeded    max_markets / max_replicas
+    │   ├── LimitExceededError         limit_exceeded    max_markets / max_replicas / max_depth
     │   ├── RateLimitedError           rate_limited      carries ``retry_after_s``
     │   ├── BookNotSyncedError         book_not_synced   carries ``retry_after_s``
     │   └── BookTooOldError            book_too_old

@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from control_plane.depth import DEFAULT_DEPTH, DEFAULT_MAX_DEPTH
+
 JsonScalar = str | int | float | bool | None
 
 
@@ -26,6 +28,7 @@ class Tenant:
     burst: int
     disabled: bool
     created_at: int
+    max_depth: int = DEFAULT_MAX_DEPTH  # last, with a default: code written before it still builds
 
     def to_json(self) -> dict[str, JsonScalar]:
         return {
@@ -33,6 +36,7 @@ class Tenant:
             "name": self.name,
             "max_markets": self.max_markets,
             "max_replicas": self.max_replicas,
+            "max_depth": self.max_depth,
             "rate_limit_rps": self.rate_limit_rps,
             "burst": self.burst,
             "disabled": self.disabled,
@@ -109,13 +113,14 @@ class BookRef(NamedTuple):
 
 @dataclass(frozen=True, slots=True)
 class Subscription:
-    """A tenant's wish to read one book, kept alive with ``replicas`` copies."""
+    """A tenant's wish to read one book, kept alive with ``replicas`` copies ``depth`` levels deep."""
 
     tenant_id: str
     exchange: str
     market: str
     replicas: int
     created_at: int
+    depth: int = DEFAULT_DEPTH  # last, with a default: code written before it still builds
 
     @property
     def book(self) -> BookRef:
@@ -126,8 +131,20 @@ class Subscription:
             "exchange": self.exchange,
             "market": self.market,
             "replicas": self.replicas,
+            "depth": self.depth,
             "created_at": self.created_at,
         }
+
+
+class BookWish(NamedTuple):
+    """What is wished of a book: this many replicas, each this deep (levels per side).
+
+    One subscriber's wish, or (``ControlStore.desired_books``) the most of each over the book's
+    enabled subscribers.
+    """
+
+    replicas: int
+    depth: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,12 +177,17 @@ class NodeInfo:
 
 @dataclass(frozen=True, slots=True, order=True)
 class ReplicaAssignment:
-    """Replica ``replica`` of one book, kept by node ``node_id``."""
+    """Replica ``replica`` of one book, kept by node ``node_id`` ``depth`` levels deep.
+
+    ``depth`` is last so that ordering stays by book, replica and node; a depth change keeps the
+    replica (same node, same index): the node adjusts it in place.
+    """
 
     exchange: str
     market: str
     replica: int
     node_id: str
+    depth: int = DEFAULT_DEPTH
 
     @property
     def book(self) -> BookRef:

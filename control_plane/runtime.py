@@ -4,8 +4,9 @@ Theory of operation: every ``scheduler_interval_ms`` the loop
 
 1. takes (or extends) the scheduler lease, so that of several control processes exactly one
    plans at a time and the others stand by (the lease outlives a few missed rounds, not more);
-2. reads the registered nodes (live = heartbeat within ``node_timeout_ms``), the desired replica
-   count of every subscribed book, the current assignments, and which replicas are synced;
+2. reads the registered nodes (live = heartbeat within ``node_timeout_ms``), what every
+   subscribed book should be (replicas and depth), the current assignments, and which replicas
+   are synced;
 3. computes the next plan with the pure scheduler, in a worker thread (it is CPU work);
 4. rewrites the assignment set of each node the plan changes. With the Redis store each write
    also publishes on the node's channel, so ingest nodes react within milliseconds; with
@@ -73,7 +74,7 @@ class ControlLoop:
                 log.info("forgetting node %s (silent for %d ms)", node.id, now - node.heartbeat_at)
                 await self._store.remove_node(node.id)
         live = [n for n in nodes if now - n.heartbeat_at <= self._node_timeout_ms]
-        desired = await self._store.desired_replicas()
+        desired = await self._store.desired_books()
         current = await self._store.list_assignments()
         synced = await self._status.synced_replicas({(a.book, a.replica) for a in current})
         plan = await asyncio.to_thread(
@@ -81,11 +82,12 @@ class ControlLoop:
         )
         for node_id in sorted(plan.changed_nodes()):
             await self._store.replace_assignments(node_id, plan.for_node(node_id))
-        if plan.added or plan.removed:
+        if plan.added or plan.removed or plan.resized:
             log.info(
-                "assignments: +%d -%d on %d node(s), %d replica(s) unplaced",
+                "assignments: +%d -%d, %d resized, on %d node(s), %d replica(s) unplaced",
                 len(plan.added),
                 len(plan.removed),
+                len(plan.resized),
                 len(plan.changed_nodes()),
                 sum(plan.unplaced.values()),
             )

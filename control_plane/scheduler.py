@@ -1,10 +1,10 @@
 """The replica scheduler: a pure function from what is wanted and what exists to a new plan.
 
-Theory of operation. Inputs: ``desired`` (replicas per book), the live ``nodes`` (the caller
-drops nodes whose heartbeat is too old), the ``current`` assignments (possibly on nodes that are
-no longer live) and the replicas whose snapshots are ``synced``. The plan is computed in phases,
-each over all books in sorted order, so that the result is deterministic and a later phase sees
-the load the earlier ones created:
+Theory of operation. Inputs: ``desired`` (replicas and depth per book), the live ``nodes`` (the
+caller drops nodes whose heartbeat is too old), the ``current`` assignments (possibly on nodes
+that are no longer live) and the replicas whose snapshots are ``synced``. The plan is computed
+in phases, each over all books in sorted order, so that the result is deterministic and a later
+phase sees the load the earlier ones created:
 
 1. Drop at once every replica on a node that is not live, and every replica of a book nobody
    wants. Nothing can be served from them.
@@ -27,35 +27,45 @@ in ``current``, so "the new replica is synced" can never be confused with the ol
 preference is what makes a move stick across rounds: a move only goes to a node that stays less
 filled than the source, and the source still carries the old replica, so next round the new
 replica is the target and the old one the surplus until it is released.
+
+Depth is not placement: every replica of a book, kept or new, target or surplus, carries the
+book's wished depth. A replica whose depth changed keeps its node and its index (it is
+``resized``, not added and removed), and its node's set is rewritten so the node adjusts it in
+place; nothing moves and no new index is taken for a depth change alone.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence, Set
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
-from control_plane.models import BookRef, NodeInfo, ReplicaAssignment
+from control_plane.models import BookRef, BookWish, NodeInfo, ReplicaAssignment
 
 DEFAULT_MAX_MOVES = 16
 
 
 @dataclass(frozen=True)
 class Plan:
-    """The complete new assignment state, and how it differs from the current one."""
+    """The complete new assignment state, and how it differs from the current one.
+
+    ``added`` and ``removed`` are replicas that appear and go (a move is one of each);
+    ``resized`` are kept replicas (same book, index and node) at their new depth.
+    """
 
     assignments: frozenset[ReplicaAssignment]
     added: frozenset[ReplicaAssignment]
     removed: frozenset[ReplicaAssignment]
     unplaced: Mapping[BookRef, int] = field(default_factory=dict)
+    resized: frozenset[ReplicaAssignment] = frozenset()
 
     def for_node(self, node_id: str) -> list[ReplicaAssignment]:
         return sorted(a for a in self.assignments if a.node_id == node_id)
 
     def changed_nodes(self) -> set[str]:
         """Nodes whose assignment set must be rewritten (dead nodes included, to empty them)."""
-        return {a.node_id for a in self.added | self.removed}
+        return {a.node_id for a in self.added | self.removed | self.resized}
 
 
 class _Fleet:
@@ -89,10 +99,11 @@ class _Fleet:
 
 @dataclass
 class _Book:
-    """One book's replicas while a plan is being built."""
+    """One book's replicas while a plan is being built (``existing`` already at ``depth``)."""
 
     ref: BookRef
     wanted: int
+    depth: int
     existing: list[ReplicaAssignment]  # on live nodes, most worth keeping first
     next_index: int
     targets: list[ReplicaAssignment] = field(default_factory=list)
@@ -108,7 +119,7 @@ class _Book:
 
 
 def plan_assignments(
-    desired: Mapping[BookRef, int],
+    desired: Mapping[BookRef, BookWish],
     nodes: Sequence[NodeInfo],
     current: Sequence[ReplicaAssignment],
     synced: Set[tuple[BookRef, int]],
@@ -123,7 +134,7 @@ def plan_assignments(
     kept = [  # phase 1
         r
         for ref, replicas in by_book.items()
-        if desired.get(ref, 0) > 0
+        if ref in desired and desired[ref].replicas > 0
         for r in replicas
         if r.node_id in live
     ]
@@ -145,31 +156,39 @@ def plan_assignments(
 
     assignments = {r for book in books for r in (*book.targets, *_still_needed(book, synced))}  # phase 7
     before = set(current)
+    places_before, places_after = {_place(r) for r in before}, {_place(r) for r in assignments}
     return Plan(
         assignments=frozenset(assignments),
-        added=frozenset(assignments - before),
-        removed=frozenset(before - assignments),
+        added=frozenset(r for r in assignments - before if _place(r) not in places_before),
+        removed=frozenset(r for r in before - assignments if _place(r) not in places_after),
         unplaced={b.ref: b.missing() for b in books if b.missing() > 0},
+        resized=frozenset(r for r in assignments - before if _place(r) in places_before),
     )
 
 
+def _place(replica: ReplicaAssignment) -> tuple[str, str, int, str]:
+    """Where a replica is, whatever its depth: book, index, node."""
+    return replica.exchange, replica.market, replica.replica, replica.node_id
+
+
 def _books(
-    desired: Mapping[BookRef, int],
+    desired: Mapping[BookRef, BookWish],
     by_book: Mapping[BookRef, list[ReplicaAssignment]],
     live: Set[str],
     fleet: _Fleet,
     synced: Set[tuple[BookRef, int]],
 ) -> list[_Book]:
     books = []
-    for ref, wanted in sorted(desired.items()):
+    for ref, (wanted, depth) in sorted(desired.items()):
         if wanted <= 0:
             continue
         replicas = by_book.get(ref, [])
         existing = sorted(
-            (r for r in replicas if r.node_id in live),
+            (r if r.depth == depth else replace(r, depth=depth) for r in replicas if r.node_id in live),
             key=lambda r: (fleet.start_fill(r.node_id), (ref, r.replica) not in synced, -r.replica),
         )
-        books.append(_Book(ref, wanted, existing, max((r.replica for r in replicas), default=0) + 1))
+        next_index = max((r.replica for r in replicas), default=0) + 1
+        books.append(_Book(ref, wanted, depth, existing, next_index))
     return books
 
 
@@ -197,7 +216,9 @@ def _create(book: _Book, fleet: _Fleet, *, free_nodes_only: bool) -> None:
 
 
 def _add(book: _Book, fleet: _Fleet, node_id: str) -> None:
-    book.targets.append(ReplicaAssignment(book.ref.exchange, book.ref.market, book.next_index, node_id))
+    book.targets.append(
+        ReplicaAssignment(book.ref.exchange, book.ref.market, book.next_index, node_id, book.depth)
+    )
     book.next_index += 1
     fleet.targets[node_id] += 1
     fleet.used[node_id] += 1

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from control_plane.audit import AuditLog
 from control_plane.auth import Authenticator
 from control_plane.clock import Clock, now_ms
+from control_plane.depth import DEFAULT_DEPTH
 from control_plane.keys import KeyAdmin
 from control_plane.markets import MarketValidator
 from control_plane.models import ApiKey, AuditEvent, JsonScalar, Principal, Subscription, Tenant
@@ -87,9 +88,16 @@ class ControlService:
 
     # -- subscriptions (tenant) -------------------------------------------------------------
     async def subscribe(
-        self, tenant_id: str, exchange: object, market: object, replicas: object = 1, *, actor: Principal
+        self,
+        tenant_id: str,
+        exchange: object,
+        market: object,
+        replicas: object = 1,
+        depth: object = DEFAULT_DEPTH,
+        *,
+        actor: Principal,
     ) -> tuple[Subscription, bool]:
-        return await self._subscriptions.subscribe(tenant_id, exchange, market, replicas, actor=actor)
+        return await self._subscriptions.subscribe(tenant_id, exchange, market, replicas, depth, actor=actor)
 
     async def unsubscribe(
         self, tenant_id: str, exchange: object, market: object, *, actor: Principal

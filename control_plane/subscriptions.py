@@ -1,9 +1,11 @@
-"""Tenants' subscriptions: which books each tenant reads, and how many replicas it wants kept.
+"""Tenants' subscriptions: which books each tenant reads, how many replicas and how deep it wants them.
 
 A subscription is accepted only for an exchange Ladder knows and a market that exchange lists
 as trading (through the injected MarketValidator), with ``replicas`` within the tenant's
-``max_replicas``; the store enforces ``max_markets`` atomically. A book lives while any tenant
-subscribes to it: the scheduler reads the union of all subscriptions from the store.
+``max_replicas`` and ``depth`` within both the venue's snapshot maximum and the tenant's
+``max_depth``; the store enforces ``max_markets`` atomically. A book lives while any tenant
+subscribes to it, as deep as its deepest subscriber asks: the scheduler reads the union of all
+subscriptions from the store.
 
 ``is_entitled`` answers from a per-tenant cache refreshed every ``cache_ttl_ms`` (and at once
 after this process changed that tenant's subscriptions), so the read path does not ask the store
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 from control_plane.audit import AuditLog
 from control_plane.clock import Clock
+from control_plane.depth import DEFAULT_DEPTH
 from control_plane.errors import (
     LimitExceededError,
     NotFoundError,
@@ -25,7 +28,13 @@ from control_plane.markets import MarketValidator
 from control_plane.models import BookRef, Principal, Subscription
 from control_plane.stores.base import ControlStore
 from control_plane.tenants import MAX_REPLICAS_LIMIT
-from control_plane.validation import require_exchange, require_id, require_int, require_market
+from control_plane.validation import (
+    require_depth,
+    require_exchange,
+    require_id,
+    require_int,
+    require_market,
+)
 
 
 class SubscriptionDesk:
@@ -46,9 +55,16 @@ class SubscriptionDesk:
         self._entitled: dict[str, tuple[frozenset[BookRef], int]] = {}
 
     async def subscribe(
-        self, tenant_id: str, exchange: object, market: object, replicas: object = 1, *, actor: Principal
+        self,
+        tenant_id: str,
+        exchange: object,
+        market: object,
+        replicas: object = 1,
+        depth: object = DEFAULT_DEPTH,
+        *,
+        actor: Principal,
     ) -> tuple[Subscription, bool]:
-        """Create or update the subscription: ``(subscription, created)``."""
+        """Create or update (replicas and depth) the subscription: ``(subscription, created)``."""
         book = BookRef(require_exchange(exchange), require_market(market))
         count = require_int("replicas", replicas, lo=1, hi=MAX_REPLICAS_LIMIT)
         tenant = await self._store.get_tenant(require_id("tenant", tenant_id, TENANT_ID_PREFIX))
@@ -58,13 +74,22 @@ class SubscriptionDesk:
             raise UnknownExchangeError(f"unknown exchange {book.exchange!r}")
         if not await self._markets.tradable(book.exchange, book.market):
             raise UnknownMarketError(f"{book.exchange} has no trading market {book.market!r}")
+        levels = require_depth(book.exchange, depth)  # after the exchange check: its limit is known
         if count > tenant.max_replicas:
             raise LimitExceededError(f"replicas may be at most {tenant.max_replicas} for this tenant")
-        wanted = Subscription(tenant.id, book.exchange, book.market, count, self._clock())
+        if levels > tenant.max_depth:
+            raise LimitExceededError(f"depth may be at most {tenant.max_depth} for this tenant")
+        wanted = Subscription(tenant.id, book.exchange, book.market, count, self._clock(), levels)
         stored, created = await self._store.put_subscription(wanted)
         self._entitled.pop(tenant.id, None)
         await self._audit.record(
-            actor, "subscription.put", tenant.id, exchange=book.exchange, market=book.market, replicas=count
+            actor,
+            "subscription.put",
+            tenant.id,
+            exchange=book.exchange,
+            market=book.market,
+            replicas=count,
+            depth=levels,
         )
         return stored, created
 

@@ -3,7 +3,8 @@
 Fields arrive as decoded JSON; each is checked for type and range here, and unknown fields are
 refused rather than ignored, so a typo in an operator's request is never silently dropped.
 Lowering ``max_markets`` below a tenant's current count keeps its subscriptions; it only stops
-new ones. Lowering ``max_replicas`` takes effect on the next scheduler round.
+new ones. Lowering ``max_replicas`` or ``max_depth`` takes effect on the next scheduler round
+(subscriptions keep what they asked for; the scheduler caps each wish by its tenant's limits).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Callable, Mapping
 
 from control_plane.audit import AuditLog
 from control_plane.clock import Clock
+from control_plane.depth import DEFAULT_MAX_DEPTH, MAX_DEPTH_LIMIT
 from control_plane.errors import InvalidRequestError, NotFoundError
 from control_plane.ids import TENANT_ID_PREFIX, new_id
 from control_plane.models import Principal, Tenant
@@ -25,6 +27,7 @@ _CHECKS: dict[str, Callable[[object], object]] = {
     "name": lambda v: require_name("name", v),
     "max_markets": lambda v: require_int("max_markets", v, lo=0, hi=100_000),
     "max_replicas": lambda v: require_int("max_replicas", v, lo=1, hi=MAX_REPLICAS_LIMIT),
+    "max_depth": lambda v: require_int("max_depth", v, lo=1, hi=MAX_DEPTH_LIMIT),
     "rate_limit_rps": lambda v: require_number("rate_limit_rps", v, lo=0.01, hi=1_000_000),
     "burst": lambda v: require_int("burst", v, lo=1, hi=10_000_000),
     "disabled": lambda v: require_bool("disabled", v),
@@ -50,7 +53,10 @@ class TenantAdmin:
         self._on_change = on_change
 
     async def create(self, fields: Mapping[str, object], *, actor: Principal) -> Tenant:
-        """A new tenant from ``{"name", "max_markets", "max_replicas", "rate_limit_rps", "burst"}``."""
+        """A new tenant from ``name`` and any of its limits; a limit not given gets its default.
+
+        The limits: ``max_markets``, ``max_replicas``, ``max_depth``, ``rate_limit_rps``, ``burst``.
+        """
         values = _checked(fields, frozenset(_CHECKS) - {"disabled"})
         if "name" not in values:
             raise InvalidRequestError("name is required")
@@ -59,6 +65,7 @@ class TenantAdmin:
             name="",
             max_markets=10,
             max_replicas=2,
+            max_depth=DEFAULT_MAX_DEPTH,
             rate_limit_rps=10.0,
             burst=20,
             disabled=False,

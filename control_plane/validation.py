@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import re
 
+from control_plane.depth import MAX_DEPTH_LIMIT, venue_max_depth
 from control_plane.errors import InvalidRequestError, NotFoundError
 
 _EXCHANGE = re.compile(r"[a-z0-9][a-z0-9.\-]{0,63}")
@@ -25,6 +26,17 @@ def require_int(field: str, value: object, *, lo: int, hi: int) -> int:
     if not lo <= value <= hi:
         raise InvalidRequestError(f"{field} must be between {lo} and {hi}")
     return value
+
+
+def require_depth(exchange: str, value: object) -> int:
+    """Levels per side to keep of a book on ``exchange``: 1 to what one venue snapshot holds."""
+    depth = require_int("depth", value, lo=1, hi=MAX_DEPTH_LIMIT)
+    limit = venue_max_depth(exchange)
+    if depth > limit:
+        raise InvalidRequestError(
+            f"depth may be at most {limit} on {exchange} (the most levels one snapshot of it holds)"
+        )
+    return depth
 
 
 def require_number(field: str, value: object, *, lo: float, hi: float) -> float:

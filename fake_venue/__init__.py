@@ -8,6 +8,6 @@ See ``fake_venue.app`` for the URL map and ``fake_venue.control`` for the faults
 """
 
 from fake_venue.app import FakeVenue
-from fake_venue.config import BinanceLimits, VenueConfig
+from fake_venue.config import BinanceLimits, Drift, VenueConfig
 
-__all__ = ["BinanceLimits", "FakeVenue", "VenueConfig"]
+__all__ = ["BinanceLimits", "Drift", "FakeVenue", "VenueConfig"]

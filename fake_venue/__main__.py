@@ -13,7 +13,7 @@ import signal
 import sys
 
 from fake_venue.app import FakeVenue
-from fake_venue.config import VenueConfig
+from fake_venue.config import Drift, VenueConfig
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -28,6 +28,41 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--rate", type=float, default=defaults.rate, help="updates per second per active symbol"
     )
     parser.add_argument("--levels", type=int, default=defaults.levels, help="levels per side of each book")
+    parser.add_argument(
+        "--deep-symbols",
+        type=int,
+        default=defaults.deep_symbols,
+        help="the first N symbols of each Binance catalogue get --deep-levels levels a side",
+    )
+    parser.add_argument("--deep-levels", type=int, default=defaults.deep_levels)
+    drift = defaults.drift
+    parser.add_argument(
+        "--drift-ticks-per-s",
+        type=float,
+        default=drift.ticks_per_s,
+        help="every mid walks this many ticks a second (0: no drift)",
+    )
+    parser.add_argument(
+        "--drift-turn-every-s",
+        type=float,
+        default=drift.turn_every_s,
+        help="mean seconds between the walk's direction changes (0: never)",
+    )
+    parser.add_argument(
+        "--drift-sweep-every-s",
+        type=float,
+        default=drift.sweep_every_s,
+        help="seconds between sweeps of the touch (0: none)",
+    )
+    parser.add_argument(
+        "--drift-sweep-levels", type=int, default=drift.sweep_levels, help="levels one sweep deletes"
+    )
+    parser.add_argument(
+        "--deep-share",
+        type=float,
+        default=defaults.deep_share,
+        help="share of each update's operations at a uniformly random depth (0..1)",
+    )
     parser.add_argument("--seed", type=int, default=defaults.seed)
     parser.add_argument(
         "--history", type=int, default=defaults.history_max_events, help="updates kept per symbol"
@@ -44,6 +79,15 @@ def config_from(args: argparse.Namespace) -> VenueConfig:
         alpaca_symbols=args.alpaca_symbols,
         rate=args.rate,
         levels=args.levels,
+        deep_symbols=args.deep_symbols,
+        deep_levels=args.deep_levels,
+        drift=Drift(
+            ticks_per_s=args.drift_ticks_per_s,
+            turn_every_s=args.drift_turn_every_s,
+            sweep_every_s=args.drift_sweep_every_s,
+            sweep_levels=args.drift_sweep_levels,
+        ),
+        deep_share=args.deep_share,
         history_max_events=args.history,
         history_min_events=min(args.history, VenueConfig().history_min_events),
         unicode_symbol=args.unicode_symbol,

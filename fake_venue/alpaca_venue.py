@@ -134,7 +134,6 @@ class AlpacaVenue:
 
     def __init__(self, config: VenueConfig, scheduler: Scheduler) -> None:
         self.config = config
-        self.rate = config.rate
         self.max_connection_age_s = config.max_connection_age_s
         self._scheduler = scheduler
         self.markets = Markets(

@@ -100,8 +100,8 @@ class BinanceDialect(ABC):
     def encode_event(self, market: Market, event: Update, micro: bool) -> bytes:
         style = market.style
         body = self.event_fields(market, event, event.t_ns // 1000 if micro else event.event_ms)
-        body["b"] = [style.level(tick, qty) for tick, qty in event.bids]
-        body["a"] = [style.level(tick, qty) for tick, qty in event.asks]
+        body["b"] = style.levels(event.bids)
+        body["a"] = style.levels(event.asks)
         return orjson.dumps(body)
 
     def encode_snapshot(
@@ -114,8 +114,8 @@ class BinanceDialect(ABC):
     ) -> bytes:
         style = market.style
         body = self.snapshot_fields(market, last_id, now_ms)
-        body["bids"] = [style.level(tick, qty) for tick, qty in bids]
-        body["asks"] = [style.level(tick, qty) for tick, qty in asks]
+        body["bids"] = style.levels(bids)
+        body["asks"] = style.levels(asks)
         return orjson.dumps(body)
 
     def form_for(self, suffix: str) -> int | None:

@@ -76,7 +76,6 @@ class BinanceVenue:
         self.dialect = dialect
         self.name = dialect.venue
         self.config = config
-        self.rate = config.rate
         self.max_connection_age_s = config.max_connection_age_s
         self.faults = VenueFaults()
         self.weights = WeightLedger(
@@ -91,6 +90,7 @@ class BinanceVenue:
             dialect.style_for,
             config,
             self._activated,
+            config.deep_symbols,
         )
         self.connections: dict[int, BinanceConnection] = {}
         self.events_generated = 0
@@ -120,14 +120,14 @@ class BinanceVenue:
         return self.dialect.form_for(suffix) is not None
 
     def subscribe(self, conn: BinanceConnection, stream: str) -> None:
-        """Listen to ``stream``; a listed symbol starts moving, an unknown one stays silent."""
+        """Listen to ``stream``; a listed symbol starts moving (soon), an unknown one stays silent."""
         if stream in conn.streams:
             return
         conn.streams[stream] = None
         self._listeners.setdefault(stream, {})[conn] = None
         name = self.markets.by_lower.get(split_stream(stream)[0])
         if name is not None:
-            self.markets.get(name)
+            self.markets.request(name)
 
     def unsubscribe(self, conn: BinanceConnection, stream: str) -> None:
         if stream in conn.streams:

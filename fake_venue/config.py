@@ -31,6 +31,28 @@ FUTURES_LIMITS = BinanceLimits(
 
 
 @dataclass(frozen=True, slots=True)
+class Drift:
+    """A price that walks: the mid moves many ticks, turning at random, and sweeps eat the touch.
+
+    Per-second figures are spread over a symbol's updates at its current rate, so the books stay a
+    function of the seed and the update count; a paused symbol (rate 0) does not drift.
+    """
+
+    ticks_per_s: float = 0.0
+    """How fast the mid walks, in ticks a second; 0 leaves it the slow random walk of the touch."""
+    turn_every_s: float = 20.0
+    """Mean seconds between random direction changes; 0 never turns (except at the edge of its range)."""
+    sweep_every_s: float = 0.0
+    """Seconds between sweeps, updates that consume the best ``sweep_levels`` levels of the side the
+    walk heads into; 0 never sweeps."""
+    sweep_levels: int = 30
+
+    @property
+    def on(self) -> bool:
+        return self.ticks_per_s > 0 or self.sweep_every_s > 0
+
+
+@dataclass(frozen=True, slots=True)
 class VenueConfig:
     """Everything the fake venue can be told at start-up; faults are set later, at run time."""
 
@@ -42,7 +64,16 @@ class VenueConfig:
     rate: float = 10.0
     """Updates per second per active symbol."""
     levels: int = 1500
-    """Target levels per side of each book."""
+    """Target levels per side of each book ..."""
+    deep_symbols: int = 0
+    """... except the first this many symbols of each Binance catalogue, which get ..."""
+    deep_levels: int = 6000
+    """... this many (the ``book_levels`` action sets one symbol's before it is first used)."""
+    drift: Drift = Drift()
+    """Every symbol's drift at start-up (off); the ``drift`` control action changes it at run time."""
+    deep_share: float = 0.0
+    """Share of each update's operations that land at a uniformly random depth of a side instead of
+    near the touch, so levels thousands deep keep changing; the ``deep_activity`` action sets it."""
     spot: BinanceLimits = SPOT_LIMITS
     futures: BinanceLimits = FUTURES_LIMITS
     weight_window_s: float = 60.0

@@ -21,6 +21,15 @@ empty_book         symbol, side bids|asks|both (both): one update deleting every
 symbol_status      symbol, status: exchangeInfo shows it; only TRADING symbols move
 rate               rate (events/s), symbol (venue-wide)
 burst              count, symbol (every active symbol at once)
+drift              symbol (venue-wide), ticks_per_s (0), turn_every_s (20), sweep_every_s (0),
+                   sweep_levels (30): the mid walks ``ticks_per_s`` ticks a second, turning on
+                   average every ``turn_every_s``, and every ``sweep_every_s`` one update deletes
+                   the best ``sweep_levels`` levels of the side it walks into; a field left out
+                   takes its default, so ``{"action": "drift", "venue": ...}`` alone is off
+deep_activity      share (0..1), symbol (venue-wide): that share of each update's operations land
+                   at a uniformly random depth of a side (0 = all near the touch)
+book_levels        symbol, levels: the symbol's book gets that many levels a side when it is
+                   built; refused once the symbol is in use (subscribed, fetched or controlled)
 snapshot_delay_ms  ms, symbol (venue-wide)
 snapshot_lag       updates, symbol (venue-wide): snapshots as of that many updates ago
 http_status        status, count (1), retry_after (0): the next REST answers
@@ -36,6 +45,7 @@ reset              venue (all): every fault above back to the start-up settings
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
@@ -44,6 +54,7 @@ from aiohttp import web
 
 from fake_venue.alpaca_venue import AlpacaVenue
 from fake_venue.binance_venue import BinanceVenue
+from fake_venue.config import Drift
 from fake_venue.connection import Connection
 from fake_venue.generator import ChangeSet
 from fake_venue.market import Market
@@ -75,6 +86,9 @@ class Control:
             "symbol_status": self.symbol_status,
             "rate": self.rate,
             "burst": self.burst,
+            "drift": self.drift,
+            "deep_activity": self.deep_activity,
+            "book_levels": self.book_levels,
             "snapshot_delay_ms": self.snapshot_delay,
             "snapshot_lag": self.snapshot_lag,
             "http_status": self.http_status,
@@ -174,7 +188,7 @@ class Control:
             market.rate = rate
             self.scheduler.reschedule(market, venue)
         else:
-            venue.rate = rate
+            venue.markets.motion.rate = rate
             for market in venue.markets.active.values():
                 self.scheduler.reschedule(market, venue)
         return {}
@@ -186,6 +200,43 @@ class Control:
             if market.trading:
                 venue.burst(market, count)
         return {"symbols": len(markets)}
+
+    def drift(self, params: dict[str, Any]) -> dict[str, Any]:
+        venue, off = self._venue(params), Drift()
+        drift = Drift(
+            ticks_per_s=_number(params, "ticks_per_s", off.ticks_per_s),
+            turn_every_s=_number(params, "turn_every_s", off.turn_every_s),
+            sweep_every_s=_number(params, "sweep_every_s", off.sweep_every_s),
+            sweep_levels=_int(params, "sweep_levels", off.sweep_levels),
+        )
+        if drift.sweep_levels < 1:
+            raise ControlError("sweep_levels must be at least 1")
+        if "symbol" in params:
+            self._market(params).drift = drift
+        else:
+            venue.markets.motion.drift = drift
+        return {"drift": dataclasses.asdict(drift)}
+
+    def deep_activity(self, params: dict[str, Any]) -> dict[str, Any]:
+        venue, share = self._venue(params), _number(params, "share")
+        if share > 1:
+            raise ControlError("share must be between 0 and 1")
+        if "symbol" in params:
+            self._market(params).deep_share = share
+        else:
+            venue.markets.motion.deep_share = share
+        return {}
+
+    def book_levels(self, params: dict[str, Any]) -> dict[str, Any]:
+        markets, name, levels = self._venue(params).markets, params.get("symbol"), _int(params, "levels")
+        if name not in markets.specs:
+            raise ControlError(f"{markets.venue} lists no symbol {name!r}")
+        if name in markets.active:
+            raise ControlError(f"{name} is in use already; its book keeps its depth")
+        if levels < 1:
+            raise ControlError("levels must be at least 1")
+        markets.levels[name] = levels
+        return {}
 
     # -- connections
 
@@ -316,10 +367,12 @@ class Control:
 
 
 def _reset_venue(venue: Venue) -> None:
-    venue.rate = venue.config.rate
+    venue.markets.reset()
     venue.max_connection_age_s = venue.config.max_connection_age_s
     for market in venue.markets.active.values():
         market.rate = None
+        market.drift = None
+        market.deep_share = None
         market.stall_until = 0.0
         market.skip_next = 0
         market.cross_pending = None
@@ -341,8 +394,8 @@ def _int(params: dict[str, Any], key: str, default: int | None = None) -> int:
     return value
 
 
-def _number(params: dict[str, Any], key: str) -> float:
-    value = params.get(key)
+def _number(params: dict[str, Any], key: str, default: float | None = None) -> float:
+    value = params.get(key, default)
     if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
         raise ControlError(f"{key} must be a non-negative number")
     return float(value)

@@ -10,15 +10,20 @@ differences are what client parsers must survive:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 def fixed(units: int, decimals: int) -> str:
     """``units`` scaled by ``10**-decimals``, with exactly ``decimals`` digits after the point."""
-    if decimals == 0:
-        return str(units)
-    whole, frac = divmod(units, 10**decimals)
-    return f"{whole}.{frac:0{decimals}d}"
+    text, divisor = fixed_format(decimals)
+    return text % divmod(units, divisor)
+
+
+def fixed_format(decimals: int) -> tuple[str, int]:
+    """The %-format and divisor ``fixed`` writes with, ``format % divmod(units, divisor)``: one C-level
+    step per number, which ``LevelStyle.levels`` keeps for the thousands of levels of a deep
+    snapshot (``%.0s`` swallows the zero remainder when there are no decimals)."""
+    return ("%d%.0s", 1) if decimals == 0 else (f"%d.%0{decimals}d", 10**decimals)
 
 
 def trimmed(units: int, decimals: int) -> str:
@@ -40,6 +45,12 @@ class LevelStyle:
     qty_decimals: int
     trim: bool
     zero_qty: str
+    _price_format: tuple[str, int] = field(init=False, repr=False, compare=False)
+    _qty_format: tuple[str, int] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_price_format", fixed_format(self.price_decimals))
+        object.__setattr__(self, "_qty_format", fixed_format(self.qty_decimals))
 
     def price(self, tick: int) -> str:
         units = tick * self.price_factor
@@ -51,5 +62,16 @@ class LevelStyle:
         units *= self.qty_factor
         return trimmed(units, self.qty_decimals) if self.trim else fixed(units, self.qty_decimals)
 
-    def level(self, tick: int, units: int) -> list[str]:
-        return [self.price(tick), self.qty(units)]
+    def levels(self, levels: list[tuple[int, int]]) -> list[list[str]]:
+        """``[price, qty]`` texts of ``(tick, units)`` levels, as ``price`` and ``qty`` write them."""
+        if self.trim:
+            return [[self.price(tick), self.qty(units)] for tick, units in levels]
+        (price_format, price_div), (qty_format, qty_div) = self._price_format, self._qty_format
+        price_factor, qty_factor, zero = self.price_factor, self.qty_factor, self.zero_qty
+        return [
+            [
+                price_format % divmod(tick * price_factor, price_div),
+                qty_format % divmod(units * qty_factor, qty_div) if units else zero,
+            ]
+            for tick, units in levels
+        ]

@@ -7,7 +7,9 @@ is consumed and, half the time, the same price reappears on the other side in th
 Trades through the touch in both directions make the mid a random walk. After the operations each
 side is pulled back to its shape: levels farther than ``span`` ticks from the touch (or beyond the
 target count) are trimmed and holes anywhere within the span are refilled, so the book follows the
-touch and far levels change too (what a client's trusted-depth logic must cope with).
+touch and far levels change too (what a client's trusted-depth logic must cope with). With deep
+activity on, a share of the operations instead pick a tick uniformly within the span and add a
+level there, or resize or delete the one it holds, so levels thousands deep change all the time.
 
 New bids always stay below the best ask and new asks above the best bid, so the book never crosses
 by itself; the cross fault (``force_cross``) is the only way to cross it. Every change goes through
@@ -32,6 +34,9 @@ _SIZES = [draw(-0.5, 1.0) for draw in [random.Random(0).lognormvariate] * (1 << 
 (far cheaper than drawing a log-normal per level, and just as deterministic)."""
 _LARGEST_SIZE = int(max(_SIZES)) + 1
 _OPERATIONS_PER_UPDATE = (1, 1, 2, 2, 3, 3, 4, 5)
+_DEEP_DELETE = (1 - OCCUPANCY) / OCCUPANCY
+"""Of the operations at depth that find a level, the share that delete it (the rest resize it):
+with adds on every empty tick found, this keeps the side at ``OCCUPANCY``."""
 
 
 class ChangeSet:
@@ -93,11 +98,15 @@ class Generator:
             else:
                 side.load(self.mid + 1, quantities)
 
-    def step(self, changes: ChangeSet) -> None:
-        """Draw one update's operations into ``changes`` (which applies them to its book)."""
+    def step(self, changes: ChangeSet, deep_share: float = 0.0) -> None:
+        """Draw one update's operations into ``changes`` (which applies them to its book); a
+        ``deep_share`` of them land at a uniformly random depth of a side."""
         book = changes.book
         rng = self.rng
         for _ in range(_OPERATIONS_PER_UPDATE[rng.getrandbits(3)]):
+            if deep_share and rng.random() < deep_share:
+                self._at_depth(changes, book.bids if rng.random() < 0.5 else book.asks)
+                continue
             draw = rng.random()
             side = book.bids if rng.random() < 0.5 else book.asks
             if draw < 0.36:
@@ -124,6 +133,27 @@ class Generator:
         tick = best_ask if locked else best_ask + 1
         changes.set(True, tick, self.qty())
         return tick
+
+    def fill(self, changes: ChangeSet, side: Side, ticks: range) -> None:
+        """Occupy ``OCCUPANCY`` of ``ticks`` at random sizes, as a seeded book is."""
+        rng = self.rng
+        for tick in ticks:
+            if rng.random() < OCCUPANCY:
+                changes.set(side.is_bid, tick, self.qty())
+
+    def extend(self, changes: ChangeSet, side: Side) -> None:
+        """Grow a side at its far end, within its span, until it holds ``levels`` levels again."""
+        best, worst = side.best, side.worst
+        if best is None or worst is None:
+            return
+        step = -1 if side.is_bid else 1
+        edge = best + step * self.span
+        tick = worst + step
+        rng = self.rng
+        while side.count < self.levels and tick >= 1 and not side.better(edge, tick):
+            if rng.random() < OCCUPANCY:
+                changes.set(side.is_bid, tick, self.qty())
+            tick += step
 
     def _near_touch(self, side: Side) -> int | None:
         return side.nth(int(self.rng.expovariate(1 / 8)))
@@ -161,6 +191,21 @@ class Generator:
             tick = max(tick, best_bid + 1)
         if tick >= 1:
             changes.set(side.is_bid, tick, self.qty())
+
+    def _at_depth(self, changes: ChangeSet, side: Side) -> None:
+        """Add, resize or delete the level at a uniformly random depth within the side's span."""
+        best = side.best
+        if best is None:
+            return
+        rng = self.rng
+        offset = 1 + int(rng.random() * self.span)
+        tick = best - offset if side.is_bid else best + offset
+        if tick < 1:
+            return
+        if side.get(tick) == 0:
+            changes.set(side.is_bid, tick, self.qty())
+        else:
+            changes.set(side.is_bid, tick, 0 if rng.random() < _DEEP_DELETE else self.qty())
 
     def _trade_through(self, changes: ChangeSet, book: Book, up: bool) -> None:
         """Consume the touch on one side; half the time its price reappears on the other side."""

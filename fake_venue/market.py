@@ -1,18 +1,25 @@
 """One symbol on one venue, and the lazily built set of them.
 
-Theory of operation. A ``Market`` owns a book, the generator that moves it, its update ids and its
-recent history, plus the faults that act on one symbol (rate, stall, gap, cross). ``step`` makes one
-update: the generator changes the book, the venue's ``IdSource`` gives it an id range, and the
-update's undo record goes to history, so the truth endpoint can rebuild any recent state. An update
-is made once and then encoded once per stream form, however many clients receive it.
+Theory of operation. A ``Market`` owns a book, the generator that moves it, its drift (``Walk``),
+its update ids and its recent history, plus the faults that act on one symbol (rate, stall, gap,
+cross). ``step`` makes one update: the drift and the generator change the book, the venue's
+``IdSource`` gives it an id range, and the update's undo record goes to history, so the truth
+endpoint can rebuild any recent state. An update is made once and then encoded once per stream
+form, however many clients receive it. How a venue's books move (rate, drift, deep activity) is one
+``Motion``
+its markets share; a market's own setting, when a control action gave it one, overrides it.
 
 ``Markets`` holds a venue's catalogue. A symbol costs nothing until something touches it (a
 subscription, a depth snapshot, the truth endpoint); only then is its book seeded and it starts
-to move. So a catalogue of thousands of symbols is free until used.
+to move. So a catalogue of thousands of symbols is free until used. Seeding takes a millisecond
+for a 1500-level book and several for a 6000-level one, so symbols subscribed by the thousand are
+queued and built a few milliseconds of the event loop at a time (``request``), with other work in
+between; a snapshot or the truth endpoint builds the one book it needs at once (``get``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import random
 import time
 from array import array
@@ -21,11 +28,15 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from fake_venue.book import Book
-from fake_venue.config import VenueConfig
+from fake_venue.config import Drift, VenueConfig
 from fake_venue.decimal_text import LevelStyle
+from fake_venue.drift import Walk
 from fake_venue.generator import ChangeSet, Generator
 from fake_venue.history import History, Record
 from fake_venue.symbols import TRADING, SymbolSpec
+
+BUILD_SLICE_S = 0.005
+"""Longest the event loop spends building requested markets before it does other work."""
 
 
 @dataclass(slots=True)
@@ -91,6 +102,29 @@ class Sequence:
         return last_id + 1, last_id + 1
 
 
+class Motion:
+    """How a venue moves its books, shared by all its markets; a market's own setting overrides it.
+
+    Control actions change it at run time; ``reset`` puts back the start-up settings.
+    """
+
+    __slots__ = ("_config", "deep_share", "drift", "rate")
+
+    def __init__(self, config: VenueConfig) -> None:
+        self._config = config
+        self.rate = config.rate
+        """Updates per second per active symbol."""
+        self.drift = config.drift
+        """Where and how fast the mids walk (see ``drift.py``)."""
+        self.deep_share = config.deep_share
+        """Share of each update's operations at a uniformly random depth."""
+
+    def reset(self) -> None:
+        self.rate = self._config.rate
+        self.drift = self._config.drift
+        self.deep_share = self._config.deep_share
+
+
 class Market:
     """One symbol's book, ids, history and per-symbol faults."""
 
@@ -102,6 +136,8 @@ class Market:
         ids: IdSource,
         config: VenueConfig,
         rng: random.Random,
+        motion: Motion,
+        levels: int,
     ) -> None:
         self.spec = spec
         self.name = spec.name
@@ -110,7 +146,8 @@ class Market:
         self.book = Book()
         self.rng = rng
         self._ids = ids
-        self.generator = Generator(rng, config.levels, spec.mean_qty, spec.mid_ticks)
+        self.generator = Generator(rng, levels, spec.mean_qty, spec.mid_ticks)
+        self.walk = Walk(rng, spec.mid_ticks)
         if status == TRADING:
             self.generator.seed(self.book)
         self.last_id = ids.initial(rng)
@@ -123,8 +160,13 @@ class Market:
             config.history_min_events,
             config.history_seconds,
         )
+        self.motion = motion
         self.rate: float | None = None
         """Updates per second for this symbol; None follows the venue's rate."""
+        self.drift: Drift | None = None
+        """This symbol's drift; None follows the venue's."""
+        self.deep_share: float | None = None
+        """This symbol's share of operations at depth; None follows the venue's."""
         self.stall_until = 0.0
         """Monotonic time before which the symbol makes no updates (the stall fault)."""
         self.skip_next = 0
@@ -140,11 +182,27 @@ class Market:
     def trading(self) -> bool:
         return self.status == TRADING
 
+    @property
+    def effective_rate(self) -> float:
+        return self.rate if self.rate is not None else self.motion.rate
+
+    @property
+    def effective_drift(self) -> Drift:
+        return self.drift if self.drift is not None else self.motion.drift
+
+    @property
+    def effective_deep_share(self) -> float:
+        return self.deep_share if self.deep_share is not None else self.motion.deep_share
+
     def step(self, extra: Callable[[ChangeSet], None] | None = None, generate: bool = True) -> Update:
-        """Make one update: generated changes, then any fault's ``extra`` changes, recorded."""
+        """Make one update: the drift's and the generator's changes, then any fault's ``extra``
+        changes, recorded. A sweep of the drift is the whole generated part of its update."""
         changes = ChangeSet(self.book)
         if generate:
-            self.generator.step(changes)
+            rate = self.effective_rate
+            period_s = 1 / rate if rate > 0 else 0.0
+            if not self.walk.step(changes, self.generator, self.effective_drift, period_s):
+                self.generator.step(changes, self.effective_deep_share)
         self._apply_cross(changes)
         if extra is not None:
             extra(changes)
@@ -204,6 +262,7 @@ class Markets:
         style_for: Callable[[SymbolSpec], LevelStyle],
         config: VenueConfig,
         on_activate: Callable[[Market], None],
+        deep_symbols: int = 0,
     ) -> None:
         self.venue = venue
         self.specs = {spec.name: spec for spec in specs}
@@ -212,10 +271,30 @@ class Markets:
         self.statuses = {spec.name: spec.status for spec in specs}
         self.catalogue_version = 0
         """Bumped when a status changes, so cached exchangeInfo bodies know to rebuild."""
+        self.motion = Motion(config)
+        self._start_levels = {spec.name: config.deep_levels for spec in specs[:deep_symbols]}
+        self.levels = dict(self._start_levels)
+        """Levels a side of the books not built yet whose depth is not ``config.levels``."""
         self._ids = ids
         self._style_for = style_for
         self._config = config
         self._on_activate = on_activate
+        self._requested: dict[str, None] = {}
+
+    def request(self, name: str) -> None:
+        """Build the market for a listed ``name`` soon, in slices of the event loop."""
+        if name in self.active or name in self._requested:
+            return
+        self._requested[name] = None
+        if len(self._requested) == 1:
+            asyncio.get_running_loop().call_soon(self._build_requested)
+
+    def _build_requested(self) -> None:
+        deadline = time.perf_counter() + BUILD_SLICE_S
+        while self._requested and time.perf_counter() < deadline:
+            self.get(next(iter(self._requested)))
+        if self._requested:
+            asyncio.get_running_loop().call_soon(self._build_requested)
 
     def get(self, name: str) -> Market | None:
         """The market for ``name``, built and started on first use; None if not listed."""
@@ -225,11 +304,26 @@ class Markets:
         spec = self.specs.get(name)
         if spec is None:
             return None
+        self._requested.pop(name, None)
         rng = random.Random(f"{self._config.seed}:{self.venue}:{name}")
-        market = Market(spec, self.statuses[name], self._style_for(spec), self._ids, self._config, rng)
+        market = Market(
+            spec,
+            self.statuses[name],
+            self._style_for(spec),
+            self._ids,
+            self._config,
+            rng,
+            self.motion,
+            self.levels.get(name, self._config.levels),
+        )
         self.active[name] = market
         self._on_activate(market)
         return market
+
+    def reset(self) -> None:
+        """Back to the start-up settings (a book already built keeps its depth)."""
+        self.motion.reset()
+        self.levels = dict(self._start_levels)
 
     def set_status(self, name: str, status: str) -> None:
         self.statuses[name] = status

@@ -28,8 +28,6 @@ MAX_CATCH_UP_S = 1.0
 class Feed(Protocol):
     """A venue's stream side, as the clock sees it."""
 
-    rate: float
-
     def emit(self, market: Market) -> None:
         """Make one update of ``market`` and send it to whoever listens."""
 
@@ -54,7 +52,7 @@ class Scheduler:
 
     def add(self, market: Market, feed: Feed) -> None:
         """Start driving a newly active market, at a random phase within its first period."""
-        rate = self._rate(market, feed)
+        rate = market.effective_rate
         phase = market.rng.random() / rate if rate > 0 else IDLE_RECHECK_S
         self._push(market, feed, self._now() + phase)
 
@@ -90,7 +88,7 @@ class Scheduler:
             await self._sleep_until(loop, wake_at)
 
     def _fire(self, market: Market, feed: Feed, due: float, now: float) -> float:
-        rate = self._rate(market, feed)
+        rate = market.effective_rate
         if rate <= 0 or not market.trading:
             return now + IDLE_RECHECK_S
         if market.stall_until > now:
@@ -98,10 +96,6 @@ class Scheduler:
         feed.emit(market)
         following = due + 1.0 / rate
         return following if following > now - MAX_CATCH_UP_S else now
-
-    @staticmethod
-    def _rate(market: Market, feed: Feed) -> float:
-        return market.rate if market.rate is not None else feed.rate
 
     def _push(self, market: Market, feed: Feed, due: float) -> None:
         heapq.heappush(self._heap, (due, next(self._order), market.schedule_token, market, feed))

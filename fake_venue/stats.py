@@ -28,7 +28,7 @@ def venue_stats(venue: Venue, rest: BinanceRest | None) -> dict[str, Any]:
         "listed_symbols": len(venue.markets.specs),
         "events_generated": venue.events_generated,
         "events_sent": venue.events_sent,
-        "rate": venue.rate,
+        "rate": venue.markets.motion.rate,
     }
     if isinstance(venue, BinanceVenue) and rest is not None:
         weights = venue.weights

@@ -1,11 +1,13 @@
 """The symbol catalogues: real names first, then generated ones, plus a few odd cases on purpose.
 
-Each venue lists ``n`` tradeable symbols: the well-known ones in a fixed order, then generated
-names (pronounceable, deterministic, never colliding with the real ones) that cycle through price
-shapes from a sub-satoshi meme coin with billion-unit sizes to a four-figure coin with a 0.05
-tick. On top of ``n`` each Binance catalogue carries symbols a client must not treat as ordinary:
-spot a ``BREAK`` symbol with an empty book; futures a dated quarterly contract (``_YYMMDD``) and a
-``SETTLING`` one. Specs are plain data: books and streams are built from them only when used.
+Each venue lists ``n`` tradeable symbols: the well-known ones in a fixed order (on spot down to
+PEPEUSDT: 8-decimal prices around 0.00001, so a book is about 1000 ticks from zero, and sizes in
+whole millions), then generated names (pronounceable, deterministic, never colliding with the real
+ones) that cycle through price shapes from a sub-satoshi meme coin with billion-unit sizes to a
+four-figure coin with a 0.05 tick. On top of ``n`` each Binance catalogue carries symbols a client
+must not treat as ordinary: spot a ``BREAK`` symbol with an empty book; futures a dated quarterly
+contract (``_YYMMDD``) and a ``SETTLING`` one. Specs are plain data: books and streams are built
+from them only when used.
 """
 
 from __future__ import annotations
@@ -88,7 +90,10 @@ _SPOT_REAL: tuple[tuple[str, str, _Shape], ...] = (
     ("ADA", "USDT", _Shape("0.4500", "0.0001", "0.1", "3000")),
     ("DOGE", "USDT", _Shape("0.16000", "0.00001", "1", "20000")),
     ("LTC", "USDT", _Shape("85.00", "0.01", "0.001", "30")),
+    ("PEPE", "USDT", _Shape("0.00001050", "0.00000001", "1", "5000000")),
 )
+"""PEPEUSDT is last so that catalogues of up to ten symbols, and the names after the real ones, stay
+as they were; it is the low-priced coin whose price walks many ticks (see ``drift.py``)."""
 _FUTURES_REAL: tuple[tuple[str, _Shape], ...] = (
     ("BTC", _Shape("67010.0", "0.10", "0.001", "0.5")),
     ("ETH", _Shape("3501.00", "0.01", "0.001", "5")),

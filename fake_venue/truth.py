@@ -65,8 +65,8 @@ def truth_handler(venues: dict[str, Venue]) -> web.RouteDef:
             "venue": venue.name,
             "symbol": market.name,
             "update_id": update_id,
-            "bids": [style.level(tick, qty) for tick, qty in state.bids.levels(limit)],
-            "asks": [style.level(tick, qty) for tick, qty in state.asks.levels(limit)],
+            "bids": style.levels(state.bids.levels(limit)),
+            "asks": style.levels(state.asks.levels(limit)),
         }
         if isinstance(venue, AlpacaVenue):
             body["t"] = rfc3339_ns(market.history.t_of(update_id))

@@ -11,7 +11,13 @@ Quantities are tested for zero numerically: ``"0"`` and ``"0.00000000"`` both de
 A snapshot holds at most ``limit`` levels per side. When a side came back full, prices past its
 worst level exist at the venue but are unknown to us, and diff events only reveal the ones that
 change. Those levels are untrusted: ``top_bids``/``top_asks`` stop at the worst price the snapshot
-held (the watermark). A side shorter than the limit is complete and has no watermark.
+held (the watermark). A side shorter than the limit is complete and has no watermark, and stays
+complete: every later change at any price reaches us as a diff.
+
+The trusted window moves with the market: levels consumed at the touch leave it, levels added
+between the touch and the watermark join it. ``window`` says, per side, how many levels are
+trusted and whether the venue may hold more past them, which is what a publisher needs to mark a
+side that stops short of the asked depth, and to ask for a fresh snapshot before it does.
 
 The book does no sync logic: the engine decides what to load and apply.
 """
@@ -21,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterable, MutableMapping
 from decimal import Decimal, InvalidOperation
 from itertools import islice
-from typing import Final
+from typing import Final, NamedTuple
 
 import orjson
 from sortedcontainers import SortedDict
@@ -53,6 +59,14 @@ def _write(target: MutableMapping[Decimal, bytes], levels: Iterable[Level], *, n
         raise VenuePayloadError(f"bad level {[price, quantity]!r}") from exc
 
 
+class SideWindow(NamedTuple):
+    """How much of one side can be served: ``trusted`` levels, and whether the venue may hold more
+    past them (``bounded``: the side has a watermark; a complete side has none)."""
+
+    trusted: int
+    bounded: bool
+
+
 class _Side:
     """One side of the book; bids are keyed by the negated price so the best price sorts first."""
 
@@ -76,8 +90,10 @@ class _Side:
         _write(self.levels, levels, negate=self.negate)
 
     def top(self, n: int) -> list[bytes]:
-        if self.watermark is not None:
-            n = min(n, self.levels.bisect_right(self.watermark))
+        return self.first(min(n, self.trusted_depth()))
+
+    def first(self, n: int) -> list[bytes]:
+        """The best ``n`` levels (the caller keeps ``n`` within the trusted depth)."""
         # Iterating the SortedDict itself walks its key lists in C; ``keys()`` would not.
         return list(map(self.levels.__getitem__, islice(self.levels, max(n, 0))))
 
@@ -85,6 +101,9 @@ class _Side:
         if self.watermark is None:
             return len(self.levels)
         return int(self.levels.bisect_right(self.watermark))
+
+    def window(self) -> SideWindow:
+        return SideWindow(self.trusted_depth(), self.watermark is not None)
 
     def best(self) -> Decimal | None:
         key: Decimal | None = next(iter(self.levels), None)
@@ -142,9 +161,21 @@ class OrderBook:
         """Up to ``n`` trusted asks, best first, each encoded as ``b'["price","qty"]'``."""
         return self._asks.top(n)
 
+    def first_bids(self, n: int) -> list[bytes]:
+        """The best ``n`` bids; ``n`` must not exceed the trusted depth (see ``window``)."""
+        return self._bids.first(n)
+
+    def first_asks(self, n: int) -> list[bytes]:
+        """The best ``n`` asks; ``n`` must not exceed the trusted depth (see ``window``)."""
+        return self._asks.first(n)
+
     def trusted_depth(self) -> tuple[int, int]:
         """How many bid and ask levels ``top_*`` can serve (a re-snapshot is due when too few)."""
         return self._bids.trusted_depth(), self._asks.trusted_depth()
+
+    def window(self) -> tuple[SideWindow, SideWindow]:
+        """The bid and ask windows: trusted levels, and whether the venue may hold more past them."""
+        return self._bids.window(), self._asks.window()
 
     def best_bid(self) -> Decimal | None:
         """The highest bid price, or None when there are no bids."""

@@ -98,15 +98,15 @@ class WeightBudget:
     def limit(self) -> int:
         return self._limit
 
-    async def take(self, weight: int, count: int) -> tuple[int, float]:
+    async def take(self, weight: int, count: int, *, share: float = 1.0) -> tuple[int, float]:
         """Charge up to ``count`` requests of ``weight`` now: ``(granted, seconds to wait for more)``.
 
         The seconds are 0 when all were granted; otherwise they reach the next window (or the end of
-        a venue ban), when asking again can succeed.
+        a venue ban), when asking again can succeed. With ``share`` < 1 only that part of the
+        window's limit may be used (background work leaves the rest to syncs).
         """
-        granted, wait_ms = await self._take(
-            keys=[self._prefix], args=[weight, count, self._limit, self._margin_ms]
-        )
+        limit = int(self._limit * share)
+        granted, wait_ms = await self._take(keys=[self._prefix], args=[weight, count, limit, self._margin_ms])
         return int(granted), int(wait_ms) / 1000
 
     async def acquire(self, weight: int) -> None:

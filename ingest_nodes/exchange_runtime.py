@@ -19,7 +19,7 @@ from ingest_nodes.rest import VenueRestClient
 from ingest_nodes.settings import IngestSettings
 from ingest_nodes.snapshots import SnapshotScheduler
 from ingest_nodes.stats import SnapshotStats
-from ingest_nodes.venues.binance.limits import depth_weight, snapshot_limit
+from ingest_nodes.venues.binance.limits import depth_weight
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,8 +29,6 @@ class ExchangeRuntime:
     rest: VenueRestClient
     scheduler: SnapshotScheduler
     feed: ExchangeFeed
-    snapshot_limit: int
-    """The cheapest snapshot depth that covers the published depth (a shallower one costs less)."""
     stats: SnapshotStats
 
 
@@ -50,6 +48,7 @@ def build_exchange(
         budget,
         weight_of=partial(depth_weight, spec.depth_tiers),
         concurrency=settings.snapshot_concurrency,
+        background_share=settings.background_weight_share,
         stats=stats,
         exchange=spec.id,
     )
@@ -66,6 +65,5 @@ def build_exchange(
         rest=rest,
         scheduler=scheduler,
         feed=feed,
-        snapshot_limit=snapshot_limit(spec.depth_tiers, settings.depth_levels),
         stats=stats,
     )

@@ -14,6 +14,8 @@ dropped them too; and if anything is missing in between, the machine's id rules 
 
 An engine that is already buffering (a gap in a synced book, a snapshot that came back too old)
 keeps buffering while its request waits; such books were serving, so their requests are urgent.
+A *background* lane (a served book's refresh or audit, see ``replica.BookReplica``) queues behind
+every sync: its book keeps serving meanwhile.
 A failed fetch is asked for again after a jittered backoff (the venue's ``Retry-After`` closes the
 shared budget itself, so nobody fetches before it passes).
 """
@@ -28,7 +30,7 @@ from typing import Final
 from ingest_nodes.backoff import Backoff
 from ingest_nodes.engine import BookEngine, EngineResult
 from ingest_nodes.events import DepthSnapshot, DepthUpdate
-from ingest_nodes.snapshots import SnapshotError, SnapshotScheduler
+from ingest_nodes.snapshots import Priority, SnapshotError, SnapshotScheduler
 from ingest_nodes.stats import ReplicaStats
 from ingest_nodes.sync import SyncState
 
@@ -44,6 +46,7 @@ class Lane:
 
     __slots__ = (
         "_attempts",
+        "_background",
         "_backoff",
         "_closed",
         "_fetching",
@@ -70,9 +73,10 @@ class Lane:
         stats: ReplicaStats | None = None,
         trace: Callable[[], AbstractContextManager[None]] = nullcontext,
         backoff: Backoff | None = None,
+        background: bool = False,
     ) -> None:
-        """``on_result`` hears every engine result; ``stats.snapshots`` counts delivered snapshots;
-        ``trace()`` wraps each snapshot request."""
+        """``on_result`` hears every engine result; ``stats`` counts delivered snapshots (a
+        ``background`` lane's apart: its requests queue last); ``trace()`` wraps each request."""
         self.engine = engine
         self.symbol = symbol
         self.snapshot_limit = snapshot_limit
@@ -82,6 +86,7 @@ class Lane:
         self._on_result = on_result
         self._trace = trace
         self._backoff = backoff or Backoff()
+        self._background = background
         self._held: DepthUpdate | None = None
         self._fetching = False
         self._closed = False
@@ -89,8 +94,10 @@ class Lane:
         self._last_answer = -1e9
 
     @property
-    def urgent(self) -> bool:
-        return self.ever_synced
+    def priority(self) -> Priority:
+        if self._background:
+            return Priority.BACKGROUND
+        return Priority.URGENT if self.ever_synced else Priority.FRESH
 
     @property
     def synced(self) -> bool:
@@ -114,9 +121,11 @@ class Lane:
         self._held = None
         self._handle(self.engine.invalidate(reason))
 
-    def retarget(self, on_result: Callable[[EngineResult], None]) -> None:
-        """Send the engine's results somewhere else from now on (a shadow lane becoming the main)."""
+    def retarget(self, on_result: Callable[[EngineResult], None], *, background: bool) -> None:
+        """Send the engine's results somewhere else from now on (a shadow lane becoming the main,
+        whose later requests are no longer background ones)."""
         self._on_result = on_result
+        self._background = background
 
     def close(self) -> None:
         """Stop asking for snapshots; answers still in flight are ignored."""
@@ -154,7 +163,10 @@ class Lane:
         if self._closed:
             return
         self._attempts = 0
-        self.stats.snapshots += 1
+        if self._background:
+            self.stats.background_snapshots += 1
+        else:
+            self.stats.snapshots += 1
         self._handle(self.engine.on_snapshot(snapshot))
 
     def snapshot_failed(self, error: SnapshotError) -> None:

@@ -57,6 +57,10 @@ ReplicaId = tuple[BookKey, int]
 SHUTDOWN_STEP_S = 5.0
 
 
+def _replica_order(key: ReplicaId) -> tuple[str, str, int]:
+    return key[0].exchange, key[0].market, key[1]
+
+
 class IngestNode:
     """One ingest process: the replicas it was assigned, and the connections that feed them."""
 
@@ -68,7 +72,8 @@ class IngestNode:
         self._writer = BookWriter(client, on_flush=telemetry.current().flushed)
         self.publisher = Publisher(
             self._writer,
-            depth_levels=settings.depth_levels,
+            head_levels=settings.head_levels,
+            deep_levels_per_s=settings.deep_levels_per_s,
             publish_interval_ms=settings.publish_interval_ms,
             keepalive_ms=settings.keepalive_ms,
             stale_after_ms=settings.stale_after_ms,
@@ -186,14 +191,20 @@ class IngestNode:
     async def _apply(self, assigned: list[ReplicaAssignment]) -> None:
         """Start what we were assigned and do not run; stop what we run and were not assigned."""
         wanted = {
-            (BookKey(a.exchange, a.market), a.replica) for a in assigned if a.exchange in self.exchanges
+            (BookKey(a.exchange, a.market), a.replica): a.depth
+            for a in assigned
+            if a.exchange in self.exchanges
         }
-        for key in set(self.replicas) - wanted:
+        for key in self.replicas.keys() - wanted.keys():
             await self._stop_replica(key)
-        for key in sorted(wanted - set(self.replicas), key=lambda k: (k[0].exchange, k[0].market, k[1])):
-            self._start_replica(*key)
+        for key, runner in self.replicas.items():
+            runner.set_depth(wanted[key])
+        for key in sorted(
+            wanted.keys() - self.replicas.keys(), key=lambda k: (k[0].exchange, k[0].market, k[1])
+        ):
+            self._start_replica(*key, depth=wanted[key])
 
-    def _start_replica(self, book: BookKey, replica: int) -> None:
+    def _start_replica(self, book: BookKey, replica: int, *, depth: int) -> None:
         exchange = self.exchanges[book.exchange]
         machine = FuturesSyncMachine if exchange.spec.is_futures else SpotSyncMachine
         max_buffer = self.settings.max_buffer
@@ -203,7 +214,8 @@ class IngestNode:
             lambda: BookEngine(machine(max_buffer=max_buffer)),
             exchange.scheduler,
             self.publisher,
-            snapshot_limit=exchange.snapshot_limit,
+            depth=depth,
+            depth_tiers=exchange.spec.depth_tiers,
             checkpoints=self.checkpoints,
         )
         self.replicas[(book, replica)] = runner

@@ -3,10 +3,30 @@
 Theory of operation
 -------------------
 A replica that changed is only *marked*; at the end of the event-loop turn every marked replica is
-encoded once (its top ``depth_levels`` per side are already encoded level by level in the book, so
-this is a slice and a join) and handed to the batching :class:`~book_store.writer.BookWriter`. A
-burst of updates to one book inside one turn therefore costs one encode and one write. With
-``publish_interval_ms`` > 0 a replica is published at most that often (the latest state wins).
+encoded once (its levels are already encoded one by one in the book, so this is a slice and a
+join) and handed to the batching :class:`~book_store.writer.BookWriter`. A burst of updates to one
+book inside one turn therefore costs one encode and one write. With ``publish_interval_ms`` > 0 a
+replica is published at most that often (the latest state wins).
+
+Each replica is published as deep as its deepest subscriber asks (``depth``), in two parts when
+that is deeper than ``head_levels``:
+
+- the **head** snapshot, the top ``head_levels`` a side, on every update, which is what 20- and
+  100-level readers and streams see;
+- the **deep** snapshot, every level up to ``depth``, at most every ``depth / deep_levels_per_s``
+  seconds (the latest state wins), and at once when the replica's status changes, so a deep
+  snapshot is never ``synced`` while its replica is not. A quiet book's deep snapshot is not
+  republished at all: a reader takes it as current while it is at the head's ``update_id``.
+
+So a 5000-level book changing ten times a second costs ten 100-level encodes and writes a second
+plus one 5000-level one every 1.25 s (at the default 4000 levels a second), not ten 5000-level
+ones. Both parts are complete, atomic snapshots at their own ``update_id``.
+
+Every published side says whether the venue may hold levels past the last one it carries (the
+side was cut at the published depth, or at the edge of the trusted window), so readers can mark
+an answer that stops short as ``truncated``. After publishing a synced replica the publisher hands
+the replica its trusted window (``window_seen``): the replica decides whether a fresh snapshot is
+due before the window falls short of the published depth.
 
 A keepalive loop republishes replicas that have been quiet for ``keepalive_ms``, so that readers can
 tell a quiet book from a dead node by ``publish_time``, and marks a synced replica ``stale`` when its
@@ -21,13 +41,16 @@ from __future__ import annotations
 import asyncio
 from typing import Protocol
 
-from book_store.codec import BookStatus, SnapshotMeta, encode_snapshot
+from book_store.codec import DEEP, MORE_ASKS, MORE_BIDS, BookStatus, SnapshotMeta, encode_snapshot
 from book_store.keys import BookKey
 from book_store.writer import BookWriter
 from ingest_nodes import telemetry
+from ingest_nodes.book import OrderBook, SideWindow
 from ingest_nodes.engine import BookEngine
 from ingest_nodes.rest import now_ms
 from ingest_nodes.stats import ReplicaStats
+
+ReplicaKey = tuple[BookKey, int]
 
 
 class Publishable(Protocol):
@@ -43,6 +66,24 @@ class Publishable(Protocol):
     @property
     def engine(self) -> BookEngine: ...
 
+    @property
+    def depth(self) -> int:
+        """Levels a side to publish: the deepest subscriber's depth."""
+
+    def window_seen(self, bids: SideWindow, asks: SideWindow) -> None:
+        """The trusted window of the synced book just published."""
+
+
+class _DeepState:
+    """What the deep snapshot of one replica last said, and when."""
+
+    __slots__ = ("published_ms", "said")
+
+    def __init__(self) -> None:
+        self.published_ms = 0
+        self.said: tuple[int, BookStatus] | None = None
+        """``(update_id, status)`` of the last deep snapshot written (None: none is stored)."""
+
 
 class Publisher:
     """Encodes and writes the snapshots of every replica on this node."""
@@ -51,21 +92,30 @@ class Publisher:
         self,
         writer: BookWriter,
         *,
-        depth_levels: int,
         publish_interval_ms: int,
         keepalive_ms: int,
         stale_after_ms: int,
+        head_levels: int = 100,
+        deep_levels_per_s: int = 4000,
         resyncing_keepalive_ms: int = 4000,
     ) -> None:
         self._writer = writer
-        self._depth = depth_levels
+        self._head = head_levels
+        self._deep_rate = deep_levels_per_s
         self._interval = publish_interval_ms
         self._keepalive = keepalive_ms
         self._stale_after = stale_after_ms
         self._resyncing_keepalive = max(keepalive_ms, resyncing_keepalive_ms)
-        self._dirty: dict[tuple[BookKey, int], Publishable] = {}
+        self._dirty: dict[ReplicaKey, Publishable] = {}
         self._scheduled = False
-        self._replicas: dict[tuple[BookKey, int], Publishable] = {}
+        self._replicas: dict[ReplicaKey, Publishable] = {}
+        self._deep: dict[ReplicaKey, _DeepState] = {}
+        self._deep_waiting: dict[ReplicaKey, Publishable] = {}
+        self._deep_timer: asyncio.TimerHandle | None = None
+
+    @property
+    def head_levels(self) -> int:
+        return self._head
 
     def track(self, replica: Publishable) -> None:
         self._replicas[(replica.book, replica.replica)] = replica
@@ -75,6 +125,8 @@ class Publisher:
         key = (replica.book, replica.replica)
         self._replicas.pop(key, None)
         self._dirty.pop(key, None)
+        self._deep.pop(key, None)
+        self._deep_waiting.pop(key, None)
         self._writer.remove(replica.book, replica.replica)
 
     def mark(self, replica: Publishable) -> None:
@@ -109,7 +161,7 @@ class Publisher:
         return BookStatus.SYNCED
 
     def publish(self, replica: Publishable, now: int) -> None:
-        """Encode the replica's current state and hand it to the writer."""
+        """Encode the replica's current state (head, and deep when due) and hand it to the writer."""
         engine = replica.engine
         status = self.status(replica, now)
         if status is BookStatus.STALE and replica.last_status is not BookStatus.STALE:
@@ -123,15 +175,87 @@ class Publisher:
             replica=replica.replica,
             status=status,
         )
+        depth = replica.depth
         if status is BookStatus.RESYNCING:
             payload = encode_snapshot(meta, (), ())
         else:
-            payload = encode_snapshot(
-                meta, engine.book.top_bids(self._depth), engine.book.top_asks(self._depth)
-            )
+            bids, asks = engine.book.window()
+            payload = _encoded(meta, engine.book, min(depth, self._head), bids, asks, 0)
         telemetry.current().published(replica, meta.ingest_time)
         replica.last_publish_ms = now
         self._writer.put(replica.book, replica.replica, payload)
+        key = (replica.book, replica.replica)
+        if depth > self._head:
+            self._publish_deep(key, replica, meta, now)
+        elif key in self._deep:
+            del self._deep[key]  # the book no longer goes deeper than its head
+            self._deep_waiting.pop(key, None)
+            self._writer.remove(replica.book, replica.replica, deep_only=True)
+        if status is not BookStatus.RESYNCING:
+            replica.window_seen(bids, asks)
+
+    # -- deep snapshots ----------------------------------------------------------------------
+
+    def _publish_deep(self, key: ReplicaKey, replica: Publishable, meta: SnapshotMeta, now: int) -> None:
+        state = self._deep.get(key)
+        if state is None:
+            state = self._deep[key] = _DeepState()
+        said = (meta.update_id, meta.status)
+        if state.said == said:
+            return  # nothing new: readers vouch for it through the head
+        if state.said is not None and state.said[1] is meta.status:
+            due = state.published_ms + self._deep_interval_ms(replica.depth)
+            if now < due:
+                self._deep_waiting[key] = replica
+                self._arm_deep_timer(due - now)
+                return
+        self._deep_waiting.pop(key, None)
+        if meta.status is BookStatus.RESYNCING:
+            payload = encode_snapshot(meta, (), (), DEEP)
+        else:
+            book = replica.engine.book
+            bids, asks = book.window()
+            payload = _encoded(meta, book, replica.depth, bids, asks, DEEP)
+        state.said, state.published_ms = said, now
+        self._writer.put(replica.book, replica.replica, payload, deep=True)
+
+    def _deep_interval_ms(self, depth: int) -> int:
+        return 1000 * depth // self._deep_rate
+
+    def _arm_deep_timer(self, delay_ms: int) -> None:
+        if self._deep_timer is None:
+            loop = asyncio.get_running_loop()
+            self._deep_timer = loop.call_later(max(delay_ms, 1) / 1000, self._publish_deep_due)
+
+    def _publish_deep_due(self) -> None:
+        """Write the deep snapshots whose interval has passed (each at the replica's state now)."""
+        self._deep_timer = None
+        now = now_ms()
+        waiting, self._deep_waiting = self._deep_waiting, {}
+        for key, replica in waiting.items():
+            state = self._deep.get(key)
+            if state is None:
+                continue
+            due = state.published_ms + self._deep_interval_ms(replica.depth)
+            if now < due:
+                self._deep_waiting[key] = replica
+                continue
+            engine = replica.engine
+            meta = SnapshotMeta(
+                update_id=engine.update_id or 0,
+                event_time=engine.event_time,
+                ingest_time=engine.ingest_time,
+                publish_time=now,
+                replica=replica.replica,
+                status=replica.last_status or BookStatus.RESYNCING,
+            )
+            self._publish_deep(key, replica, meta, now)
+        if self._deep_waiting:
+            soonest = min(
+                self._deep[key].published_ms + self._deep_interval_ms(r.depth)
+                for key, r in self._deep_waiting.items()
+            )
+            self._arm_deep_timer(soonest - now)
 
     async def run_keepalive(self) -> None:
         """Republish quiet replicas so their ``publish_time`` keeps vouching for them.
@@ -148,3 +272,17 @@ class Publisher:
                 due = self._keepalive if replica.engine.synced else self._resyncing_keepalive
                 if now - replica.last_publish_ms >= due:
                     self.publish(replica, now)
+
+
+def _encoded(
+    meta: SnapshotMeta, book: OrderBook, depth: int, bids: SideWindow, asks: SideWindow, flags: int
+) -> bytes:
+    """The snapshot of ``book``'s top ``depth`` trusted levels a side, each side flagged when the
+    venue may hold levels past the last one it carries."""
+    top_bids = book.first_bids(min(depth, bids.trusted))
+    top_asks = book.first_asks(min(depth, asks.trusted))
+    if bids.bounded or bids.trusted > len(top_bids):
+        flags |= MORE_BIDS
+    if asks.bounded or asks.trusted > len(top_asks):
+        flags |= MORE_ASKS
+    return encode_snapshot(meta, top_bids, top_asks, flags)

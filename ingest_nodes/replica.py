@@ -19,9 +19,21 @@ starts over; so does one whose old connection closes before the successor delive
 it (the venue left no time between its notice and the close). If the successor itself must go
 before the splice, the splice moves on to its own successor.
 
-Periodic re-snapshot (optional): a second engine on the same stream (``shadow``) syncs from a fresh
-REST snapshot; once synced it is at the served book's update id (both saw the same events), the two
-are compared, and the shadow, with its fresh trusted depth, becomes the served engine.
+Fresh snapshots, make-before-break: a second engine on the same stream (``shadow``) syncs from a
+fresh REST snapshot in the background; once synced it is at the served book's update id (both saw
+the same events), the two are compared, and the shadow, with its fresh trusted window, becomes the
+served engine. The served book keeps serving all the while. Two things start one:
+
+- a *refresh*, when the trusted window has shrunk towards the published ``depth`` (the publisher
+  reports the window after each publish; :class:`~ingest_nodes.trusted_window.WindowKeeper` decides
+  when, and how deep the refresh goes), so answers stop short only when the market outruns it;
+- an *audit* (``resnapshot``, about once per ``LADDER_RESNAPSHOT_INTERVAL_S`` per book), at the
+  cheapest depth that covers the published one: the comparison of every level both trust, at
+  equal update ids, is the point. A disagreement is counted, logged and resolved in favour of the
+  fresh snapshot; when they agree, the served book stays if it trusts a deeper window.
+
+A depth change (a deeper or shallower subscriber) takes effect at the next publish; a deeper
+depth than the trusted window covers starts a refresh at once.
 """
 
 from __future__ import annotations
@@ -35,6 +47,7 @@ from typing import Final
 from book_store.codec import BookStatus
 from book_store.keys import BookKey
 from ingest_nodes import telemetry
+from ingest_nodes.book import SideWindow
 from ingest_nodes.checkpoints import CheckpointLog, same_top
 from ingest_nodes.connection import StreamConnection
 from ingest_nodes.engine import BookEngine, EngineResult
@@ -45,14 +58,13 @@ from ingest_nodes.rest import now_ms
 from ingest_nodes.snapshots import SnapshotScheduler
 from ingest_nodes.stats import ReplicaStats
 from ingest_nodes.sync import FuturesSyncMachine, SpotSyncMachine
+from ingest_nodes.trusted_window import WindowKeeper
 
 log = logging.getLogger(__name__)
 
 MAX_SPLICE_BUFFER: Final = 2000
 """Successor events kept while the old connection catches up; beyond it, switch and resync."""
 
-RESNAPSHOT_CHECK_LEVELS: Final = 20
-"""Levels per side compared between a served book and its fresh re-snapshot."""
 
 EngineFactory = Callable[[], BookEngine]
 
@@ -78,9 +90,11 @@ class BookReplica:
         scheduler: SnapshotScheduler,
         publisher: Publisher,
         *,
-        snapshot_limit: int,
+        depth: int,
+        depth_tiers: tuple[tuple[int, int], ...],
         checkpoints: CheckpointLog | None = None,
     ) -> None:
+        """``depth`` is the levels a side to publish; ``depth_tiers`` the venue's snapshot weights."""
         self.book = book
         self.replica = replica
         self.stats = ReplicaStats()
@@ -89,14 +103,15 @@ class BookReplica:
         self.last_publish_ms = 0
         self.last_status: BookStatus | None = None
         self.synced_since: float | None = None
-        """Loop time the served book last became synced (None while it is not)."""
+        """Loop time the served book last became synced or passed an audit (None while not synced)."""
         self._new_engine = new_engine
         self._scheduler = scheduler
         self._publisher = publisher
-        self._limit = snapshot_limit
+        self._window = WindowKeeper(depth_tiers, depth)
         self._checkpoints = checkpoints
-        self.main = self._lane(self._on_main)
+        self.main = self._lane(self._on_main, self._window.sync_limit)
         self._shadow: Lane | None = None
+        self._shadow_is_audit = False
         self._splice: _Splice | None = None
 
     @property
@@ -104,8 +119,22 @@ class BookReplica:
         return self.book.market
 
     @property
+    def depth(self) -> int:
+        """Levels a side published: the deepest subscriber's depth."""
+        return self._window.depth
+
+    def set_depth(self, depth: int) -> None:
+        """A subscriber came or went: publish this deep from now on (deeper: refresh if needed)."""
+        if depth == self._window.depth:
+            return
+        self._window.depth = depth
+        self.main.snapshot_limit = self._window.sync_limit
+        self._publisher.mark(self)
+
+    @property
     def snapshot_limit(self) -> int:
-        return self._limit
+        """The limit of the snapshot the served book was built from."""
+        return self._window.served_limit
 
     @property
     def engine(self) -> BookEngine:
@@ -217,30 +246,58 @@ class BookReplica:
         for update in splice.buffer:
             self.on_update(update, splice.target)
 
-    # -- periodic re-snapshot -------------------------------------------------------------------
+    # -- fresh snapshots: refreshes and audits ----------------------------------------------------
 
     def resnapshot(self) -> None:
-        """Start syncing a second engine from a fresh snapshot; it replaces the served one when synced."""
-        if self._shadow is None and self.engine.synced and self._splice is None:
-            self._shadow = self._lane(self._on_shadow)
+        """Audit: sync a second engine from a fresh snapshot, compare, and let it replace the served one."""
+        if self._can_shadow():
+            self._start_shadow(self._window.sync_limit, audit=True)
+
+    def window_seen(self, bids: SideWindow, asks: SideWindow) -> None:
+        """The publisher published the synced book with this trusted window: refresh it if due."""
+        now = asyncio.get_running_loop().time()
+        if self._can_shadow() and self._window.refresh_due(bids, asks, now):
+            self.stats.refreshes += 1
+            self._start_shadow(self._window.refresh_limit(now), audit=False)
+
+    def _can_shadow(self) -> bool:
+        return self._shadow is None and self.engine.synced and self._splice is None
+
+    def _start_shadow(self, limit: int, *, audit: bool) -> None:
+        self._shadow = self._lane(self._on_shadow, limit, background=True)
+        self._shadow_is_audit = audit
 
     def _on_shadow(self, result: EngineResult) -> None:
         shadow = self._shadow
         if shadow is None or not shadow.engine.synced or not self.engine.synced:
             return
+        self._shadow = None
+        audit = self._shadow_is_audit
         same_id = shadow.engine.update_id == self.engine.update_id
-        if same_id and not same_top(shadow.engine.book, self.engine.book, RESNAPSHOT_CHECK_LEVELS):
+        mismatch = same_id and not same_top(shadow.engine.book, self.engine.book, self.depth)
+        telemetry.current().fresh_snapshot(
+            self.book.exchange, "audit" if audit else "refresh", mismatch=mismatch
+        )
+        if audit:
+            self.stats.audits += 1
+            self.stats.audit_mismatches += mismatch
+            self.stats.last_audit_ms = now_ms()
+        if mismatch:
             self.stats.mismatches += 1
             log.warning("%s/%s r%d: a fresh snapshot disagrees with the served book at %s",
                         self.book.exchange, self.symbol, self.replica, self.engine.update_id)  # fmt: skip
-        self._shadow = None
+        elif audit and shadow.snapshot_limit < self._window.served_limit:
+            shadow.close()  # the books agree, and the served one trusts a deeper window: keep it
+            self.synced_since = asyncio.get_running_loop().time()
+            return
         self.main.close()
         self.main = shadow
-        shadow_result = EngineResult(changed=True, need_snapshot=False, resync_reason=None)
-        shadow.retarget(self._on_main)
+        shadow.retarget(self._on_main, background=False)
+        self._window.served_limit = shadow.snapshot_limit
+        shadow.snapshot_limit = self._window.sync_limit  # its next sync from scratch is cheap again
         self.stats.resnapshots += 1
         self.synced_since = None
-        self._on_main(shadow_result)
+        self._on_main(EngineResult(changed=True, need_snapshot=False, resync_reason=None))
 
     def _drop_shadow(self) -> None:
         if self._shadow is not None:
@@ -249,20 +306,24 @@ class BookReplica:
 
     # -- reacting to the served engine -----------------------------------------------------------
 
-    def _lane(self, on_result: Callable[[EngineResult], None]) -> Lane:
+    def _lane(
+        self, on_result: Callable[[EngineResult], None], limit: int, *, background: bool = False
+    ) -> Lane:
         return Lane(
             self._new_engine(),
             self.symbol,
-            snapshot_limit=self._limit,
+            snapshot_limit=limit,
             scheduler=self._scheduler,
             on_result=on_result,
             stats=self.stats,
             trace=lambda: telemetry.current().snapshot_fetch(self),
+            background=background,
         )
 
     def _on_main(self, result: EngineResult) -> None:
         reason = result.resync_reason
         if reason is not None:
+            self._window.served_limit = self.main.snapshot_limit
             self._resynced(reason)
         engine = self.engine
         if engine.synced:

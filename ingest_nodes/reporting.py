@@ -32,10 +32,6 @@ def node_stats_key(node_id: str) -> str:
     return NODE_STATS_PREFIX + node_id
 
 
-def replica_stats_key(book: BookKey) -> str:
-    return f"ladder:{book.tag}:stats"
-
-
 class StatsReporter:
     """Writes the node's document and the changed replica entries in one pipeline."""
 
@@ -56,8 +52,8 @@ class StatsReporter:
             if self._written.get(key) != encoded:
                 changed[key] = encoded
                 book, replica = key
-                pipe.hset(replica_stats_key(book), str(replica), encoded)
-                pipe.expire(replica_stats_key(book), REPLICA_STATS_TTL_S)
+                pipe.hset(book.stats, str(replica), encoded)
+                pipe.expire(book.stats, REPLICA_STATS_TTL_S)
         try:
             await pipe.execute()
         except (RedisError, OSError) as exc:

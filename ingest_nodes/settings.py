@@ -42,7 +42,14 @@ class IngestSettings(BaseSettings):
     alpaca_key_id: SecretStr | None = None
     alpaca_secret_key: SecretStr | None = None
 
-    depth_levels: int = Field(default=100, ge=1, le=5000, description="Levels per side published.")
+    head_levels: int = Field(
+        default=100, ge=1, le=5000, description="Levels a side published on every update (the head)."
+    )
+    deep_levels_per_s: int = Field(
+        default=4000,
+        ge=100,
+        description="A book deeper than the head rewrites its deep snapshot at this rate.",
+    )
     publish_interval_ms: int = Field(default=0, ge=0, description="0 publishes every applied update.")
     keepalive_ms: int = Field(default=1000, ge=50, description="Republish a quiet book this often.")
     resyncing_keepalive_ms: int = Field(
@@ -68,7 +75,9 @@ class IngestSettings(BaseSettings):
         default=10_000, ge=1, description="Events buffered per book while its snapshot is on its way."
     )
     resnapshot_interval_s: float = Field(
-        default=0.0, ge=0, description="Re-snapshot each synced book this often (0: never)."
+        default=3600.0,
+        ge=0,
+        description="Audit each synced book against a fresh snapshot this often (0: never).",
     )
     checkpoint_every: int = Field(
         default=64, ge=0, description="Checkpoint about one update id in this many (0: no replica checks)."
@@ -82,6 +91,9 @@ class IngestSettings(BaseSettings):
     catalog_refresh_s: float = Field(default=300.0, gt=0)
     weight_budget_share: float = Field(
         default=0.8, gt=0, le=1, description="Part of the venue's weight to use."
+    )
+    background_weight_share: float = Field(
+        default=0.5, gt=0, le=1, description="Part of that budget refreshes and audits may use."
     )
     egress_id: str = Field(default="default", description="Nodes with one egress IP share one budget.")
     heartbeat_ms: int = Field(default=500, ge=50)

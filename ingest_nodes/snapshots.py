@@ -6,12 +6,18 @@ Thousands of books may want a snapshot at once (a node starting, a reconnect), a
 allows only so much request weight per minute per IP, shared by every node behind that IP. Books
 ask with ``request``; one dispatcher per exchange fetches them, at most ``concurrency`` at a time,
 paying each from a small pool of *tickets*: weight charged to the shared budget in advance, for as
-many queued requests as there are slots, in one store round trip. A slot that frees up starts the
-next request at once, without waiting for the store, so the node spends each window's weight as
-fast as the venue answers. Tickets are only good in the window they were charged in, and not in
-its last ``margin_ms`` (a request must reach the venue inside the window that paid for it); a
-stale ticket is dropped. Books that were serving before go first (``urgent``), books starting for
-the first time after.
+many queued requests of the head's weight as there are slots, in one store round trip. A slot that
+frees up starts the next request at once, without waiting for the store, so the node spends each
+window's weight as fast as the venue answers. Tickets are only good in the window they were charged
+in, and not in its last ``margin_ms`` (a request must reach the venue inside the window that paid
+for it); a stale ticket is dropped. Tickets are kept per weight, so books of different depths
+(different snapshot limits) never waste each other's.
+
+Requests come in three priorities: ``URGENT`` (books that were serving and lost sync), ``FRESH``
+(books starting for the first time) and ``BACKGROUND`` (a served book's refresh or audit, which
+replaces nothing until it is in). Background requests only start when nothing else waits, and may
+only use ``background_share`` of each window's budget, so a resync that arrives meanwhile still
+finds weight left in the window.
 
 A grant first asks the requester whether it still wants the snapshot (``snapshot_granted``): a book
 that waits for its first snapshot only starts buffering its stream at that moment (see
@@ -22,11 +28,13 @@ The requester decides what a failure means (``snapshot_failed``); asking again i
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections import deque
 from collections.abc import Callable
 from contextlib import AbstractContextManager
+from enum import IntEnum
 from typing import Protocol
 
 from redis.exceptions import RedisError
@@ -44,6 +52,17 @@ SnapshotError = VenueRequestError | VenuePayloadError
 STORE_RETRY_S = 1.0
 
 
+class Priority(IntEnum):
+    """Which requests go first (lower first)."""
+
+    URGENT = 0
+    """A book that was serving and lost sync."""
+    FRESH = 1
+    """A book syncing for the first time."""
+    BACKGROUND = 2
+    """A served book's refresh or audit: the book keeps serving meanwhile."""
+
+
 class SnapshotRequester(Protocol):
     """Who asks for snapshots: one book engine (see ``lane.Lane``)."""
 
@@ -54,8 +73,8 @@ class SnapshotRequester(Protocol):
     def snapshot_limit(self) -> int: ...
 
     @property
-    def urgent(self) -> bool:
-        """True for a book that was serving before: it goes ahead of books starting up."""
+    def priority(self) -> Priority:
+        """Where the request queues (books that were serving go ahead of books starting up)."""
 
     def snapshot_granted(self) -> bool:
         """The weight is paid: return False if the snapshot is no longer wanted (nothing is fetched)."""
@@ -69,22 +88,31 @@ class SnapshotRequester(Protocol):
 
 
 class _Tickets:
-    """Weight already charged to the budget, usable until its window is about to close."""
+    """Weight already charged to the budget, per request weight, usable until its window is about
+    to close."""
 
-    __slots__ = ("count", "weight", "window")
+    __slots__ = ("_held",)
 
     def __init__(self) -> None:
-        self.count = 0
-        self.weight = 0
-        self.window = -1
+        self._held: dict[int, tuple[int, int]] = {}  # weight -> (count, window)
 
-    def usable(self, weight: int, now_s: float) -> bool:
-        window, into_ms = divmod(int(now_s * 1000), WINDOW_MS)
-        fresh = window == self.window and WINDOW_MS - into_ms > DEFAULT_MARGIN_MS
-        return self.count > 0 and self.weight == weight and fresh
+    def take(self, weight: int, now_s: float) -> bool:
+        """Spend one ticket of ``weight`` if a usable one is held."""
+        count, window = self._held.get(weight, (0, -1))
+        now_window, into_ms = divmod(int(now_s * 1000), WINDOW_MS)
+        if count <= 0 or window != now_window or WINDOW_MS - into_ms <= DEFAULT_MARGIN_MS:
+            self._held.pop(weight, None)  # stale: its window is over
+            return False
+        self._held[weight] = (count - 1, window)
+        return True
+
+    def give_back(self, weight: int) -> None:
+        """A ticket taken but not spent (the requester no longer wanted its snapshot)."""
+        count, window = self._held.get(weight, (0, -1))
+        self._held[weight] = (count + 1, window)
 
     def fill(self, weight: int, count: int, now_s: float) -> None:
-        self.count, self.weight, self.window = count, weight, int(now_s * 1000) // WINDOW_MS
+        self._held[weight] = (count, int(now_s * 1000) // WINDOW_MS)
 
 
 class SnapshotScheduler:
@@ -97,6 +125,7 @@ class SnapshotScheduler:
         *,
         weight_of: Callable[[int], int],
         concurrency: int,
+        background_share: float = 0.5,
         stats: SnapshotStats | None = None,
         exchange: str = "",
     ) -> None:
@@ -107,10 +136,10 @@ class SnapshotScheduler:
         self._budget = budget
         self._weight_of = weight_of
         self._concurrency = concurrency
+        self._background_share = background_share
         self._exchange = exchange
         self.stats = stats or SnapshotStats()
-        self._urgent: deque[SnapshotRequester] = deque()
-        self._fresh: deque[SnapshotRequester] = deque()
+        self._queues: tuple[deque[SnapshotRequester], ...] = tuple(deque() for _ in Priority)
         self._queued: set[SnapshotRequester] = set()
         self._delayed: dict[SnapshotRequester, asyncio.TimerHandle] = {}
         self._tickets = _Tickets()
@@ -122,6 +151,11 @@ class SnapshotScheduler:
     def pending(self) -> int:
         """Requests waiting for their turn (delayed ones included)."""
         return len(self._queued) + len(self._delayed)
+
+    @property
+    def pending_background(self) -> int:
+        """Of those, the queued background ones (refreshes and audits)."""
+        return sum(who in self._queued for who in self._queues[Priority.BACKGROUND])
 
     @property
     def in_flight(self) -> int:
@@ -147,14 +181,14 @@ class SnapshotScheduler:
         """Fetch queued requests, paid with tickets, until cancelled."""
         try:
             while True:
-                head = await self._next()
+                head, priority = await self._next()
                 weight = self._weight_of(head.snapshot_limit)
-                if self._tickets.usable(weight, time.time()):
-                    self._take(head)
-                    self._tickets.count -= 1
+                if self._tickets.take(weight, time.time()):
+                    self._queues[priority].popleft()
+                    self._queued.discard(head)
                     self._start(head, weight)
                 else:
-                    await self._buy_tickets(weight)
+                    await self._buy_tickets(weight, priority)
         finally:
             for task in list(self._fetches):
                 task.cancel()
@@ -166,24 +200,20 @@ class SnapshotScheduler:
         if who in self._queued:
             return
         self._queued.add(who)
-        (self._urgent if who.urgent else self._fresh).append(who)
+        self._queues[who.priority].append(who)
         self.stats.requested += 1
         self._wake.set()
 
-    def _head(self) -> SnapshotRequester | None:
+    def _head(self) -> tuple[SnapshotRequester, Priority] | None:
         """The next request (urgent ones first), dropping cancelled ones on the way."""
-        for queue in (self._urgent, self._fresh):
+        for priority, queue in zip(Priority, self._queues, strict=True):
             while queue:
                 if queue[0] in self._queued:
-                    return queue[0]
+                    return queue[0], priority
                 queue.popleft()
         return None
 
-    def _take(self, who: SnapshotRequester) -> None:
-        (self._urgent if self._urgent and self._urgent[0] is who else self._fresh).popleft()
-        self._queued.discard(who)
-
-    async def _next(self) -> SnapshotRequester:
+    async def _next(self) -> tuple[SnapshotRequester, Priority]:
         """Wait for a queued request and a free slot."""
         while True:
             head = self._head()
@@ -192,12 +222,22 @@ class SnapshotScheduler:
             self._wake.clear()
             await self._wake.wait()
 
-    async def _buy_tickets(self, weight: int) -> None:
+    def _alike(self, queue: deque[SnapshotRequester], weight: int) -> int:
+        """Queued requests at the front of ``queue`` that cost ``weight`` (at most one per slot)."""
+        count = 0
+        for who in queue:
+            if count >= self._concurrency:
+                break
+            if who in self._queued and self._weight_of(who.snapshot_limit) == weight:
+                count += 1
+        return max(count, 1)
+
+    async def _buy_tickets(self, weight: int, priority: Priority) -> None:
         """Charge the budget for the queued requests a free slot could start; wait if it says so."""
-        self._tickets.count = 0  # whatever is left is stale or of another weight
-        wanted = min(len(self._queued), self._concurrency)
+        wanted = self._alike(self._queues[priority], weight)
+        share = self._background_share if priority is Priority.BACKGROUND else 1.0
         try:
-            granted, wait_s = await self._budget.take(weight, wanted)
+            granted, wait_s = await self._budget.take(weight, wanted, share=share)
         except (RedisError, OSError) as exc:
             log.warning("weight budget unreachable (%s); snapshots wait", type(exc).__name__)
             granted, wait_s = 0, STORE_RETRY_S
@@ -205,6 +245,13 @@ class SnapshotScheduler:
             self._tickets.fill(weight, granted, time.time())
             self.stats.weight_spent += granted * weight
             telemetry.current().weight_spent(self._exchange, granted * weight)
+        elif priority is Priority.BACKGROUND:
+            # Only the background share is used up: a sync request that arrives meanwhile may still
+            # find weight in this window, so wait for it as well as for the window.
+            self.stats.waits += 1
+            self._wake.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), wait_s)
         else:
             self.stats.waits += 1
             await asyncio.sleep(wait_s)
@@ -213,7 +260,7 @@ class SnapshotScheduler:
 
     def _start(self, who: SnapshotRequester, weight: int) -> None:
         if not who.snapshot_granted():
-            self._tickets.count += 1  # not spent: the next request uses it
+            self._tickets.give_back(weight)  # not spent: the next request of its weight uses it
             return
         self._in_flight += 1
         self.stats.max_in_flight = max(self.stats.max_in_flight, self._in_flight)

@@ -19,7 +19,9 @@ class ReplicaStats:
     """Times the book (or its sync progress) was thrown away, by reason: ``gap``, ``crossed``,
     ``disconnect``, ``buffer_overflow``, ``bad_level``, ``replica_mismatch``, ``handover``."""
     snapshots: int = 0
-    """REST snapshots delivered to the replica's engines."""
+    """REST snapshots that synced the served book from scratch."""
+    background_snapshots: int = 0
+    """REST snapshots fetched in the background (refreshes and audits; the book kept serving)."""
     snapshot_failures: int = 0
     """REST snapshot requests that failed (refused, timed out, unreadable)."""
     handovers: int = 0
@@ -27,7 +29,15 @@ class ReplicaStats:
     stale_episodes: int = 0
     """Times the published status turned ``stale`` (stream silent while the socket stayed open)."""
     resnapshots: int = 0
-    """Periodic re-snapshots that replaced the served book."""
+    """Fresh snapshots (refreshes and audits) that replaced the served book."""
+    refreshes: int = 0
+    """Fresh snapshots started because the trusted window shrank towards the published depth."""
+    audits: int = 0
+    """Audits done: a fresh snapshot compared with the served book."""
+    audit_mismatches: int = 0
+    """Audits whose fresh snapshot disagreed with the served book at an equal update id."""
+    last_audit_ms: int | None = None
+    """When the last audit was done (None: never)."""
     mismatches: int = 0
     """Disagreements with another replica, or with a re-snapshot, at an equal update id."""
 
@@ -39,10 +49,16 @@ class ReplicaStats:
         """Add ``other``'s counts to these (node totals)."""
         self.resyncs.update(other.resyncs)
         self.snapshots += other.snapshots
+        self.background_snapshots += other.background_snapshots
         self.snapshot_failures += other.snapshot_failures
         self.handovers += other.handovers
         self.stale_episodes += other.stale_episodes
         self.resnapshots += other.resnapshots
+        self.refreshes += other.refreshes
+        self.audits += other.audits
+        self.audit_mismatches += other.audit_mismatches
+        if other.last_audit_ms is not None:
+            self.last_audit_ms = max(self.last_audit_ms or 0, other.last_audit_ms)
         self.mismatches += other.mismatches
 
     def to_json(self) -> dict[str, object]:
@@ -50,10 +66,15 @@ class ReplicaStats:
             "resyncs": dict(self.resyncs),
             "restarts": self.restarts,
             "snapshots": self.snapshots,
+            "background_snapshots": self.background_snapshots,
             "snapshot_failures": self.snapshot_failures,
             "handovers": self.handovers,
             "stale_episodes": self.stale_episodes,
             "resnapshots": self.resnapshots,
+            "refreshes": self.refreshes,
+            "audits": self.audits,
+            "audit_mismatches": self.audit_mismatches,
+            "last_audit_ms": self.last_audit_ms,
             "mismatches": self.mismatches,
         }
 

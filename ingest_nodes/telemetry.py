@@ -25,6 +25,10 @@ Metrics, as Prometheus names them:
 ``ladder_ingest_published_snapshots_total``         ... and the snapshots they carried
 ``ladder_ingest_publish_batch_seconds``             one pipeline's round trip
 ``ladder_ingest_resyncs_total{exchange,reason}``    resyncs by cause (``reason="crossed"``: crossed books)
+``ladder_ingest_fresh_snapshots_total{...}``        background snapshots swapped in, by ``kind``
+                                                    (``refresh``: the trusted window ran short;
+                                                    ``audit``: the periodic comparison)
+``ladder_ingest_audit_mismatches_total{exchange}``  audits that disagreed with the served book
 ``ladder_ingest_snapshot_fetches_total{...}``       REST snapshots by ``outcome`` (ok, failed)
 ``ladder_ingest_weight_spent_total{exchange}``      venue request weight spent
 ``ladder_ingest_venue_refusals_total{...}``         REST answers other than 200, by ``status``
@@ -81,6 +85,8 @@ class IngestTelemetry:
         self._enabled = telemetry.enabled
         self.events: dict[str, int] = {}
         self.resyncs: dict[tuple[str, str], int] = {}
+        self.fresh_snapshots: dict[tuple[str, str], int] = {}
+        self.audit_mismatches: dict[str, int] = {}
         self.fetches: dict[tuple[str, str], int] = {}
         self.weight: dict[str, int] = {}
         self.batches = 0
@@ -100,6 +106,16 @@ class IngestTelemetry:
             "ladder_ingest_resyncs",
             [counts_callback(self.resyncs, ("exchange", "reason"))],
             description="Book resyncs by cause; reason=crossed counts crossed books.",
+        )
+        meter.create_observable_counter(
+            "ladder_ingest_fresh_snapshots",
+            [counts_callback(self.fresh_snapshots, ("exchange", "kind"))],
+            description="Background snapshots that replaced a served book: refresh or audit.",
+        )
+        meter.create_observable_counter(
+            "ladder_ingest_audit_mismatches",
+            [counts_callback(self.audit_mismatches, ("exchange",))],
+            description="Audits whose fresh snapshot disagreed with the served book.",
         )
         meter.create_observable_counter(
             "ladder_ingest_snapshot_fetches",
@@ -245,6 +261,13 @@ class IngestTelemetry:
         """The replica stopped: close its open resync span."""
         if self._resync_spans:
             self._end_resync((replica.book, replica.replica), "stopped")
+
+    def fresh_snapshot(self, exchange: str, kind: str, *, mismatch: bool) -> None:
+        """A background snapshot of ``kind`` (refresh or audit) replaced a served book."""
+        key = (exchange, kind)
+        self.fresh_snapshots[key] = self.fresh_snapshots.get(key, 0) + 1
+        if mismatch and kind == "audit":
+            self.audit_mismatches[exchange] = self.audit_mismatches.get(exchange, 0) + 1
 
     def weight_spent(self, exchange: str, weight: int) -> None:
         self.weight[exchange] = self.weight.get(exchange, 0) + weight

@@ -2,7 +2,8 @@
 
 Theory of operation
 -------------------
-Each cached book is an :class:`Entry` holding the latest decoded snapshot of every replica. An
+Each cached book is an :class:`Entry` holding the latest decoded snapshot of every replica (its
+head, and for a book published deeper than its head, its deep snapshot too). An
 entry is *live* once its change channel is subscribed (confirmed by the server) and its replicas
 have been fetched after that confirmation, and stays live until the cache drops it; meanwhile every
 published snapshot arrives on the :class:`~read_functions.change_feed.ChangeFeed` and replaces the
@@ -30,10 +31,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import redis.asyncio as redis
 
-from book_store.codec import Snapshot
+from book_store.codec import BookStatus, Snapshot
 from book_store.errors import StoreError
 from book_store.keys import BookKey
-from book_store.reader import BookReader, choose_replica
+from book_store.reader import BookReader, StoredBook, choose_replica
 from book_store.writer import decode_message
 from read_functions.change_feed import ChangeFeed
 from read_functions.telemetry import book_cache_hit
@@ -56,14 +57,17 @@ class Watcher(Protocol):
 class Entry:
     """One cached book: its replicas' snapshots and per-book state of the read path."""
 
-    __slots__ = ("__weakref__", "_chosen", "_chosen_silence", "_chosen_until", "book", "channel", "live",
-                 "loaded", "names_json", "replicas", "touched", "views", "views_of", "views_read",
-                 "watchers")  # fmt: skip
+    __slots__ = ("__weakref__", "_chosen", "_chosen_silence", "_chosen_until", "book", "channel",
+                 "deep_views", "deep_views_of", "deeps", "live", "loaded", "names_json", "replicas",
+                 "touched", "views", "views_of", "views_read", "watchers")  # fmt: skip
 
     def __init__(self, book: BookKey, loaded: asyncio.Future[None]) -> None:
         self.book = book
         self.channel = book.channel.encode()
         self.replicas: dict[int, Snapshot] = {}
+        """Each replica's head snapshot: what replicas are chosen by, and most reads are served from."""
+        self.deeps: dict[int, Snapshot] = {}
+        """Each replica's deep snapshot, for a book published deeper than its head."""
         self.live = False
         self.loaded = loaded
         self.touched = True
@@ -73,6 +77,8 @@ class Entry:
         self.views: dict[tuple[int, Side], BookView] = {}
         self.views_of: Snapshot | None = None
         self.views_read = False
+        self.deep_views: dict[tuple[int, Side], BookView] = {}
+        self.deep_views_of: Snapshot | None = None
         self.names_json: bytes | None = None
         # The replica choice, kept until a replica changes or the chosen one falls silent.
         self._chosen: Snapshot | None = None
@@ -81,12 +87,25 @@ class Entry:
 
     def apply(self, replica: int, snapshot: Snapshot) -> bool:
         """Keep ``snapshot`` unless the stored one was published later; True if it was kept."""
-        old = self.replicas.get(replica)
+        kept = self.deeps if snapshot.deep else self.replicas
+        old = kept.get(replica)
         if old is not None and old.recency > snapshot.recency:
             return False
-        self.replicas[replica] = snapshot
-        self._chosen_until = -1
+        kept[replica] = snapshot
+        if not snapshot.deep:
+            self._chosen_until = -1
         return True
+
+    def deep_of(self, head: Snapshot, now_ms: int, max_silence_ms: int) -> Snapshot | None:
+        """The deep snapshot of ``head``'s replica, if it may be served: synced, and either at the
+        head's update id (the head vouches for it: nothing changed since) or heard from within
+        ``max_silence_ms`` (a book that keeps changing rewrites it every second or so)."""
+        deep = self.deeps.get(head.replica)
+        if deep is None or deep.status is not BookStatus.SYNCED:
+            return None
+        if deep.update_id != head.update_id and now_ms - deep.publish_time > max_silence_ms:
+            return None
+        return deep
 
     def served(self, now_ms: int, max_silence_ms: int) -> Snapshot | None:
         """:func:`~book_store.reader.choose_replica` of the replicas, chosen once per change.
@@ -201,8 +220,8 @@ class BookCache:
             else:
                 missing.append(book)
         if missing:
-            for book, replicas in zip(missing, await self._fetch(missing), strict=True):
-                result[book] = replicas
+            for book, stored in zip(missing, await self._fetch(missing), strict=True):
+                result[book] = stored.heads
         return result
 
     def watch(self, book: BookKey, watcher: Watcher) -> None:
@@ -242,9 +261,10 @@ class BookCache:
                 self._forget(entry)
                 _fail(entry.loaded, exc)
             return
-        for entry, replicas in zip(batch, fetched, strict=True):
-            for replica, snapshot in replicas.items():
-                entry.apply(replica, snapshot)
+        for entry, stored in zip(batch, fetched, strict=True):
+            for snapshots in stored:
+                for replica, snapshot in snapshots.items():
+                    entry.apply(replica, snapshot)
             # An entry forgotten meanwhile (feed reset) still answers its waiting readers.
             entry.live = self._entries.get(entry.book) is entry
             if not entry.loaded.done():
@@ -252,13 +272,13 @@ class BookCache:
             for watcher in list(entry.watchers):
                 watcher.changed(entry)
 
-    async def _fetch(self, books: list[BookKey]) -> list[dict[int, Snapshot]]:
-        fetched = await self._reader.many(books)
+    async def _fetch(self, books: list[BookKey]) -> list[StoredBook]:
+        fetched = await self._reader.stored_many(books)
         return [fetched[book] for book in books]
 
     async def _uncached(self, book: BookKey) -> Entry:
         entry = Entry(book, asyncio.get_running_loop().create_future())
-        entry.replicas = await self._reader.replicas(book)
+        entry.replicas, entry.deeps = await self._reader.stored(book)
         return entry
 
     def _forget(self, entry: Entry) -> None:

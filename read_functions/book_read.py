@@ -4,6 +4,10 @@ Shared by the book routes, the UBDCC routes and the stream, so every way of read
 applies the same rules: the market must exist in the catalog (404), the tenant must subscribe
 to it (403; the operator reads everything), and only a replica that is ``synced`` and heard from
 within ``max_silence_ms`` is ever served (503 ``book_not_synced`` otherwise).
+
+A replica is chosen by its head snapshot. An ask deeper than the head holds is answered from the
+same replica's deep snapshot when it may be served (see ``Entry.deep_of``), else from the head,
+which then says ``truncated``.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from control_plane.errors import BookNotSyncedError, ForbiddenError
 from control_plane.models import Principal
 from read_functions.book_cache import Entry
 from read_functions.book_refs import BookRef
+from read_functions.book_view import BookView, Side, view_of
 from read_functions.deps import Deps
 
 NOT_SYNCED_RETRY_S = 1.0
@@ -63,6 +68,27 @@ def synced_replica(deps: Deps, entry: Entry, now_ms: int) -> Snapshot:
             NOT_SYNCED_RETRY_S,
         )
     return snapshot
+
+
+def deeper_view(
+    deps: Deps, entry: Entry, head: Snapshot, view: BookView, depth: int, side: Side, now_ms: int
+) -> tuple[BookView, int]:
+    """For a head ``view`` that is truncated: the deep snapshot's view if it may be served, else
+    ``view``; and the time the answer's age counts from (a deep snapshot at the head's update id
+    is as fresh as the head, which vouches that nothing changed since)."""
+    deep = entry.deep_of(head, now_ms, deps.settings.max_silence_ms)
+    if deep is None:
+        return view, view.publish_time
+    deep_view = view_of(entry, deep, depth, side)
+    return deep_view, head.publish_time if deep.update_id == head.update_id else deep.publish_time
+
+
+def deepest(deps: Deps, entry: Entry, head: Snapshot, now_ms: int) -> Snapshot:
+    """The deepest snapshot of ``head``'s replica that may be served (for routes that read every
+    level a book holds)."""
+    if not (head.more_bids or head.more_asks):
+        return head
+    return entry.deep_of(head, now_ms, deps.settings.max_silence_ms) or head
 
 
 def best_status(replicas: dict[int, Snapshot], now_ms: int, max_silence_ms: int) -> str:

@@ -1,10 +1,14 @@
 """Book responses as bytes: the stored level blobs joined with a few pre-rendered pieces.
 
 A response body is ``head + age_ms + tail``. ``head`` (exchange, market and the snapshot's times)
-and ``tail`` (replica, status and views of the level blobs) depend only on the snapshot, the depth
-and the side, so they are rendered once per served snapshot and reused by every request until
-the next snapshot replaces it; only ``age_ms`` is formatted per request. No level is ever parsed
-or re-encoded here.
+and ``tail`` (replica, status, ``truncated`` and views of the level blobs) depend only on the
+snapshot, the depth and the side, so they are rendered once per served snapshot and reused by
+every request until the next snapshot replaces it; only ``age_ms`` is formatted per request. No
+level is ever parsed or re-encoded here.
+
+``truncated`` is true when a side carries fewer levels than asked while the venue may hold more
+(the snapshot's ``MORE_*`` flags): a reader then knows the answer is not the venue's full top-N.
+A head view that is truncated is where a read looks for the replica's deep snapshot instead.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ class BookView(NamedTuple):
     tail: tuple[bytes | memoryview, ...]
     etag: str
     publish_time: int
+    truncated: bool
 
     def body(self, age_ms: int) -> bytes:
         return b"".join((self.head, b"%d" % age_ms, *self.tail))
@@ -52,6 +57,8 @@ def view_of(entry: Entry, snapshot: Snapshot, depth: int, side: Side) -> BookVie
     (rendered on first use)."""
     entry.views_read = True
     if entry.views_of is not snapshot:
+        if snapshot.deep:
+            return _deep_view_of(entry, snapshot, depth, side)
         entry.views.clear()
         entry.views_of = snapshot
     key = (depth, side)
@@ -60,6 +67,21 @@ def view_of(entry: Entry, snapshot: Snapshot, depth: int, side: Side) -> BookVie
         if len(entry.views) >= MAX_VIEWS:
             entry.views.clear()
         view = entry.views[key] = render(_names_of(entry), snapshot, depth, side)
+    return view
+
+
+def _deep_view_of(entry: Entry, snapshot: Snapshot, depth: int, side: Side) -> BookView:
+    """:func:`view_of` for a deep snapshot: its views are kept apart, so that deep and head reads
+    of one book do not throw each other's away (rendered on first use, never ahead of a read)."""
+    if entry.deep_views_of is not snapshot:
+        entry.deep_views.clear()
+        entry.deep_views_of = snapshot
+    key = (depth, side)
+    view = entry.deep_views.get(key)
+    if view is None:
+        if len(entry.deep_views) >= MAX_VIEWS:
+            entry.deep_views.clear()
+        view = entry.deep_views[key] = render(_names_of(entry), snapshot, depth, side)
     return view
 
 
@@ -94,6 +116,14 @@ def render(names_json: bytes, snapshot: Snapshot, depth: int, side: Side) -> Boo
     """The view of ``snapshot`` for ``depth`` and ``side``; ``names_json`` is the book's
     :func:`names_json`. It runs for most snapshots of a book being read, so it calls nothing it can
     do without (``min`` and ``max`` alone cost as much as formatting the head)."""
+    if side is Side.BOTH:
+        truncated = (snapshot.more_bids and snapshot.bid_count < depth) or (
+            snapshot.more_asks and snapshot.ask_count < depth
+        )
+    elif side is Side.BIDS:
+        truncated = snapshot.more_bids and snapshot.bid_count < depth
+    else:
+        truncated = snapshot.more_asks and snapshot.ask_count < depth
     if depth > snapshot.depth:  # the ETag names the depth actually served
         depth = snapshot.depth or 1
     event_time, ingest_time, update_id = snapshot.event_time, snapshot.ingest_time, snapshot.update_id
@@ -105,7 +135,11 @@ def render(names_json: bytes, snapshot: Snapshot, depth: int, side: Side) -> Boo
         b"null" if ingest_time is None else b"%d" % ingest_time,
         publish_time,
     )
-    state = b',"replica":%d,"status":%b' % (snapshot.replica, _STATUS_JSON[snapshot.status])
+    state = b',"replica":%d,"status":%b,"truncated":%b' % (
+        snapshot.replica,
+        _STATUS_JSON[snapshot.status],
+        b"true" if truncated else b"false",
+    )
     tail: tuple[bytes | memoryview, ...]
     if side is Side.BOTH:
         tail = (state + b',"bids":[', snapshot.bids(depth), b'],"asks":[', snapshot.asks(depth), b"]}")
@@ -113,8 +147,8 @@ def render(names_json: bytes, snapshot: Snapshot, depth: int, side: Side) -> Boo
         tail = (state + b',"bids":[', snapshot.bids(depth), b"]}")
     else:
         tail = (state + b',"asks":[', snapshot.asks(depth), b"]}")
-    etag = f'W/"{update_id}.{snapshot.replica}.{depth}.{_SIDE_NAMES[side]}"'
-    return BookView(head, tail, etag, publish_time)
+    etag = f'W/"{update_id}.{snapshot.replica}.{depth}.{_SIDE_NAMES[side]}{".d" if snapshot.deep else ""}"'
+    return BookView(head, tail, etag, publish_time, truncated)
 
 
 def names_json(book: BookKey) -> bytes:

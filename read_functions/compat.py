@@ -2,9 +2,9 @@
 
 The real UBDCC client cannot send an API key, so the compat listener (bound to a private
 address) maps all of its requests to the tenant named by ``--compat-tenant``. The tenant is
-found by name, or created with the ``compat_*`` limits from the settings; tenant names are unique
-in the control store, so workers racing to create it end up sharing one. A disabled compat
-tenant is refused like any other (403).
+found by name, or created with the ``compat_*`` limits from the settings and the ``max_depth``
+that UBDCC's subscriptions need; tenant names are unique in the control store, so workers racing
+to create it end up sharing one. A disabled compat tenant is refused like any other (403).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from control_plane.models import OPERATOR, Principal
 from read_functions.deps import Deps
 from read_functions.messages import Request
 from read_functions.routing import Route
+from read_functions.ubdcc import UBDCC_DEPTH
 
 
 class CompatTenant:
@@ -54,6 +55,7 @@ class CompatTenant:
             "name": self._name,
             "max_markets": settings.compat_max_markets,
             "max_replicas": settings.compat_max_replicas,
+            "max_depth": UBDCC_DEPTH,
             "rate_limit_rps": settings.compat_rate_limit_rps,
             "burst": max(1, int(settings.compat_rate_limit_rps)),
         }

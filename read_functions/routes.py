@@ -10,7 +10,7 @@ import orjson
 
 from read_functions import openapi
 from read_functions.deps import Deps
-from read_functions.handlers import account, admin, books, catalog, service, subscriptions, ubdcc
+from read_functions.handlers import account, admin, book_info, books, catalog, service, subscriptions, ubdcc
 from read_functions.messages import JSON, Request, Response
 from read_functions.routing import Access, Handler, Param, Reply, Route
 from read_functions.schemas import ref
@@ -144,6 +144,15 @@ ROUTES: tuple[Route, ...] = (
     _book_route("", books.get_book, "Book", "both sides"),
     _book_route("/bids", books.get_bids, "BookBids", "the bids"),
     _book_route("/asks", books.get_asks, "BookAsks", "the asks"),
+    Route(
+        "GET",
+        "/v1/books/{exchange}/{market}/info",
+        book_info.get_book_info,
+        TENANT,
+        "How one book is kept: each replica's state, stored depth and counters",
+        "books",
+        replies=_ok("BookInfo"),
+    ),
     Route(
         "GET",
         "/v1/markets",

@@ -99,7 +99,10 @@ class Router:
         self._matched: dict[tuple[str, str], tuple[Route, PathParams]] = {}
         for route in self.routes:
             if "{" in route.path:
-                self._templated.setdefault(_group(route.segments), []).append(route)
+                group = self._templated.setdefault(_group(route.segments), [])
+                if any(r.method == route.method and r.segments == route.segments for r in group):
+                    raise ValueError(f"duplicate route {route.method} {route.path}")
+                group.append(route)
             else:
                 methods = self._static.setdefault(route.path, {})
                 if route.method in methods:

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from control_plane.depth import DEFAULT_DEPTH, DEFAULT_MAX_DEPTH, MAX_DEPTH_LIMIT, VENUE_MAX_DEPTH
+
 Schema = dict[str, Any]
 
 INT = {"type": "integer"}
 STR = {"type": "string"}
 NULLABLE_INT = {"type": ["integer", "null"]}
+BOOL = {"type": "boolean"}
 
 
 def obj(required: dict[str, Any], optional: dict[str, Any] | None = None, *, closed: bool = True) -> Schema:
@@ -49,11 +52,32 @@ _BOOK_META = {
     "age_ms": INT,
     "replica": INT,
     "status": {"type": "string", "enum": ["synced"]},
+    "truncated": {
+        "type": "boolean",
+        "description": "a side stops short of the asked depth while the venue may hold more levels",
+    },
+}
+# The schema bounds a depth over all venues; the text names each venue's own maximum.
+_VENUE_MAXIMA = ", ".join(f"{exchange} {limit}" for exchange, limit in VENUE_MAX_DEPTH.items())
+DEPTH = {
+    "type": "integer",
+    "minimum": 1,
+    "maximum": MAX_DEPTH_LIMIT,
+    "description": (
+        f"Levels per side the subscription wants the book kept at (default {DEFAULT_DEPTH}): "
+        f"at most the venue's snapshot maximum ({_VENUE_MAXIMA}) and the tenant's max_depth."
+    ),
 }
 TENANT_FIELDS = {
     "name": STR,
     "max_markets": INT,
     "max_replicas": INT,
+    "max_depth": {
+        "type": "integer",
+        "minimum": 1,
+        "maximum": MAX_DEPTH_LIMIT,
+        "description": f"The deepest any of the tenant's subscriptions may be (default {DEFAULT_MAX_DEPTH}).",
+    },
     "rate_limit_rps": {"type": "number"},
     "burst": INT,
 }
@@ -66,7 +90,22 @@ API_KEY = {
     "expires_at": NULLABLE_INT,
     "revoked_at": NULLABLE_INT,
 }
-SUBSCRIPTION = {"exchange": STR, "market": STR, "replicas": INT, "created_at": INT}
+SUBSCRIPTION = {"exchange": STR, "market": STR, "replicas": INT, "depth": DEPTH, "created_at": INT}
+REPLICA_COUNTERS = ("restarts", "handovers", "stale_episodes", "refreshes", "audits", "audit_mismatches",
+                    "last_audit_ms", "mismatches")  # fmt: skip
+"""The counters a replica's node reports that ``GET /v1/books/.../info`` passes on (besides resyncs)."""
+_STORED_LEVELS = {"bids": INT, "asks": INT, "more_bids": BOOL, "more_asks": BOOL}
+_REPLICA_INFO = {
+    "replica": INT,
+    "status": {"type": "string", "enum": ["synced", "resyncing", "stale"]},
+    "update_id": INT,
+    "publish_time": INT,
+    "age_ms": INT,
+    "head": obj(_STORED_LEVELS),
+    "deep": {"oneOf": [{"type": "null"}, obj({**_STORED_LEVELS, "update_id": INT, "publish_time": INT})]},
+    "resyncs": {"type": ["object", "null"], "additionalProperties": INT},
+    **{name: NULLABLE_INT for name in REPLICA_COUNTERS},
+}
 
 COMPONENTS: dict[str, Schema] = {
     "Error": obj({"error": obj({"code": STR, "message": STR, "request_id": STR})}),
@@ -74,11 +113,19 @@ COMPONENTS: dict[str, Schema] = {
     "Book": obj({**_BOOK_META, "bids": array_of(ref("Level")), "asks": array_of(ref("Level"))}),
     "BookBids": obj({**_BOOK_META, "bids": array_of(ref("Level"))}),
     "BookAsks": obj({**_BOOK_META, "asks": array_of(ref("Level"))}),
+    "BookInfo": obj(
+        {
+            "exchange": STR,
+            "market": STR,
+            "status": {"type": "string", "enum": ["synced", "resyncing", "stale", "starting"]},
+            "replicas": array_of(obj(_REPLICA_INFO)),
+        }
+    ),
     "Market": obj({"exchange": STR, "market": STR, "status": STR, "base": STR, "quote": STR}),
     "Markets": obj({"markets": array_of(ref("Market"))}),
     "Exchanges": obj({"exchanges": array_of(STR)}),
     "SubscriptionRequest": obj(
-        {"exchange": STR, "market": STR}, {"replicas": {"type": "integer", "minimum": 1}}
+        {"exchange": STR, "market": STR}, {"replicas": {"type": "integer", "minimum": 1}, "depth": DEPTH}
     ),
     "Subscription": obj(SUBSCRIPTION),
     "Subscriptions": obj(

@@ -26,8 +26,8 @@ from control_plane.errors import InvalidRequestError
 from control_plane.models import Principal
 from read_functions.access import presented_key
 from read_functions.book_cache import Entry
-from read_functions.book_read import authorize_book
-from read_functions.book_view import Side, view_of
+from read_functions.book_read import authorize_book, deeper_view
+from read_functions.book_view import BookView, Side, view_of
 from read_functions.deps import Deps, now_ms
 from read_functions.errors import status_for
 from read_functions.messages import Request, Response
@@ -71,7 +71,7 @@ class BookStream:
         self._wake = asyncio.Event()
         self._entry: Entry | None = None
         self._rewatch = False
-        self._sent: tuple[int, int, int] | None = None
+        self._sent: BookView | None = None
         self._checked_at = time.monotonic()
         self.conflated = 0
 
@@ -113,15 +113,18 @@ class BookStream:
 
     def _render(self, entry: Entry) -> bytes | None:
         now = now_ms()
-        snapshot = entry.served(now, self._deps.settings.max_silence_ms)
-        if snapshot is None:
+        deps, depth = self._deps, self._plan.depth
+        head = entry.served(now, deps.settings.max_silence_ms)
+        if head is None:
             return None
-        identity = (snapshot.replica, snapshot.update_id, snapshot.publish_time)
-        if identity == self._sent:
+        view = view_of(entry, head, depth, Side.BOTH)
+        since = view.publish_time
+        if view.truncated:
+            view, since = deeper_view(deps, entry, head, view, depth, Side.BOTH, now)
+        if view is self._sent:  # a view is rendered once per snapshot: the same one was sent
             return None
-        self._sent = identity
-        view = view_of(entry, snapshot, self._plan.depth, Side.BOTH)
-        return view.body(max(0, now - view.publish_time))
+        self._sent = view
+        return view.body(max(0, now - since))
 
     async def _recheck(self) -> None:
         self._checked_at = time.monotonic()

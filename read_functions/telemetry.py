@@ -17,6 +17,7 @@ process keeps its own numbers; ``worker`` labels them.
 ``ladder_read_request_seconds{route}``                      request -> response (histogram)
 ``ladder_read_tenant_requests_total{tenant}``               requests made with a tenant's keys
 ``ladder_read_rate_limited_total{tenant}``                  of which refused with 429
+``ladder_read_truncated_total{exchange}``                   book answers that said ``truncated``
 ``gauge``/``counter`` registrations                         cache size, hits, misses, hit ratio ...
 =========================================================  =========================================
 """
@@ -51,6 +52,7 @@ class Telemetry:
         self.requests: dict[tuple[str, int], int] = {}
         self.tenant_requests: dict[str, int] = {}
         self.rate_limited: dict[str, int] = {}
+        self.truncated: dict[str, int] = {}
         self._tracer = self.pipeline.tracer
         self._latency_by_route: dict[str, otel.HistogramSeries] = {}
         meter = self.pipeline.meter
@@ -68,6 +70,11 @@ class Telemetry:
             "ladder_read_rate_limited",
             [otel.counts_callback(self.rate_limited, ("tenant",))],
             description="Requests refused by the tenant's rate limit (429).",
+        )
+        meter.create_observable_counter(
+            "ladder_read_truncated",
+            [otel.counts_callback(self.truncated, ("exchange",))],
+            description="Book answers with a side short of the asked depth (truncated: true).",
         )
         self._latency = self.pipeline.histogram(
             "ladder_read_request_seconds",
@@ -95,6 +102,10 @@ class Telemetry:
             if hit is not None:
                 book_cache_hit.set(None)  # the next request of this connection starts unknown
             self._trace(request, route, status, seconds, tenant, hit)
+
+    def truncated_answer(self, exchange: str) -> None:
+        """A book answer said ``truncated`` (rare: a side's trusted window ran short)."""
+        self.truncated[exchange] = self.truncated.get(exchange, 0) + 1
 
     def gauge(self, name: str, help_text: str, read: Callable[[], float]) -> None:
         """A value read at scrape time (a cache size)."""

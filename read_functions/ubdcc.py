@@ -21,6 +21,10 @@ from book_store.codec import Snapshot
 from read_functions.messages import JSON, Request, Response
 
 APP_NAME = "ubdcc-restapi"
+# How deep create_depthcache(s) subscribes. UBDCC's nodes load 1000-level REST snapshots, spot and
+# futures alike, keep 1000 levels per side, and get_asks / get_bids hand out every level they hold
+# (limit_count only cuts): its clients read up to 1000 levels. 1000 is also the USD-M maximum.
+UBDCC_DEPTH = 1000
 
 
 def ladder_version() -> str:

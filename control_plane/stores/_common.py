@@ -1,8 +1,9 @@
 """What both control stores share: how books and replicas are written as strings, and the rule
-that turns subscriptions into the number of replicas each book should have.
+that turns subscriptions into what each book should be (how many replicas, how deep).
 
 ``|`` separates the parts: neither an exchange id nor a market may contain it (see
-control_plane.validation and book_store.keys).
+control_plane.validation and book_store.keys). A replica is ``exchange|market|replica|depth``;
+one written before depth existed (``exchange|market|replica``) reads as the default depth.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from typing import Any, ParamSpec, TypeVar
 
 from book_store.errors import StoreError, StoreUnavailableError
-from control_plane.models import BookRef, ReplicaAssignment, Tenant
+from control_plane.depth import DEFAULT_DEPTH
+from control_plane.models import BookRef, BookWish, ReplicaAssignment, Tenant
 
 SEPARATOR = "|"
 
@@ -54,13 +56,14 @@ def parse_book_id(text: str) -> BookRef:
 
 
 def replica_id(replica: ReplicaAssignment) -> str:
-    return f"{book_id(replica.book)}{SEPARATOR}{replica.replica}"
+    return SEPARATOR.join((book_id(replica.book), str(replica.replica), str(replica.depth)))
 
 
 def parse_replica_id(text: str, node_id: str) -> ReplicaAssignment:
-    book, replica = text.rsplit(SEPARATOR, 1)
-    ref = parse_book_id(book)
-    return ReplicaAssignment(ref.exchange, ref.market, int(replica), node_id)
+    exchange, market, replica, *depth = text.split(SEPARATOR)
+    return ReplicaAssignment(
+        exchange, market, int(replica), node_id, int(depth[0]) if depth else DEFAULT_DEPTH
+    )
 
 
 def name_key(name: str) -> str:
@@ -69,18 +72,23 @@ def name_key(name: str) -> str:
 
 
 def desired_from(
-    wishes: Iterable[tuple[str, BookRef, int]], tenants: Mapping[str, Tenant]
-) -> dict[BookRef, int]:
-    """Per book, the largest ``replicas`` any enabled tenant asked for, capped by its max_replicas.
+    wishes: Iterable[tuple[str, BookRef, BookWish]], tenants: Mapping[str, Tenant]
+) -> dict[BookRef, BookWish]:
+    """Per book, the most replicas and the deepest depth any enabled tenant asked for, each wish
+    capped by its tenant's ``max_replicas`` and ``max_depth``.
 
-    ``wishes`` are ``(tenant_id, book, replicas)``; a wish of an unknown tenant counts for nothing.
+    The two maxima are taken apart: one tenant may want many shallow replicas and another one
+    deep replica, and the book is kept with many deep replicas. ``wishes`` are
+    ``(tenant_id, book, wish)``; a wish of an unknown tenant counts for nothing.
     """
-    desired: dict[BookRef, int] = {}
-    for tenant_id, book, replicas in wishes:
+    desired: dict[BookRef, BookWish] = {}
+    for tenant_id, book, (replicas, depth) in wishes:
         tenant = tenants.get(tenant_id)
         if tenant is None or tenant.disabled:
             continue
-        wanted = min(replicas, tenant.max_replicas)
-        if wanted > desired.get(book, 0):
-            desired[book] = wanted
+        replicas, depth = min(replicas, tenant.max_replicas), min(depth, tenant.max_depth)
+        held = desired.get(book)
+        if held is not None:
+            replicas, depth = max(replicas, held.replicas), max(depth, held.depth)
+        desired[book] = BookWish(replicas, depth)
     return desired

@@ -2,6 +2,8 @@
 
 Attribute values are written in DynamoDB's typed JSON (``{"S": ...}``, ``{"N": ...}``) by hand:
 the few types used here do not need boto3's serializer, and ints stay ints on the way back.
+Items written before depth existed lack ``depth`` (subscriptions) and ``max_depth`` (tenants);
+they read as the defaults of control_plane.depth.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from control_plane.depth import DEFAULT_DEPTH, DEFAULT_MAX_DEPTH
 from control_plane.models import ApiKey, AuditEvent, NodeInfo, Subscription, Tenant
 from control_plane.stores._common import name_key
 
@@ -33,6 +36,12 @@ def primary_key(pk: str, sk: str) -> Item:
 
 def optional_int(item: Item, name: str) -> int | None:
     return int(item[name]["N"]) if name in item else None
+
+
+def int_or(item: Item, name: str, default: int) -> int:
+    """A number attribute, or ``default`` when the item predates it."""
+    value = optional_int(item, name)
+    return default if value is None else value
 
 
 def time_key(ms: int) -> str:
@@ -67,6 +76,7 @@ def tenant_fields(tenant: Tenant) -> Item:
         "name_key": str_attr(name_key(tenant.name)),
         "max_markets": num_attr(tenant.max_markets),
         "max_replicas": num_attr(tenant.max_replicas),
+        "max_depth": num_attr(tenant.max_depth),
         "rate_limit_rps": num_attr(float(tenant.rate_limit_rps)),
         "burst": num_attr(tenant.burst),
         "disabled": bool_attr(tenant.disabled),
@@ -84,6 +94,7 @@ def tenant_from(item: Item) -> Tenant:
         burst=int(item["burst"]["N"]),
         disabled=bool(item["disabled"]["BOOL"]),
         created_at=int(item["created_at"]["N"]),
+        max_depth=int_or(item, "max_depth", DEFAULT_MAX_DEPTH),
     )
 
 
@@ -130,6 +141,7 @@ def subscription_from(item: Item) -> Subscription:
         market=item["market"]["S"],
         replicas=int(item["replicas"]["N"]),
         created_at=int(item["created_at"]["N"]),
+        depth=int_or(item, "depth", DEFAULT_DEPTH),
     )
 
 

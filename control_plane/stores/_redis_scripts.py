@@ -31,7 +31,8 @@ return 1
 """
 
 # KEYS: tenant hash, tenant's subscriptions hash, book's subscribers hash, books set.
-# ARGV: book id, tenant id, replicas, created_at.
+# ARGV: book id, tenant id, the wish ("replicas:depth"), created_at. created_at stays last in the
+# subscription's value, so that values written before depth existed are read the same way.
 # Returns {1 created | 0 updated, created_at}, {-1} unknown tenant, {-2} max_markets reached.
 PUT_SUBSCRIPTION = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return {-1} end

@@ -24,6 +24,7 @@ from control_plane.models import (
     ApiKey,
     AuditEvent,
     BookRef,
+    BookWish,
     NodeInfo,
     ReplicaAssignment,
     Subscription,
@@ -64,7 +65,7 @@ class ControlStore(Protocol):
 
     # -- subscriptions ----------------------------------------------------------------------
     async def put_subscription(self, subscription: Subscription) -> tuple[Subscription, bool]:
-        """Create or update (``replicas``) a subscription: ``(stored, created)``.
+        """Create or update (``replicas``, ``depth``) a subscription: ``(stored, created)``.
 
         Creating counts against the tenant's ``max_markets`` atomically: LimitExceededError when
         the tenant already has that many markets, NotFoundError when the tenant does not exist.
@@ -77,11 +78,11 @@ class ControlStore(Protocol):
     async def list_subscriptions(self, tenant_id: str) -> list[Subscription]:
         """The tenant's subscriptions, ordered by book."""
 
-    async def desired_replicas(self) -> dict[BookRef, int]:
-        """Per subscribed book, the most replicas any enabled subscriber asked for.
+    async def desired_books(self) -> dict[BookRef, BookWish]:
+        """Per subscribed book, the most replicas and the deepest depth any enabled subscriber asked for.
 
-        Each subscriber's wish is capped by its tenant's current ``max_replicas``; disabled
-        tenants' subscriptions keep no book alive.
+        Each subscriber's wish is capped by its tenant's current ``max_replicas`` and
+        ``max_depth``; disabled tenants' subscriptions keep no book alive (nor deep).
         """
 
     async def book_subscriber_count(self, book: BookRef) -> int:

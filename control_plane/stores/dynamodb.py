@@ -15,9 +15,10 @@ schema terraform deploys and :func:`create_table` reproduces) holds every item:
     AUDIT                    <at>#<ns>#<r> -                     -                    expires_at (TTL)
     LEASE#<name>             LEASE         -                     -                    owner, until
 
-``<book>`` is ``exchange|market``. Atomic steps are conditional writes or TransactWriteItems:
-a tenant's ``market_count`` moves in the same transaction as its subscription item, under the
-condition ``market_count < max_markets``; a name item is claimed with ``attribute_not_exists``.
+``<book>`` is ``exchange|market``; each of ``replicas`` is ``exchange|market|replica|depth``.
+Atomic steps are conditional writes or TransactWriteItems: a tenant's ``market_count`` moves in
+the same transaction as its subscription item, under the condition
+``market_count < max_markets``; a name item is claimed with ``attribute_not_exists``.
 A transaction that loses a race with another (``TransactionConflict``) is retried.
 
 ``expires_at`` is reserved for TTL (seconds); an API key's own expiry is ``key_expires_at`` (ms).
@@ -46,6 +47,7 @@ from control_plane.models import (
     ApiKey,
     AuditEvent,
     BookRef,
+    BookWish,
     NodeInfo,
     ReplicaAssignment,
     Subscription,
@@ -346,6 +348,7 @@ class DynamoControlStore:
             "exchange": str_attr(sub.exchange),
             "market": str_attr(sub.market),
             "replicas": num_attr(sub.replicas),
+            "depth": num_attr(sub.depth),
             "created_at": num_attr(sub.created_at),
         }
         count_it = {
@@ -376,9 +379,13 @@ class DynamoControlStore:
             reply = self._conditional(
                 self._client.update_item,
                 Key=primary_key(pk, sk),
-                UpdateExpression="SET replicas = :replicas",
+                UpdateExpression="SET replicas = :replicas, #depth = :depth",
                 ConditionExpression="attribute_exists(pk)",
-                ExpressionAttributeValues={":replicas": num_attr(sub.replicas)},
+                ExpressionAttributeNames={"#depth": "depth"},  # DEPTH is a DynamoDB reserved word
+                ExpressionAttributeValues={
+                    ":replicas": num_attr(sub.replicas),
+                    ":depth": num_attr(sub.depth),
+                },
                 ReturnValues="ALL_NEW",
             )
             if reply is not None:
@@ -429,9 +436,9 @@ class DynamoControlStore:
         return sorted((subscription_from(item) for item in items), key=lambda s: s.book)
 
     @_translated
-    async def desired_replicas(self) -> dict[BookRef, int]:
+    async def desired_books(self) -> dict[BookRef, BookWish]:
         items = await self._run(self._query_index, "SUBS")
-        wishes = [(s.tenant_id, s.book, s.replicas) for s in map(subscription_from, items)]
+        wishes = [(s.tenant_id, s.book, BookWish(s.replicas, s.depth)) for s in map(subscription_from, items)]
         tenants = await self.list_tenants()
         return desired_from(wishes, {t.id: t for t in tenants})
 

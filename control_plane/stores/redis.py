@@ -8,20 +8,24 @@ reads, so one slot is not a bottleneck; in exchange nothing needs a cross-slot p
     <prefix>{control}:tenant:<id>          hash   Tenant fields (+ name_key)
     <prefix>{control}:tenants              zset   tenant id, scored by created_at
     <prefix>{control}:tenant-names         hash   casefolded name -> tenant id
-    <prefix>{control}:subs:<tenant>        hash   "exchange|market" -> "replicas:created_at"
-    <prefix>{control}:book:<exch|market>   hash   tenant id -> replicas (the book's subscribers)
+    <prefix>{control}:subs:<tenant>        hash   "exchange|market" -> "replicas:depth:created_at"
+    <prefix>{control}:book:<exch|market>   hash   tenant id -> "replicas:depth" (the book's subscribers)
     <prefix>{control}:books                set    "exchange|market" with at least one subscriber
     <prefix>{control}:key:<id>             hash   ApiKey fields
     <prefix>{control}:key-hash:<hash>      string key id
     <prefix>{control}:tenant-keys:<tenant> zset   key id, scored by created_at
     <prefix>{control}:node:<id>            hash   NodeInfo fields
     <prefix>{control}:nodes                set    node ids
-    <prefix>{control}:assign:<node>        set    "exchange|market|replica"
+    <prefix>{control}:assign:<node>        set    "exchange|market|replica|depth"
     <prefix>{control}:assigned             set    node ids that have assignments
     <prefix>{control}:audit                list   JSON events, newest first, trimmed to AUDIT_KEEP
     <prefix>{control}:lease:<name>         string owner, with a PX expiry
     <prefix>{control}:pepper               string hex pepper, when the store keeps it
     <prefix>{control}:assignments:<node>   channel: a message whenever the node's set changes
+
+Values written before depth existed lack it (``"replicas:created_at"``, ``"replicas"``,
+``"exchange|market|replica"``, a tenant without ``max_depth``) and read as the defaults of
+control_plane.depth.
 
 The store borrows a ``redis.asyncio.Redis`` (bytes or decoded responses) that its owner closes.
 """
@@ -39,11 +43,13 @@ from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from book_store.errors import StoreError
+from control_plane.depth import DEFAULT_DEPTH, DEFAULT_MAX_DEPTH
 from control_plane.errors import ConfigurationError, ConflictError, LimitExceededError, NotFoundError
 from control_plane.models import (
     ApiKey,
     AuditEvent,
     BookRef,
+    BookWish,
     NodeInfo,
     ReplicaAssignment,
     Subscription,
@@ -94,6 +100,7 @@ def _tenant_fields(tenant: Tenant) -> dict[str, str]:
         "name_key": name_key(tenant.name),
         "max_markets": str(tenant.max_markets),
         "max_replicas": str(tenant.max_replicas),
+        "max_depth": str(tenant.max_depth),
         "rate_limit_rps": repr(tenant.rate_limit_rps),
         "burst": str(tenant.burst),
         "disabled": "1" if tenant.disabled else "0",
@@ -111,7 +118,22 @@ def _tenant(f: dict[str, str]) -> Tenant:
         burst=int(f["burst"]),
         disabled=f["disabled"] == "1",
         created_at=int(f["created_at"]),
+        max_depth=int(f.get("max_depth", DEFAULT_MAX_DEPTH)),
     )
+
+
+def _wish(text: str) -> BookWish:
+    """One subscriber's ``"replicas:depth"`` (or ``"replicas"``, written before depth existed)."""
+    replicas, _, depth = text.partition(":")
+    return BookWish(int(replicas), int(depth) if depth else DEFAULT_DEPTH)
+
+
+def _subscription(tenant_id: str, ref: str, value: str) -> Subscription:
+    """A subscription from its field in ``subs:<tenant>`` (``"replicas[:depth]:created_at"``)."""
+    book = parse_book_id(ref)
+    wish, _, created_at = value.rpartition(":")
+    replicas, depth = _wish(wish)
+    return Subscription(tenant_id, book.exchange, book.market, replicas, int(created_at), depth)
 
 
 def _key_fields(key: ApiKey) -> dict[str, str]:
@@ -286,7 +308,12 @@ class RedisControlStore:
             self._k("book", book),
             self._k("books"),
         ]
-        args: list[str | int] = [book, tenant_id, subscription.replicas, subscription.created_at]
+        args: list[str | int] = [
+            book,
+            tenant_id,
+            f"{subscription.replicas}:{subscription.depth}",
+            subscription.created_at,
+        ]
         reply = await self._put_subscription(keys=keys, args=args)
         status = int(reply[0])
         if status == -1:
@@ -304,26 +331,20 @@ class RedisControlStore:
     @_translated
     async def list_subscriptions(self, tenant_id: str) -> list[Subscription]:
         raw = _fields(await self._client.hgetall(self._k("subs", tenant_id)))
-        subscriptions = []
-        for ref, value in raw.items():
-            book = parse_book_id(ref)
-            replicas, created_at = value.split(":")
-            subscriptions.append(
-                Subscription(tenant_id, book.exchange, book.market, int(replicas), int(created_at))
-            )
+        subscriptions = [_subscription(tenant_id, ref, value) for ref, value in raw.items()]
         return sorted(subscriptions, key=lambda s: s.book)
 
     @_translated
-    async def desired_replicas(self) -> dict[BookRef, int]:
+    async def desired_books(self) -> dict[BookRef, BookWish]:
         books = [_text(b) for b in await self._client.smembers(self._k("books"))]
         async with self._client.pipeline(transaction=False) as pipe:
             for ref in books:
                 pipe.hgetall(self._k("book", ref))
             rows = await pipe.execute()
         wishes = [
-            (tenant_id, parse_book_id(ref), int(replicas))
+            (tenant_id, parse_book_id(ref), _wish(wish))
             for ref, row in zip(books, rows, strict=True)
-            for tenant_id, replicas in _fields(row).items()
+            for tenant_id, wish in _fields(row).items()
         ]
         tenants = await self._tenants({tenant_id for tenant_id, _, _ in wishes})
         return desired_from(wishes, {t.id: t for t in tenants})

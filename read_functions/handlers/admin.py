@@ -8,7 +8,9 @@ from read_functions.messages import Request, Response, empty_response, json_resp
 from read_functions.params import int_param, json_object, require_fields
 
 AUDIT_LIMIT_MAX = 1000
-_TENANT_FIELDS = frozenset({"name", "max_markets", "max_replicas", "rate_limit_rps", "burst", "disabled"})
+_TENANT_FIELDS = frozenset(
+    {"name", "max_markets", "max_replicas", "max_depth", "rate_limit_rps", "burst", "disabled"}
+)
 _KEY_FIELDS = frozenset({"expires_in_s"})
 
 

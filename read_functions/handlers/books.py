@@ -9,7 +9,7 @@ from __future__ import annotations
 import zlib
 
 from control_plane.errors import BookTooOldError
-from read_functions.book_read import authorize_book, cached_entry, synced_replica
+from read_functions.book_read import authorize_book, cached_entry, deeper_view, synced_replica
 from read_functions.book_view import Side, view_of
 from read_functions.deps import Deps, now_ms
 from read_functions.messages import JSON, Request, Response
@@ -44,8 +44,14 @@ async def _read(request: Request, deps: Deps, side: Side) -> Response:
     entry = await cached_entry(deps, ref)
     now = now_ms()
     # Past this point only the entry and its view are touched, not the snapshot: see Entry.served.
-    view = view_of(entry, synced_replica(deps, entry, now), depth, side)
-    age_ms = max(0, now - view.publish_time)
+    head = synced_replica(deps, entry, now)
+    view = view_of(entry, head, depth, side)
+    since = view.publish_time
+    if view.truncated:
+        view, since = deeper_view(deps, entry, head, view, depth, side, now)
+        if view.truncated:
+            deps.telemetry.truncated_answer(ref.key.exchange)
+    age_ms = max(0, now - since)
     if max_age_ms is not None and age_ms > max_age_ms:
         raise BookTooOldError(
             f"the freshest synced replica of {ref.key.exchange} {ref.key.market} is {age_ms} ms old "

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from book_store.keys import BookKey
 from control_plane.auth import require_tenant
+from control_plane.depth import DEFAULT_DEPTH
 from read_functions.access import subscriptions_changed
 from read_functions.book_read import best_status
 from read_functions.deps import Deps, now_ms
 from read_functions.messages import Request, Response, empty_response, json_response
 from read_functions.params import json_object, require_fields
 
-_FIELDS = frozenset({"exchange", "market", "replicas"})
+_FIELDS = frozenset({"exchange", "market", "replicas", "depth"})
 
 
 async def subscribe(request: Request, deps: Deps) -> Response:
@@ -19,7 +20,12 @@ async def subscribe(request: Request, deps: Deps) -> Response:
     body = json_object(request)
     require_fields(body, _FIELDS)
     subscription, created = await deps.control.subscribe(
-        tenant_id, body.get("exchange"), body.get("market"), body.get("replicas", 1), actor=request.principal
+        tenant_id,
+        body.get("exchange"),
+        body.get("market"),
+        body.get("replicas", 1),
+        body.get("depth", DEFAULT_DEPTH),
+        actor=request.principal,
     )
     await deps.announce(subscriptions_changed(tenant_id))
     return json_response(subscription.to_json(), 201 if created else 200)

@@ -28,11 +28,19 @@ from control_plane.errors import (
 )
 from control_plane.models import Principal, Subscription
 from read_functions.access import subscriptions_changed
-from read_functions.book_read import authorize_book, cached_entry
+from read_functions.book_read import authorize_book, cached_entry, deepest
 from read_functions.deps import Deps, now_ms
 from read_functions.messages import Request, Response
 from read_functions.params import json_object
-from read_functions.ubdcc import APP_NAME, Call, ErrorId, UbdccError, ladder_version, levels_as_numbers
+from read_functions.ubdcc import (
+    APP_NAME,
+    UBDCC_DEPTH,
+    Call,
+    ErrorId,
+    UbdccError,
+    ladder_version,
+    levels_as_numbers,
+)
 
 UbdccHandler = Callable[[Call, Deps], Awaitable[Response]]
 MAX_LEVELS = 1_000_000
@@ -90,7 +98,7 @@ async def create_depthcache(call: Call, deps: Deps) -> Response:
     replicas = call.integer("desired_quantity", ErrorId.MISSING_CREATE_PARAMETER, lo=1, hi=100) or 1
     if await _subscription(deps, tenant_id, exchange, market) is not None:
         raise UbdccError(ErrorId.ALREADY_EXISTS, f"DepthCache {exchange} {market} already exists")
-    await deps.control.subscribe(tenant_id, exchange, market, replicas, actor=_principal(call))
+    await deps.control.subscribe(tenant_id, exchange, market, replicas, UBDCC_DEPTH, actor=_principal(call))
     await deps.announce(subscriptions_changed(tenant_id))
     return call.ok()
 
@@ -113,7 +121,9 @@ async def create_depthcaches(call: Call, deps: Deps) -> Response:
     existing = {(s.exchange, s.market) for s in await deps.control.subscriptions(tenant_id)}
     for market in dict.fromkeys(markets):
         if (exchange, market) not in existing:
-            await deps.control.subscribe(tenant_id, exchange, market, replicas, actor=_principal(call))
+            await deps.control.subscribe(
+                tenant_id, exchange, market, replicas, UBDCC_DEPTH, actor=_principal(call)
+            )
     await deps.announce(subscriptions_changed(tenant_id))
     return call.ok()
 
@@ -144,6 +154,8 @@ async def _levels(call: Call, deps: Deps, side: str) -> Response:
         if entry.replicas:
             raise UbdccError(ErrorId.OUT_OF_SYNC, f"no replica of {exchange} {market} is in sync right now")
         raise UbdccError(ErrorId.NOT_RUNNING, f"no replica of {exchange} {market} is running yet")
+    if limit_count is None or limit_count > snapshot.depth:
+        snapshot = deepest(deps, entry, snapshot, now)
     call.used.append(f"{exchange}/{market}#{snapshot.replica}")
     levels = levels_as_numbers(snapshot, side, limit_count, threshold)
     extra = {"update_id": snapshot.update_id, "publish_time": snapshot.publish_time,

@@ -9,13 +9,16 @@ from ._call import Call, params, path
 from ._errors import ConfigurationError
 from ._models import ApiKey, AuditEntry, CreatedKey, Node, Tenant
 
-TENANT_FIELDS = frozenset({"name", "max_markets", "max_replicas", "rate_limit_rps", "burst", "disabled"})
+TENANT_FIELDS = frozenset(
+    {"name", "max_markets", "max_replicas", "max_depth", "rate_limit_rps", "burst", "disabled"}
+)
 
 
 def create_tenant(
     name: str,
     max_markets: int | None,
     max_replicas: int | None,
+    max_depth: int | None,
     rate_limit_rps: float | None,
     burst: int | None,
 ) -> Call[Tenant]:
@@ -24,7 +27,11 @@ def create_tenant(
     Limits left as None are not sent, so the server's defaults apply.
     """
     body = {"name": name} | params(
-        max_markets=max_markets, max_replicas=max_replicas, rate_limit_rps=rate_limit_rps, burst=burst
+        max_markets=max_markets,
+        max_replicas=max_replicas,
+        max_depth=max_depth,
+        rate_limit_rps=rate_limit_rps,
+        burst=burst,
     )
     return Call("POST", path("v1", "admin", "tenants"), parse.tenant, body=body, retry_safe=False)
 

@@ -137,9 +137,11 @@ class AsyncLadder(_AsyncClient):
         """The exchanges this server knows."""
         return await self._run(tenant.exchanges())
 
-    async def subscribe(self, exchange: str, market: str, replicas: int = 1) -> Subscription:
-        """Subscribe to a book (see `Ladder.subscribe`)."""
-        return await self._run(tenant.subscribe(exchange, market, replicas))
+    async def subscribe(
+        self, exchange: str, market: str, replicas: int = 1, depth: int | None = None
+    ) -> Subscription:
+        """Subscribe to a book, or change its replicas and depth (see `Ladder.subscribe`)."""
+        return await self._run(tenant.subscribe(exchange, market, replicas, depth))
 
     async def unsubscribe(self, exchange: str, market: str) -> None:
         """Drop a subscription (see `Ladder.unsubscribe`)."""
@@ -187,11 +189,14 @@ class AsyncLadderAdmin(_AsyncClient):
         *,
         max_markets: int | None = None,
         max_replicas: int | None = None,
+        max_depth: int | None = None,
         rate_limit_rps: float | None = None,
         burst: int | None = None,
     ) -> Tenant:
         """Create a tenant; limits left out get the server's defaults."""
-        return await self._run(admin.create_tenant(name, max_markets, max_replicas, rate_limit_rps, burst))
+        return await self._run(
+            admin.create_tenant(name, max_markets, max_replicas, max_depth, rate_limit_rps, burst)
+        )
 
     async def tenants(self) -> list[Tenant]:
         """Every tenant."""
@@ -202,7 +207,7 @@ class AsyncLadderAdmin(_AsyncClient):
         return await self._run(admin.tenant(tenant_id))
 
     async def update_tenant(self, tenant_id: str, **fields: object) -> Tenant:
-        """Change any of name, max_markets, max_replicas, rate_limit_rps, burst, disabled."""
+        """Change any of name, max_markets, max_replicas, max_depth, rate_limit_rps, burst, disabled."""
         return await self._run(admin.update_tenant(tenant_id, fields))
 
     async def create_tenant_key(self, tenant_id: str) -> CreatedKey:

@@ -29,7 +29,9 @@ class Book:
     (`Ladder.bids` / `Ladder.asks`) leaves the other side empty. The `*_ms` fields are the raw
     milliseconds; `event_time` (the venue's clock), `ingest_time` (arrival at the ingest node)
     and `publish_time` (written to the store) are the same instants as aware UTC datetimes.
-    `age_ms` is how old the snapshot was when the server answered.
+    `age_ms` is how old the snapshot was when the server answered. `truncated` is True when a side
+    holds fewer levels than asked while the venue may hold more: every level given is right, but
+    the book goes on beyond them (sum depth or walk for a fill price with that in mind).
     """
 
     exchange: str
@@ -41,6 +43,7 @@ class Book:
     age_ms: int
     replica: int
     status: str
+    truncated: bool
     bids: tuple[Level, ...]
     asks: tuple[Level, ...]
 

@@ -26,9 +26,12 @@ def exchanges() -> Call[list[str]]:
     return Call("GET", path("v1", "exchanges"), parse.exchanges)
 
 
-def subscribe(exchange: str, market: str, replicas: int) -> Call[Subscription]:
-    """POST /v1/subscriptions: an upsert, so sending it twice is harmless."""
-    body = {"exchange": exchange, "market": market, "replicas": replicas}
+def subscribe(exchange: str, market: str, replicas: int, depth: int | None) -> Call[Subscription]:
+    """POST /v1/subscriptions: an upsert, so sending it twice is harmless.
+
+    `depth` left as None is not sent, so the server's default applies.
+    """
+    body = {"exchange": exchange, "market": market, "replicas": replicas} | params(depth=depth)
     return Call("POST", path("v1", "subscriptions"), parse.subscription, body=body)
 
 

@@ -13,7 +13,7 @@ The tree (catch the narrowest class that fits what you can act on)::
         ├── PermissionDeniedError    403 forbidden (not subscribed, not an operator, tenant disabled)
         ├── NotFoundError            404 unknown_exchange, unknown_market, not_found
         ├── ConflictError            409 conflict
-        ├── LimitExceededError       422 limit_exceeded (max_markets or max_replicas)
+        ├── LimitExceededError       422 limit_exceeded (max_markets, max_replicas or max_depth)
         ├── RateLimitError           429 rate_limited
         ├── BookUnavailableError     503 for one book; retry after .retry_after
         │   ├── BookNotSyncedError   503 book_not_synced
@@ -111,7 +111,7 @@ class ConflictError(APIStatusError):
 
 
 class LimitExceededError(APIStatusError):
-    """422: the tenant's `max_markets` or `max_replicas` would be exceeded."""
+    """422: the tenant's `max_markets`, `max_replicas` or `max_depth` would be exceeded."""
 
 
 class RateLimitError(APIStatusError):

@@ -20,11 +20,15 @@ class Market:
 
 @dataclass(frozen=True)
 class Subscription:
-    """A tenant's subscription to one book; `status` is the book's best replica status when listed."""
+    """A tenant's subscription to one book: `replicas` copies kept `depth` levels per side.
+
+    `status` is the book's best replica status when listed.
+    """
 
     exchange: str
     market: str
     replicas: int
+    depth: int
     created_at: datetime
     status: str | None = None
 
@@ -79,6 +83,7 @@ class Tenant:
     name: str
     max_markets: int
     max_replicas: int
+    max_depth: int
     rate_limit_rps: float
     burst: int
     disabled: bool

@@ -148,6 +148,7 @@ def book(data: object) -> Book:
         age_ms=fields.integer("age_ms"),
         replica=fields.integer("replica"),
         status=fields.text("status"),
+        truncated=fields.flag("truncated"),
         bids=_levels(fields.optional_array("bids"), "book bids"),
         asks=_levels(fields.optional_array("asks"), "book asks"),
     )
@@ -185,6 +186,7 @@ def subscription(data: object) -> Subscription:
         exchange=fields.text("exchange"),
         market=fields.text("market"),
         replicas=fields.integer("replicas"),
+        depth=fields.integer("depth"),
         created_at=fields.time("created_at"),
         status=fields.optional_text("status"),
     )
@@ -249,6 +251,7 @@ def tenant(data: object) -> Tenant:
         name=fields.text("name"),
         max_markets=fields.integer("max_markets"),
         max_replicas=fields.integer("max_replicas"),
+        max_depth=fields.integer("max_depth"),
         rate_limit_rps=fields.number("rate_limit_rps"),
         burst=fields.integer("burst"),
         disabled=fields.flag("disabled"),

@@ -146,9 +146,15 @@ class Ladder(_SyncClient):
         """The exchanges this server knows."""
         return self._run(tenant.exchanges())
 
-    def subscribe(self, exchange: str, market: str, replicas: int = 1) -> Subscription:
-        """Subscribe to a book (or change its replica count); safe to call again."""
-        return self._run(tenant.subscribe(exchange, market, replicas))
+    def subscribe(
+        self, exchange: str, market: str, replicas: int = 1, depth: int | None = None
+    ) -> Subscription:
+        """Subscribe to a book (or change its replicas and depth); safe to call again.
+
+        `depth` is how many levels per side the book is kept at; left out, the server's default
+        (100). Calling again sets both, so leaving `depth` out again goes back to the default.
+        """
+        return self._run(tenant.subscribe(exchange, market, replicas, depth))
 
     def unsubscribe(self, exchange: str, market: str) -> None:
         """Drop a subscription; the book stops being kept once no tenant wants it."""
@@ -202,11 +208,14 @@ class LadderAdmin(_SyncClient):
         *,
         max_markets: int | None = None,
         max_replicas: int | None = None,
+        max_depth: int | None = None,
         rate_limit_rps: float | None = None,
         burst: int | None = None,
     ) -> Tenant:
         """Create a tenant; limits left out get the server's defaults."""
-        return self._run(admin.create_tenant(name, max_markets, max_replicas, rate_limit_rps, burst))
+        return self._run(
+            admin.create_tenant(name, max_markets, max_replicas, max_depth, rate_limit_rps, burst)
+        )
 
     def tenants(self) -> list[Tenant]:
         """Every tenant."""
@@ -217,7 +226,7 @@ class LadderAdmin(_SyncClient):
         return self._run(admin.tenant(tenant_id))
 
     def update_tenant(self, tenant_id: str, **fields: object) -> Tenant:
-        """Change any of name, max_markets, max_replicas, rate_limit_rps, burst, disabled."""
+        """Change any of name, max_markets, max_replicas, max_depth, rate_limit_rps, burst, disabled."""
         return self._run(admin.update_tenant(tenant_id, fields))
 
     def create_tenant_key(self, tenant_id: str) -> CreatedKey:

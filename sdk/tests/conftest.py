@@ -40,6 +40,7 @@ def book_json(update_id: int, exchange: str = "binance.com", market: str = "ETHB
         "age_ms": 3,
         "replica": 1,
         "status": "synced",
+        "truncated": False,
         "bids": [["0.03512000", "4.20000000"], ["0.03511000", "1.5"]],
         "asks": [["0.03513000", "1.00000000"]],
     }

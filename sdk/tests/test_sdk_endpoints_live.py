@@ -32,6 +32,7 @@ TENANT = {
     "name": "acme",
     "max_markets": 5,
     "max_replicas": 2,
+    "max_depth": 1000,
     "rate_limit_rps": 10,
     "burst": 20,
     "disabled": False,
@@ -60,7 +61,7 @@ NODE = {
 }
 USAGE = {"tenant_id": "t1", "requests_total": 3, "minutes": [{"minute": 0, "requests": 3}]}
 AUDIT = {"at": 3, "actor": "operator", "action": "tenant.create", "target": "t1", "detail": {"name": "acme"}}
-SUB = {"exchange": "binance.com", "market": "ETHBTC", "replicas": 2, "created_at": 1}
+SUB = {"exchange": "binance.com", "market": "ETHBTC", "replicas": 2, "depth": 100, "created_at": 1}
 
 
 @dataclass(frozen=True)
@@ -93,6 +94,9 @@ TENANT_CASES = [
     Case("subscribe", ("binance.com", "ETHBTC"), {"replicas": 2},
          "POST", "/v1/subscriptions", 201, SUB, Subscription,
          body={"exchange": "binance.com", "market": "ETHBTC", "replicas": 2}),
+    Case("subscribe", ("binance.com-futures", "BTCUSDT"), {"depth": 1000},
+         "POST", "/v1/subscriptions", 200, SUB | {"depth": 1000}, Subscription,
+         body={"exchange": "binance.com-futures", "market": "BTCUSDT", "replicas": 1, "depth": 1000}),
     Case("unsubscribe", ("alpaca", "BTC/USD"), {},
          "DELETE", "/v1/subscriptions/alpaca/BTC%2FUSD", 204, None, None),
     Case("subscriptions", (), {},
@@ -111,6 +115,9 @@ ADMIN_CASES = [
     Case("create_tenant", ("acme",), {"max_markets": 5, "rate_limit_rps": 10},
          "POST", "/v1/admin/tenants", 201, TENANT, Tenant,
          body={"name": "acme", "max_markets": 5, "rate_limit_rps": 10}),
+    Case("create_tenant", ("deep",), {"max_depth": 5000},
+         "POST", "/v1/admin/tenants", 201, TENANT | {"max_depth": 5000}, Tenant,
+         body={"name": "deep", "max_depth": 5000}),
     Case("tenants", (), {},
          "GET", "/v1/admin/tenants", 200, {"tenants": [TENANT]}, Tenant),
     Case("tenant", ("t1",), {},
@@ -118,6 +125,8 @@ ADMIN_CASES = [
     Case("update_tenant", ("t1",), {"disabled": True, "burst": 5},
          "PATCH", "/v1/admin/tenants/t1", 200, TENANT | {"disabled": True}, Tenant,
          body={"disabled": True, "burst": 5}),
+    Case("update_tenant", ("t1",), {"max_depth": 20},
+         "PATCH", "/v1/admin/tenants/t1", 200, TENANT | {"max_depth": 20}, Tenant, body={"max_depth": 20}),
     Case("create_tenant_key", ("t1",), {},
          "POST", "/v1/admin/tenants/t1/keys", 201, {"id": "k3", "key": NEW_KEY}, CreatedKey, body={}),
     Case("tenant_keys", ("t1",), {},

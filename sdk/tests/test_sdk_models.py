@@ -12,13 +12,20 @@ from ladder_sdk import _parse as parse
 
 BOOK = """{"exchange": "binance.com", "market": "ETHBTC", "update_id": 7281945,
  "event_time": 1764500000123, "ingest_time": 1764500000125, "publish_time": 1764500000126,
- "age_ms": 3, "replica": 1, "status": "synced",
+ "age_ms": 3, "replica": 1, "status": "synced", "truncated": false,
  "bids": [["0.03512000", "4.20000000"], ["0.03511000", "0.5"]],
  "asks": [["0.03513000", "1.00000000"], ["0.03520000", "2"]]}"""
 
 
 def read_book(text: str) -> Book:
     return parse.book(parse.decode_json(text))
+
+
+def test_a_book_says_when_a_side_stops_short_of_what_the_venue_holds() -> None:
+    assert read_book(BOOK).truncated is False
+    assert read_book(BOOK.replace('"truncated": false', '"truncated": true')).truncated is True
+    with pytest.raises(APIResponseError):
+        read_book(BOOK.replace('"truncated": false', '"truncated": "no"'))
 
 
 def test_a_book_keeps_the_venues_decimal_strings_exactly() -> None:
@@ -123,12 +130,24 @@ def test_subscription_usage_and_keys() -> None:
     sub = parse.subscriptions(
         {
             "subscriptions": [
-                {"exchange": "b", "market": "M", "replicas": 2, "created_at": 0, "status": "synced"}
+                {
+                    "exchange": "b",
+                    "market": "M",
+                    "replicas": 2,
+                    "depth": 500,
+                    "created_at": 0,
+                    "status": "synced",
+                }
             ]
         }
     )[0]
     assert (sub.replicas, sub.status, sub.created_at) == (2, "synced", datetime(1970, 1, 1, tzinfo=UTC))
-    assert parse.subscription({"exchange": "b", "market": "M", "replicas": 1, "created_at": 0}).status is None
+    assert sub.depth == 500
+    unlisted = {"exchange": "b", "market": "M", "replicas": 1, "depth": 100, "created_at": 0}
+    assert parse.subscription(unlisted).status is None
+    for depth in (None, "100", True):
+        with pytest.raises(APIResponseError, match="depth"):
+            parse.subscription(unlisted | {"depth": depth})
 
     usage = parse.usage(
         {"tenant_id": "t1", "requests_total": 5, "minutes": [{"minute": 60000, "requests": 5}]}
@@ -162,6 +181,7 @@ def test_tenant_and_operator_listings() -> None:
             "name": "acme",
             "max_markets": 10,
             "max_replicas": 2,
+            "max_depth": 1000,
             "rate_limit_rps": 12.5,
             "burst": 20,
             "disabled": False,
@@ -169,6 +189,9 @@ def test_tenant_and_operator_listings() -> None:
         }
     )
     assert (tenant.name, tenant.rate_limit_rps, tenant.disabled) == ("acme", 12.5, False)
+    assert tenant.max_depth == 1000
+    with pytest.raises(APIResponseError, match="max_depth"):
+        parse.tenant({**tenant.__dict__, "created_at": 0, "max_depth": "deep"})
     with pytest.raises(APIResponseError, match="disabled"):
         parse.tenant({**tenant.__dict__, "created_at": 0, "disabled": "no"})
 

@@ -39,6 +39,7 @@ def message(update_id: int) -> str:
             "age_ms": 0,
             "replica": 1,
             "status": "synced",
+            "truncated": False,
             "bids": [],
             "asks": [],
         }

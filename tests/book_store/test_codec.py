@@ -1,7 +1,7 @@
 import orjson
 import pytest
 
-from book_store.codec import BookStatus, Snapshot, SnapshotMeta, encode_snapshot
+from book_store.codec import DEEP, MORE_ASKS, MORE_BIDS, BookStatus, Snapshot, SnapshotMeta, encode_snapshot
 from book_store.errors import StoreError
 
 META = SnapshotMeta(
@@ -85,3 +85,17 @@ def test_an_unknown_status_is_rejected_at_receipt() -> None:
     raw[35] = 9  # the status byte: version, update id, three times and the replica come first
     with pytest.raises(StoreError, match="status"):
         Snapshot(bytes(raw))
+
+
+def test_flags_roundtrip_and_default_to_a_whole_head() -> None:
+    plain = Snapshot(encode_snapshot(META, BIDS, ASKS))
+    assert (plain.more_bids, plain.more_asks, plain.deep) == (False, False, False)
+    flagged = Snapshot(encode_snapshot(META, BIDS, ASKS, MORE_ASKS | DEEP))
+    assert (flagged.more_bids, flagged.more_asks, flagged.deep) == (False, True, True)
+    assert (flagged.bid_count, flagged.ask_count) == (3, 1)
+    assert Snapshot(encode_snapshot(META, BIDS, ASKS, MORE_BIDS)).more_bids
+
+
+def test_unknown_flags_are_rejected_at_receipt() -> None:
+    with pytest.raises(StoreError, match="flags"):
+        Snapshot(encode_snapshot(META, BIDS, ASKS, 0x80))

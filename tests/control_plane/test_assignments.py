@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator
@@ -97,6 +98,20 @@ async def test_watch_polls_a_store_without_notifications(dynamodb_store: DynamoC
         assert await _next(changes, 2) == []
         await dynamodb_store.replace_assignments("node-1", [BTC_1])
         assert await _next(changes, 2) == [BTC_1]
+    finally:
+        await changes.aclose()
+
+
+async def test_watch_yields_a_depth_change_of_the_same_replica(store: ControlStore) -> None:
+    watcher = AssignmentClient(store, poll_s=0.05)
+    await store.replace_assignments("node-1", [BTC_1])
+    changes = watcher.watch("node-1")
+    assert isinstance(changes, AsyncGenerator)  # so the test can aclose() it
+    try:
+        assert await _next(changes, 2) == [BTC_1]
+        deeper = dataclasses.replace(BTC_1, depth=1000)
+        await store.replace_assignments("node-1", [deeper])
+        assert await _next(changes, 2) == [deeper]
     finally:
         await changes.aclose()
 

@@ -22,6 +22,7 @@ def test_tenant_json_has_the_documented_fields() -> None:
         "name": "Acme",
         "max_markets": 10,
         "max_replicas": 2,
+        "max_depth": 1000,
         "rate_limit_rps": 5.5,
         "burst": 20,
         "disabled": False,
@@ -55,8 +56,10 @@ def test_subscription_node_assignment_and_audit_shapes() -> None:
         "exchange": "alpaca-crypto",
         "market": "BTC/USD",
         "replicas": 2,
+        "depth": 100,
         "created_at": 7,
     }
+    assert Subscription("tnt_1", "binance.com", "BTCUSDT", 1, 7, depth=5000).to_json()["depth"] == 5000
     node = NodeInfo("n1", "10.0.0.1:9000", 100, 1, 2, True, 3.5)
     assert node.to_json() == {
         "id": "n1",
@@ -89,3 +92,11 @@ def test_principal_actor_names() -> None:
     assert OPERATOR.actor == "operator"
     assert Principal("tnt_1", "key_9", False).actor == "key:key_9"
     assert Principal("tnt_1", None, False).actor == "tenant:tnt_1"
+
+
+def test_assignments_order_by_book_replica_and_node_before_depth() -> None:
+    deep = ReplicaAssignment("binance.com", "BTCUSDT", 1, "n1", 5000)
+    other_node = ReplicaAssignment("binance.com", "BTCUSDT", 1, "n2", 10)
+    next_index = ReplicaAssignment("binance.com", "BTCUSDT", 2, "n1", 1)
+    assert sorted([next_index, other_node, deep]) == [deep, other_node, next_index]
+    assert ReplicaAssignment("binance.com", "BTCUSDT", 1, "n1").depth == 100

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import uuid
 from collections.abc import Collection
 from dataclasses import dataclass
@@ -69,6 +70,29 @@ async def test_step_places_replicas_and_moves_them_off_a_dead_node(redis_store: 
     await nodes.heartbeat("node-2")
     await loop.step()
     assert [n.id for n in await redis_store.list_nodes()] == ["node-2"]
+
+
+async def test_step_keeps_each_book_as_deep_as_its_deepest_subscriber(redis_store: RedisControlStore) -> None:
+    nodes = AssignmentClient(redis_store)
+    await nodes.register("node-1", "", capacity=10)
+    shallow, deep = make_tenant(), make_tenant(max_depth=5000)
+    for tenant in (shallow, deep):
+        await redis_store.create_tenant(tenant)
+    await redis_store.put_subscription(Subscription(shallow.id, BTC.exchange, BTC.market, 1, 1))
+    loop = ControlLoop(redis_store, EverythingSynced())
+
+    await loop.step()
+    [first] = await redis_store.get_assignments("node-1")
+    assert first.depth == 100
+
+    await redis_store.put_subscription(Subscription(deep.id, BTC.exchange, BTC.market, 1, 1, depth=5000))
+    plan = await loop.step()
+    assert plan is not None and plan.resized and not (plan.added or plan.removed)
+    assert await redis_store.get_assignments("node-1") == [dataclasses.replace(first, depth=5000)]
+
+    await redis_store.delete_subscription(deep.id, BTC)
+    await loop.step()
+    assert await redis_store.get_assignments("node-1") == [first]
 
 
 async def test_only_the_lease_holder_plans(redis_store: RedisControlStore) -> None:

@@ -28,6 +28,7 @@ MARKETS = StaticMarketValidator(
     {
         "binance.com": [f"COIN{i}USDT" for i in range(30)] + ["BTCUSDT", "ETHUSDT"],
         "alpaca-crypto": ["BTC/USD"],
+        "binance.com-futures": ["BTCUSDT"],
     }
 )
 
@@ -103,6 +104,23 @@ async def test_update_tenant(service: ControlService) -> None:
         await service.update_tenant("tnt_doesnotexist", {"burst": 5}, actor=OPERATOR)
     with pytest.raises(NotFoundError):
         await service.get_tenant("../../etc/passwd")
+
+
+async def test_max_depth_defaults_to_1000_and_is_checked(service: ControlService) -> None:
+    tenant = await service.create_tenant({"name": "Acme"}, actor=OPERATOR)
+    assert tenant.max_depth == 1000
+    deep = await service.create_tenant({"name": "Deep", "max_depth": 5000}, actor=OPERATOR)
+    assert deep.max_depth == 5000
+    updated = await service.update_tenant(tenant.id, {"max_depth": 20}, actor=OPERATOR)
+    assert updated.max_depth == 20 and (await service.get_tenant(tenant.id)).max_depth == 20
+
+    for bad in (0, 5001, True, "1000", 10.0, None):
+        with pytest.raises(InvalidRequestError, match="max_depth"):
+            await service.create_tenant({"name": "B", "max_depth": bad}, actor=OPERATOR)
+        with pytest.raises(InvalidRequestError, match="max_depth"):
+            await service.update_tenant(tenant.id, {"max_depth": bad}, actor=OPERATOR)
+    events = await service.audit()
+    assert (events[0].action, events[0].detail) == ("tenant.update", {"max_depth": 20})
 
 
 # -- authentication ------------------------------------------------------------------------
@@ -241,6 +259,38 @@ async def test_subscribe_validates_the_book_and_the_limits(service: ControlServi
         await service.unsubscribe(tenant_id, "alpaca-crypto", "BTC/USD", actor=actor)
 
 
+async def test_subscribe_takes_a_depth_within_the_venue_and_the_tenant_limits(
+    service: ControlService,
+) -> None:
+    tenant_id = await new_tenant(service, max_depth=2000)
+    actor = Principal(tenant_id, "key_x", False)
+
+    sub, created = await service.subscribe(tenant_id, "binance.com", "BTCUSDT", actor=actor)
+    assert created and sub.depth == 100  # the default
+    sub, created = await service.subscribe(tenant_id, "binance.com", "BTCUSDT", 2, 2000, actor=actor)
+    assert not created and (sub.replicas, sub.depth) == (2, 2000)
+    assert [(s.replicas, s.depth) for s in await service.subscriptions(tenant_id)] == [(2, 2000)]
+    sub, _ = await service.subscribe(tenant_id, "binance.com-futures", "BTCUSDT", depth=1000, actor=actor)
+    assert sub.depth == 1000
+
+    with pytest.raises(LimitExceededError, match="depth may be at most 2000 for this tenant"):
+        await service.subscribe(tenant_id, "binance.com", "BTCUSDT", depth=2001, actor=actor)
+    with pytest.raises(InvalidRequestError, match=r"at most 1000 on binance\.com-futures"):
+        await service.subscribe(tenant_id, "binance.com-futures", "BTCUSDT", depth=1001, actor=actor)
+    with pytest.raises(InvalidRequestError, match="between 1 and 5000"):
+        await service.subscribe(tenant_id, "binance.com", "BTCUSDT", depth=5001, actor=actor)
+    for bad in (0, -1, True, False, "100", 100.0, None, [100]):
+        with pytest.raises(InvalidRequestError, match="depth"):
+            await service.subscribe(tenant_id, "alpaca-crypto", "BTC/USD", depth=bad, actor=actor)
+    with pytest.raises(UnknownExchangeError):  # an unknown exchange is named before its depth
+        await service.subscribe(tenant_id, "kraken.com", "BTCUSD", depth=4000, actor=actor)
+    # Nothing refused was stored.
+    assert [(s.market, s.depth) for s in await service.subscriptions(tenant_id)] == [
+        ("BTCUSDT", 2000),
+        ("BTCUSDT", 1000),
+    ]
+
+
 async def test_concurrent_subscribes_respect_max_markets(service: ControlService) -> None:
     tenant_id = await new_tenant(service, max_markets=4)
     actor = Principal(tenant_id, "key_x", False)
@@ -292,6 +342,7 @@ async def test_audit_names_the_actor_and_never_the_key(service: ControlService) 
         ("tenant.create", "operator"),
     ]
     assert secret not in repr(events)
+    assert events[1].detail == {"exchange": "binance.com", "market": "BTCUSDT", "replicas": 1, "depth": 100}
     with pytest.raises(InvalidRequestError):
         await service.audit(0)
 

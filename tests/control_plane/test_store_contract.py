@@ -8,8 +8,9 @@ import dataclasses
 import pytest
 
 from control_plane.clock import now_ms
+from control_plane.depth import DEFAULT_DEPTH
 from control_plane.errors import ConflictError, LimitExceededError, NotFoundError
-from control_plane.models import AuditEvent, BookRef, ReplicaAssignment, Subscription
+from control_plane.models import AuditEvent, BookRef, BookWish, ReplicaAssignment, Subscription
 from control_plane.stores.base import ControlStore
 from tests.control_plane.helpers import make_key, make_node, make_tenant
 
@@ -18,8 +19,10 @@ ETH = BookRef("binance.com", "ETHUSDT")
 ALPACA_BTC = BookRef("alpaca-crypto", "BTC/USD")
 
 
-def sub(tenant_id: str, book: BookRef, replicas: int = 1, created_at: int = 1_000) -> Subscription:
-    return Subscription(tenant_id, book.exchange, book.market, replicas, created_at)
+def sub(
+    tenant_id: str, book: BookRef, replicas: int = 1, created_at: int = 1_000, depth: int = DEFAULT_DEPTH
+) -> Subscription:
+    return Subscription(tenant_id, book.exchange, book.market, replicas, created_at, depth)
 
 
 # -- tenants -------------------------------------------------------------------------------
@@ -59,6 +62,17 @@ async def test_update_tenant_overwrites_fields_and_moves_the_name(store: Control
         await store.update_tenant(dataclasses.replace(renamed, name="GLOBEX"))
     assert await store.get_tenant(acme.id) == renamed
     assert not await store.update_tenant(make_tenant("Nobody"))
+
+
+async def test_tenant_max_depth_is_kept_and_updated(store: ControlStore) -> None:
+    deep = make_tenant("Deep", max_depth=5000)
+    await store.create_tenant(deep)
+    assert await store.get_tenant(deep.id) == deep
+
+    shallow = dataclasses.replace(deep, max_depth=20)
+    assert await store.update_tenant(shallow)
+    assert await store.get_tenant(deep.id) == shallow
+    assert await store.list_tenants() == [shallow]
 
 
 # -- API keys ------------------------------------------------------------------------------
@@ -115,6 +129,21 @@ async def test_put_subscription_creates_then_updates_keeping_created_at(store: C
     stored, created = await store.put_subscription(sub(tenant.id, BTC, replicas=2, created_at=5_000))
     assert not created and stored == sub(tenant.id, BTC, 2, 1_000)
     assert await store.list_subscriptions(tenant.id) == [sub(tenant.id, BTC, 2, 1_000)]
+
+
+async def test_put_subscription_keeps_and_updates_the_depth(store: ControlStore) -> None:
+    tenant = make_tenant()
+    await store.create_tenant(tenant)
+
+    stored, created = await store.put_subscription(sub(tenant.id, BTC, replicas=2, depth=500))
+    assert created and stored.depth == 500
+    stored, created = await store.put_subscription(sub(tenant.id, BTC, replicas=1, created_at=9, depth=20))
+    assert not created and stored == sub(tenant.id, BTC, 1, 1_000, depth=20)
+    await store.put_subscription(sub(tenant.id, ETH))
+    assert await store.list_subscriptions(tenant.id) == [
+        sub(tenant.id, BTC, 1, 1_000, depth=20),
+        sub(tenant.id, ETH, 1, 1_000, depth=DEFAULT_DEPTH),
+    ]
 
 
 async def test_max_markets_counts_markets_not_updates(store: ControlStore) -> None:
@@ -182,14 +211,56 @@ async def test_desired_replicas_takes_the_largest_capped_wish(store: ControlStor
     await store.put_subscription(sub(disabled.id, ALPACA_BTC, replicas=5))  # disabled: ignored
     await store.put_subscription(sub(disabled.id, BookRef("binance.com", "DOGEUSDT"), replicas=5))
 
-    assert await store.desired_replicas() == {BTC: 2, ETH: 3, ALPACA_BTC: 1}
+    assert {b: w.replicas for b, w in (await store.desired_books()).items()} == {
+        BTC: 2,
+        ETH: 3,
+        ALPACA_BTC: 1,
+    }
     assert await store.book_subscriber_count(BTC) == 2
     assert await store.book_subscriber_count(ALPACA_BTC) == 2
 
     await store.delete_subscription(big.id, BTC)
     await store.delete_subscription(small.id, BTC)
-    assert BTC not in await store.desired_replicas()
+    assert BTC not in await store.desired_books()
     assert await store.book_subscriber_count(BTC) == 0
+
+
+async def test_desired_depth_follows_the_deepest_subscriber_up_and_back_down(store: ControlStore) -> None:
+    alice = make_tenant(max_depth=1000)
+    bob = make_tenant(max_depth=5000)
+    off = make_tenant(max_depth=5000, disabled=True)
+    for tenant in (alice, bob, off):
+        await store.create_tenant(tenant)
+    await store.put_subscription(sub(alice.id, BTC, depth=500))
+    await store.put_subscription(sub(bob.id, BTC, depth=50))
+    assert (await store.desired_books())[BTC] == BookWish(1, 500)
+
+    await store.put_subscription(sub(bob.id, BTC, depth=4000))  # up with the deepest subscriber
+    await store.put_subscription(sub(off.id, BTC, replicas=3, depth=5000))  # disabled: no say
+    await store.put_subscription(sub(off.id, ETH, depth=5000))
+    await store.put_subscription(sub(alice.id, ALPACA_BTC, depth=3000))  # capped to max_depth
+    assert await store.desired_books() == {BTC: BookWish(1, 4000), ALPACA_BTC: BookWish(1, 1000)}
+
+    await store.delete_subscription(bob.id, BTC)  # back down when the deepest subscriber leaves
+    assert (await store.desired_books())[BTC] == BookWish(1, 500)
+    await store.update_tenant(dataclasses.replace(alice, max_depth=200))  # a lower limit caps at once
+    assert await store.desired_books() == {BTC: BookWish(1, 200), ALPACA_BTC: BookWish(1, 200)}
+    await store.update_tenant(dataclasses.replace(off, disabled=False))  # enabled again: counts again
+    assert await store.desired_books() == {
+        BTC: BookWish(3, 5000),
+        ETH: BookWish(1, 5000),
+        ALPACA_BTC: BookWish(1, 200),
+    }
+
+
+async def test_replicas_and_depth_are_each_the_largest_wish(store: ControlStore) -> None:
+    many_shallow = make_tenant(max_replicas=3)
+    one_deep = make_tenant(max_replicas=3, max_depth=5000)
+    for tenant in (many_shallow, one_deep):
+        await store.create_tenant(tenant)
+    await store.put_subscription(sub(many_shallow.id, BTC, replicas=3, depth=10))
+    await store.put_subscription(sub(one_deep.id, BTC, replicas=1, depth=5000))
+    assert await store.desired_books() == {BTC: BookWish(3, 5000)}
 
 
 # -- nodes and assignments -----------------------------------------------------------------
@@ -237,6 +308,20 @@ async def test_assignment_sets_are_replaced_whole(store: ControlStore) -> None:
     await store.remove_node("node-b")
     assert await store.list_assignments() == []
     assert [n.id for n in await store.list_nodes()] == ["node-a"]
+
+
+async def test_assignments_carry_their_depth(store: ControlStore) -> None:
+    deep = ReplicaAssignment("binance.com", "BTCUSDT", 1, "node-a", 5000)
+    shallow = ReplicaAssignment("binance.com-futures", "BTCUSDT", 2, "node-a", 20)
+    await store.register_node(make_node("node-a"))
+    await store.replace_assignments("node-a", [deep, shallow])
+    assert await store.get_assignments("node-a") == sorted([deep, shallow])
+    assert await store.list_assignments() == sorted([deep, shallow])
+
+    # The same replica at another depth replaces the old entry; it is not a second replica.
+    resized = dataclasses.replace(deep, depth=DEFAULT_DEPTH)
+    await store.replace_assignments("node-a", [resized, shallow])
+    assert await store.get_assignments("node-a") == sorted([resized, shallow])
 
 
 # -- audit and lease -----------------------------------------------------------------------

@@ -56,6 +56,11 @@ class DecimalBook:
                 else:
                     side[Decimal(price)] = Decimal(qty)
 
+    def copy(self) -> DecimalBook:
+        other = DecimalBook([], [])
+        other.bids, other.asks = dict(self.bids), dict(self.asks)
+        return other
+
     def same_as(self, other: DecimalBook) -> bool:
         return self.bids == other.bids and self.asks == other.asks
 

@@ -11,7 +11,7 @@ from fake_venue.book import Book, Side
 from fake_venue.config import VenueConfig
 from fake_venue.decimal_text import LevelStyle
 from fake_venue.history import StateUnavailable
-from fake_venue.market import ContiguousIds, Market, SharedIds
+from fake_venue.market import ContiguousIds, Market, Motion, SharedIds
 from fake_venue.symbols import spot_catalogue
 
 STYLE = LevelStyle(1, 2, 1, 3, trim=False, zero_qty="0")
@@ -20,7 +20,9 @@ STYLE = LevelStyle(1, 2, 1, 3, trim=False, zero_qty="0")
 def make_market(seed: int = 7, levels: int = 300, **config: object) -> Market:
     spec = spot_catalogue(1)[0]
     settings = VenueConfig(seed=seed, levels=levels, **config)  # type: ignore[arg-type]
-    return Market(spec, spec.status, STYLE, ContiguousIds(), settings, random.Random(seed))
+    return Market(
+        spec, spec.status, STYLE, ContiguousIds(), settings, random.Random(seed), Motion(settings), levels
+    )
 
 
 def test_side_keeps_best_and_worst_through_sets_and_deletes() -> None:

@@ -1,4 +1,5 @@
-"""``python -m fake_venue``: one URL line on stdout when ready, a clean exit on SIGTERM."""
+"""``python -m fake_venue``: one URL line on stdout when ready, a clean exit on SIGTERM, and flags
+that map onto the ``VenueConfig`` fields."""
 
 from __future__ import annotations
 
@@ -8,6 +9,9 @@ import sys
 from pathlib import Path
 
 import aiohttp
+
+from fake_venue.__main__ import config_from, parse_args
+from fake_venue.config import Drift, VenueConfig
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -33,3 +37,21 @@ async def test_cli_prints_the_url_and_exits_on_sigterm() -> None:
         if process.returncode is None:
             process.kill()
             await process.wait()
+
+
+def test_drift_flags_make_the_venue_wide_drift() -> None:
+    args = ["--drift-ticks-per-s", "20", "--drift-turn-every-s", "8", "--drift-sweep-every-s", "5"]
+    config = config_from(parse_args([*args, "--drift-sweep-levels", "40"]))
+    assert config.drift == Drift(ticks_per_s=20, turn_every_s=8, sweep_every_s=5, sweep_levels=40)
+    assert config_from(parse_args([])).drift == VenueConfig().drift == Drift()
+
+
+def test_deep_share_flag() -> None:
+    assert config_from(parse_args(["--deep-share", "0.3"])).deep_share == 0.3
+    assert config_from(parse_args([])).deep_share == VenueConfig().deep_share == 0.0
+
+
+def test_deep_symbol_flags() -> None:
+    config = config_from(parse_args(["--deep-symbols", "50", "--deep-levels", "6000", "--levels", "1500"]))
+    assert (config.deep_symbols, config.deep_levels, config.levels) == (50, 6000, 1500)
+    assert config_from(parse_args([])).deep_symbols == VenueConfig().deep_symbols == 0

@@ -77,6 +77,27 @@ async def test_exchange_info_lists_and_filters(venue: FakeVenue, http: aiohttp.C
     assert (status, body["code"]) == (400, -1121)
 
 
+async def test_pepe_is_a_low_priced_coin_with_8_decimal_prices_and_whole_million_sizes(
+    venue: FakeVenue, http: aiohttp.ClientSession
+) -> None:
+    _, _, info = await get_json(http, f"{venue.url}/api/v3/exchangeInfo?symbol=PEPEUSDT")
+    filters = {f["filterType"]: f for f in info["symbols"][0]["filters"]}
+    assert (filters["PRICE_FILTER"]["tickSize"], filters["LOT_SIZE"]["stepSize"]) == (
+        "0.00000001",
+        "1.00000000",
+    )
+    _, _, body = await get_json(http, f"{venue.url}/api/v3/depth?symbol=PEPEUSDT&limit=100")
+    levels = body["bids"] + body["asks"]
+    assert all(len(price.split(".")[1]) == 8 for price, _ in levels)
+    assert all(Decimal("0.000005") < Decimal(price) < Decimal("0.00002") for price, _ in levels)
+    sizes = sorted(Decimal(qty) for _, qty in levels)
+    assert all(size == size.to_integral_value() for size in sizes)
+    assert sizes[len(sizes) // 2] >= 1_000_000
+    async with http.ws_connect(f"{venue.spot_ws_url}/ws/pepeusdt@depth@100ms") as ws:
+        event = await next_event(ws)
+    assert all(len(price.split(".")[1]) == 8 for price, _ in event["b"] + event["a"])
+
+
 async def test_raw_and_combined_payloads(venue: FakeVenue, http: aiohttp.ClientSession) -> None:
     async with http.ws_connect(f"{venue.spot_ws_url}/ws/btcusdt@depth@100ms") as raw:
         event = await next_json(raw)

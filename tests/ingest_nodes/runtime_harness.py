@@ -67,7 +67,8 @@ class Harness:
         self.writer = BookWriter(client)
         self.publisher = Publisher(
             self.writer,
-            depth_levels=self.settings.depth_levels,
+            head_levels=self.settings.head_levels,
+            deep_levels_per_s=self.settings.deep_levels_per_s,
             publish_interval_ms=0,
             keepalive_ms=self.settings.keepalive_ms,
             stale_after_ms=self.settings.stale_after_ms,
@@ -82,7 +83,7 @@ class Harness:
         self._tasks.append(loop.create_task(self.publisher.run_keepalive()))
         self.replicas: list[BookReplica] = []
 
-    def replica(self, exchange: str, symbol: str, index: int = 1) -> BookReplica:
+    def replica(self, exchange: str, symbol: str, index: int = 1, *, depth: int = 100) -> BookReplica:
         runtime = self.exchanges[exchange]
         machine = FuturesSyncMachine if runtime.spec.is_futures else SpotSyncMachine
         replica = BookReplica(
@@ -91,7 +92,8 @@ class Harness:
             lambda: BookEngine(machine()),
             runtime.scheduler,
             self.publisher,
-            snapshot_limit=runtime.snapshot_limit,
+            depth=depth,
+            depth_tiers=runtime.spec.depth_tiers,
             checkpoints=self.checkpoints,
         )
         replica.start()

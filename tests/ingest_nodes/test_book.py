@@ -7,7 +7,7 @@ from decimal import Decimal
 import orjson
 import pytest
 
-from ingest_nodes.book import OrderBook
+from ingest_nodes.book import OrderBook, SideWindow
 from ingest_nodes.venues.errors import VenuePayloadError
 
 
@@ -118,6 +118,22 @@ def test_a_full_ask_side_has_its_own_watermark() -> None:
     book.apply([], [("3.5", "1"), ("2.5", "1")])
     assert book.top_asks(10) == [b'["2","1"]', b'["2.5","1"]', b'["3","1"]']
     assert book.trusted_depth() == (1, 3)
+
+
+def test_the_window_shrinks_as_the_touch_is_consumed_and_says_which_side_may_hold_more() -> None:
+    book = OrderBook()
+    book.load(
+        [("100", "1"), ("99", "1"), ("98", "1")],
+        [("101", "1"), ("102", "1"), ("103", "1")],
+        bids_complete=True,
+        asks_complete=False,
+    )
+    assert book.window() == (SideWindow(3, False), SideWindow(3, True))
+    book.apply([("101", "2")], [("101", "0"), ("102", "0")])  # the price runs up through the asks
+    assert book.window() == (SideWindow(4, False), SideWindow(1, True))
+    assert book.first_asks(1) == [b'["103","1"]'] and book.first_bids(2) == [b'["101","2"]', b'["100","1"]']
+    book.apply([], [("104", "1")])  # past the watermark: known to exist, but not what lies between
+    assert book.window()[1] == SideWindow(1, True)
 
 
 def test_a_full_but_empty_side_trusts_nothing() -> None:

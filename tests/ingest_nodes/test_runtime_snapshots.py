@@ -10,7 +10,7 @@ import redis.asyncio as redis
 
 from ingest_nodes.budget import WeightBudget
 from ingest_nodes.events import DepthSnapshot
-from ingest_nodes.snapshots import SnapshotError, SnapshotScheduler
+from ingest_nodes.snapshots import Priority, SnapshotError, SnapshotScheduler
 from tests.ingest_nodes.runtime_harness import running, venue_config, wait_synced
 from tests.waiting import wait_until
 
@@ -57,7 +57,8 @@ async def test_the_budget_caps_snapshots_and_the_venue_never_refuses(redis_clien
         await wait_until(lambda: sum(r.engine.synced for r in replicas) == 10, 5, "ten synced books")
         await asyncio.sleep(0.5)
         assert sum(r.engine.synced for r in replicas) == 10
-        assert scheduler.stats.weight_spent == 50 and scheduler.pending == 4 and scheduler.stats.waits >= 1
+        syncs_waiting = scheduler.pending - scheduler.pending_background  # synced books may want refreshes
+        assert scheduler.stats.weight_spent == 50 and syncs_waiting == 4 and scheduler.stats.waits >= 1
         stats = await harness.venue_stats()
         assert stats["http_429"] == 0 and stats["http_418"] == 0
         assert sum(stats["venues"]["spot"]["weight_used"].values()) == 50
@@ -99,10 +100,10 @@ async def test_a_418_ban_is_waited_out(redis_client: redis.Redis) -> None:
 class Recorder:
     """A requester that records the order in which its snapshots arrive."""
 
-    def __init__(self, symbol: str, urgent: bool, arrivals: list[str]) -> None:
+    def __init__(self, symbol: str, priority: Priority, arrivals: list[str], limit: int = 100) -> None:
         self.symbol = symbol
-        self.snapshot_limit = 100
-        self.urgent = urgent
+        self.snapshot_limit = limit
+        self.priority = priority
         self._arrivals = arrivals
 
     def snapshot_granted(self) -> bool:
@@ -124,13 +125,55 @@ async def test_books_that_were_serving_go_first(redis_client: redis.Redis) -> No
         scheduler = SnapshotScheduler(runtime.rest, runtime.budget, weight_of=lambda _limit: 5, concurrency=1)
         arrivals: list[str] = []
         for symbol in SPOT_SYMBOLS[:4]:
-            scheduler.request(Recorder(symbol, False, arrivals))
-        scheduler.request(Recorder("SOLUSDT", True, arrivals))
+            scheduler.request(Recorder(symbol, Priority.FRESH, arrivals))
+        scheduler.request(Recorder("SOLUSDT", Priority.URGENT, arrivals))
         task = asyncio.create_task(scheduler.run())
         await wait_until(lambda: len(arrivals) == 5, 5, "five snapshots")
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
         assert arrivals == ["SOLUSDT", *SPOT_SYMBOLS[:4]]
+
+
+async def test_background_requests_go_last_and_leave_half_the_window_to_syncs(
+    redis_client: redis.Redis,
+) -> None:
+    """A 100-weight window: background refreshes (weight 5) stop at 50, a sync still gets its turn."""
+    await away_from_minute_edge()
+    async with running(venue_config(), redis_client, weight_budget_share=100 / 6000) as harness:
+        runtime = harness.exchanges["binance.com"]
+        scheduler = SnapshotScheduler(
+            runtime.rest, runtime.budget, weight_of=lambda _limit: 5, concurrency=4, background_share=0.5
+        )
+        arrivals: list[str] = []
+        for symbol in SPOT_SYMBOLS * 2:
+            scheduler.request(Recorder(symbol, Priority.BACKGROUND, arrivals))
+        task = asyncio.create_task(scheduler.run())
+        await wait_until(lambda: len(arrivals) == 10, 5, "ten background snapshots")
+        await asyncio.sleep(0.3)
+        assert len(arrivals) == 10 and scheduler.stats.weight_spent == 50
+        scheduler.request(Recorder("SOLUSDT", Priority.FRESH, arrivals, limit=99))  # queued after them all
+        await wait_until(lambda: len(arrivals) == 11, 5, "the sync, at once")
+        assert arrivals[-1] == "SOLUSDT" and scheduler.pending_background == 6
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_tickets_of_one_weight_are_not_wasted_by_requests_of_another(redis_client: redis.Redis) -> None:
+    await away_from_minute_edge()
+    async with running(venue_config(), redis_client) as harness:
+        runtime = harness.exchanges["binance.com"]
+        scheduler = SnapshotScheduler(
+            runtime.rest, runtime.budget, weight_of=lambda limit: limit // 100, concurrency=2
+        )
+        arrivals: list[str] = []
+        for i, symbol in enumerate(SPOT_SYMBOLS):
+            limit = 500 if i % 2 else 100
+            scheduler.request(Recorder(symbol, Priority.FRESH, arrivals, limit=limit))
+        task = asyncio.create_task(scheduler.run())
+        await wait_until(lambda: len(arrivals) == len(SPOT_SYMBOLS), 5, "every snapshot")
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        assert scheduler.stats.weight_spent == 4 * 1 + 4 * 5
 
 
 async def test_a_server_error_is_retried_with_backoff(redis_client: redis.Redis) -> None:

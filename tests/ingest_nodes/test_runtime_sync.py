@@ -36,14 +36,20 @@ async def test_spot_and_futures_books_equal_the_venue_at_their_update_id(redis_c
 
 async def test_the_snapshot_depth_follows_the_published_depth(redis_client: redis.Redis) -> None:
     """Publishing 20 levels: futures snapshots use limit 20 (weight 2), spot the 1-100 tier (weight 5)."""
-    async with running(venue_config(), redis_client, depth_levels=20) as harness:
-        spot = harness.replica("binance.com", "ETHBTC")
-        futures = harness.replica("binance.com-futures", "ETHUSDT")
+    async with running(venue_config(), redis_client) as harness:
+        spot = harness.replica("binance.com", "ETHBTC", depth=20)
+        futures = harness.replica("binance.com-futures", "ETHUSDT", depth=20)
         assert (spot.snapshot_limit, futures.snapshot_limit) == (100, 20)
         await wait_synced([spot, futures])
+        # Refreshes of the trusted window stay in the same tiers (spot 100, futures 50: weight 2).
+        schedulers = [x.scheduler for x in harness.exchanges.values()]
+        await wait_until(
+            lambda: not any(s.in_flight or s.pending for s in schedulers), 5, "no fetch under way"
+        )
         spent = {e: x.stats.weight_spent for e, x in harness.exchanges.items()}
-        assert spent["binance.com"] == 5 * spot.stats.snapshots
-        assert spent["binance.com-futures"] == 2 * futures.stats.snapshots
+        fetched = {r: r.stats.snapshots + r.stats.background_snapshots for r in (spot, futures)}
+        assert spent["binance.com"] == 5 * fetched[spot]
+        assert spent["binance.com-futures"] == 2 * fetched[futures]
         stats = await harness.venue_stats()
         assert sum(stats["venues"]["futures"]["weight_used"].values()) == spent["binance.com-futures"]
 

@@ -67,7 +67,8 @@ async def test_silence_is_stale_until_the_next_event(redis_client: redis.Redis) 
 
 async def test_a_resnapshot_replaces_the_book_without_leaving_sync(redis_client: redis.Redis) -> None:
     async with running(venue_config(), redis_client) as harness:
-        replica = harness.replica("binance.com", "ETHUSDT")
+        # 20 levels from a 100-level snapshot: the window lasts, no refresh comes before the audit.
+        replica = harness.replica("binance.com", "ETHUSDT", depth=20)
         await wait_synced([replica])
         replica.resnapshot()
         deadline = time.monotonic() + 3
@@ -75,5 +76,7 @@ async def test_a_resnapshot_replaces_the_book_without_leaving_sync(redis_client:
             assert replica.engine.synced, "the served book stays synced while the re-snapshot syncs"
             assert time.monotonic() < deadline, "the re-snapshot never synced"
             await asyncio.sleep(0.005)
-        assert replica.stats.snapshots == 2 and replica.stats.mismatches == 0
+        stats = replica.stats
+        assert (stats.snapshots, stats.background_snapshots, stats.audits) == (1, 1, 1)
+        assert stats.mismatches == 0 and stats.last_audit_ms is not None
         await harness.truth(replica)

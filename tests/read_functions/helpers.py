@@ -57,12 +57,13 @@ def snapshot(
     publish_time: int | None = None,
     bids: Sequence[bytes] | None = None,
     asks: Sequence[bytes] | None = None,
+    flags: int = 0,
 ) -> bytes:
     published = now_ms() if publish_time is None else publish_time
     meta = SnapshotMeta(update_id, published - 2, published - 1, published, replica, status)
     bids = levels([f"{100 - i}.{update_id % 100:02d}" for i in range(5)]) if bids is None else bids
     asks = levels([f"{101 + i}.{update_id % 100:02d}" for i in range(5)]) if asks is None else asks
-    return encode_snapshot(meta, bids, asks)
+    return encode_snapshot(meta, bids, asks, flags)
 
 
 def validate(payload: Any, schema_name: str) -> None:
@@ -83,8 +84,8 @@ class Stack:
 
     admin = {"Authorization": f"Bearer {ADMIN_KEY}"}
 
-    async def publish(self, book: BookKey, replica: int, raw: bytes) -> None:
-        self.writer.put(book, replica, raw)
+    async def publish(self, book: BookKey, replica: int, raw: bytes, *, deep: bool = False) -> None:
+        self.writer.put(book, replica, raw, deep=deep)
         await self.writer.drain()
 
     async def tenant(self, **limits: object) -> tuple[str, str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from book_store.catalog import MarketCatalog, MarketInfo
 from tests.read_functions.helpers import ETH, Stack, snapshot, validate
 
 
@@ -56,6 +57,53 @@ async def test_subscriptions_lifecycle(stack: Stack) -> None:
     assert status == 204
     status, error = await call(stack, "DELETE", "/v1/subscriptions/binance.com/ETHBTC", me)
     assert status == 404 and error["error"]["code"] == "not_found"
+
+
+async def test_subscriptions_take_a_depth_within_the_venue_and_tenant_limits(stack: Stack) -> None:
+    futures = MarketInfo("binance.com-futures", "BTCUSDT", "TRADING", "BTC", "USDT")
+    await MarketCatalog(stack.store).replace("binance.com-futures", [futures])
+    _, key = await stack.tenant(max_depth=2000)
+    me = {"X-API-Key": key}
+    eth = {"exchange": "binance.com", "market": "ETHBTC"}
+
+    status, created = await call(stack, "POST", "/v1/subscriptions", me, eth)
+    assert status == 201 and created["depth"] == 100
+    status, updated = await call(
+        stack, "POST", "/v1/subscriptions", me, {**eth, "depth": 2000, "replicas": 2}
+    )
+    assert status == 200 and (updated["depth"], updated["replicas"]) == (2000, 2)
+    validate(updated, "Subscription")
+    body = {"exchange": "binance.com-futures", "market": "BTCUSDT", "depth": 1000}
+    status, deep_futures = await call(stack, "POST", "/v1/subscriptions", me, body)
+    assert status == 201 and deep_futures["depth"] == 1000
+    status, listing = await call(stack, "GET", "/v1/subscriptions", me)
+    validate(listing, "Subscriptions")
+    assert [(s["exchange"], s["depth"]) for s in listing["subscriptions"]] == [
+        ("binance.com", 2000),
+        ("binance.com-futures", 1000),
+    ]
+
+    refused = [
+        ({**body, "depth": 1001}, 400, "invalid_request", "at most 1000 on binance.com-futures"),
+        ({**eth, "depth": 5001}, 400, "invalid_request", "between 1 and 5000"),
+        ({**eth, "depth": 0}, 400, "invalid_request", "between 1 and 5000"),
+        ({**eth, "depth": "100"}, 400, "invalid_request", "integer"),
+        ({**eth, "depth": True}, 400, "invalid_request", "integer"),
+        ({**eth, "depth": 1.5}, 400, "invalid_request", "integer"),
+        ({**eth, "depth": None}, 400, "invalid_request", "integer"),
+        ({**eth, "depth": 2001}, 422, "limit_exceeded", "at most 2000 for this tenant"),
+    ]
+    for wrong, expected, code, message in refused:
+        status, error = await call(stack, "POST", "/v1/subscriptions", me, wrong)
+        assert (status, error["error"]["code"]) == (expected, code), wrong
+        assert message in error["error"]["message"], error
+        validate(error, "Error")
+    status, listing = await call(stack, "GET", "/v1/subscriptions", me)
+    assert [s["depth"] for s in listing["subscriptions"]] == [2000, 1000]  # nothing refused was kept
+
+    status, audit = await call(stack, "GET", "/v1/admin/audit?limit=1", stack.admin)
+    assert audit["audit"][0]["action"] == "subscription.put"
+    assert audit["audit"][0]["detail"]["depth"] == 1000
 
 
 async def test_markets_and_exchanges(stack: Stack) -> None:
@@ -123,6 +171,30 @@ async def test_operator_routes(stack: Stack) -> None:
     assert status == 404
     status, error = await call(stack, "GET", "/v1/admin/audit?limit=0", admin)
     assert status == 400
+
+
+async def test_operator_sets_max_depth(stack: Stack) -> None:
+    admin = stack.admin
+    status, plain = await call(stack, "POST", "/v1/admin/tenants", admin, {"name": "Plain"})
+    assert status == 201 and plain["max_depth"] == 1000
+    status, deep = await call(stack, "POST", "/v1/admin/tenants", admin, {"name": "Deep", "max_depth": 5000})
+    assert status == 201 and deep["max_depth"] == 5000
+    validate(deep, "Tenant")
+    status, patched = await call(stack, "PATCH", f"/v1/admin/tenants/{deep['id']}", admin, {"max_depth": 50})
+    assert status == 200 and patched["max_depth"] == 50
+    status, listing = await call(stack, "GET", "/v1/admin/tenants", admin)
+    validate(listing, "Tenants")
+    assert {t["name"]: t["max_depth"] for t in listing["tenants"]} == {"Plain": 1000, "Deep": 50}
+    for bad in (0, 5001, "1000", True, 2.5):
+        status, error = await call(
+            stack, "POST", "/v1/admin/tenants", admin, {"name": "Bad", "max_depth": bad}
+        )
+        assert (status, error["error"]["code"]) == (400, "invalid_request"), bad
+        assert "max_depth" in error["error"]["message"]
+        status, error = await call(
+            stack, "PATCH", f"/v1/admin/tenants/{deep['id']}", admin, {"max_depth": bad}
+        )
+        assert status == 400, bad
 
 
 async def test_service_routes(stack: Stack) -> None:

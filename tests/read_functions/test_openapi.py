@@ -41,6 +41,23 @@ def test_the_document_is_valid_openapi_31_and_lists_every_route() -> None:
     assert len(ids) == len(set(ids))
 
 
+def test_depth_and_max_depth_are_documented_with_their_bounds() -> None:
+    schemas = openapi.document(ROUTES)["components"]["schemas"]
+    for schema, name in [
+        ("SubscriptionRequest", "depth"),
+        ("Subscription", "depth"),
+        ("Tenant", "max_depth"),
+        ("TenantCreate", "max_depth"),
+        ("TenantUpdate", "max_depth"),
+    ]:
+        field = schemas[schema]["properties"][name]
+        assert (field["type"], field["minimum"], field["maximum"]) == ("integer", 1, 5000), schema
+    described = schemas["SubscriptionRequest"]["properties"]["depth"]["description"]
+    assert "default 100" in described and "binance.com-futures 1000" in described
+    assert "max_depth" in described
+    assert "default 1000" in schemas["TenantCreate"]["properties"]["max_depth"]["description"]
+
+
 def _keep_fresh(url: str, stop: threading.Event) -> None:
     """Publish a synced snapshot of ETHBTC every 100 ms, as an ingest node would."""
     client = redis.Redis.from_url(url)

@@ -157,3 +157,37 @@ async def test_the_real_ubdcc_client(stack: Stack) -> None:
     assert calls["info"]["depthcache_info"]["MARKET"] == "BTCUSDT"
     assert calls["stop"]["result"] == "OK"
     assert set(calls["after"]["depthcache_list"]["binance.com"]) == {"ETHBTC"}
+
+
+async def test_create_subscribes_as_deep_as_ubdcc_clients_read(stack: Stack) -> None:
+    _, key = await stack.tenant()
+    headers = {"X-API-Key": key}
+    one = await ubdcc(stack, "/create_depthcache?exchange=binance.com&market=ETHBTC", headers)
+    many = await ubdcc(
+        stack, "/create_depthcaches", headers, post={"exchange": "binance.com", "markets": ["BTCUSDT"]}
+    )
+    assert one["result"] == many["result"] == "OK"
+    async with stack.http.get(f"{stack.url}/v1/subscriptions", headers=headers) as r:
+        listing = await r.json()
+    assert [(s["market"], s["depth"]) for s in listing["subscriptions"]] == [
+        ("BTCUSDT", 1000),
+        ("ETHBTC", 1000),
+    ]
+
+    # A tenant not allowed that deep is told so, rather than given a shallower book.
+    _, shallow_key = await stack.tenant(max_depth=500)
+    refused = await ubdcc(
+        stack, "/create_depthcache?exchange=binance.com&market=ETHBTC", {"X-API-Key": shallow_key}
+    )
+    assert refused["error_id"] == "#8001" and "depth" in refused["message"]
+
+
+async def test_the_compat_tenant_may_subscribe_1000_levels_deep(stack: Stack) -> None:
+    created = await ubdcc(
+        stack, "/create_depthcache?exchange=binance.com&market=ETHBTC", base=stack.compat_url
+    )
+    assert created["result"] == "OK"
+    async with stack.http.get(f"{stack.url}/v1/admin/tenants", headers=stack.admin) as r:
+        tenants = (await r.json())["tenants"]
+    [compat] = [t for t in tenants if t["name"] == stack.deps.settings.compat_tenant]
+    assert compat["max_depth"] >= 1000

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from book_store.errors import StoreError
-from control_plane.models import BookRef, NodeInfo
+from control_plane.models import BookRef, BookWish, NodeInfo
 from control_plane.scheduler import plan_assignments
 from control_plane.telemetry import ControlTelemetry
 from tests.telemetry.helpers import recorded
@@ -15,7 +15,10 @@ def test_a_planned_a_standby_and_a_failed_round() -> None:
     record = recorded("ladder-control-test")
     control = ControlTelemetry(record.telemetry)
     nodes = [NodeInfo(f"n{i}", "", 10, 0, 0, draining=False, load=0.0) for i in range(2)]
-    wanted = {BookRef("binance.com", "BTCUSDT"): 2, BookRef("binance.com", "ETHBTC"): 3}
+    wanted = {
+        BookRef("binance.com", "BTCUSDT"): BookWish(2, 100),
+        BookRef("binance.com", "ETHBTC"): BookWish(3, 100),
+    }
     plan = plan_assignments(wanted, nodes, [], set())
     assert plan.added
 

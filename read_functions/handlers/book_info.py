@@ -1,0 +1,60 @@
+"""``GET /v1/books/{exchange}/{market}/info``: how a book is kept, replica by replica.
+
+Not a hot path (an operator or a dashboard asks now and then), so it reads the store directly:
+each replica's head and deep snapshots for what is stored, and the counters its node reports
+(resyncs by reason, refreshes of the trusted window, audits and their disagreements).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from book_store.codec import Snapshot
+from book_store.reader import BookReader
+from read_functions.book_read import authorize_book, best_status
+from read_functions.deps import Deps, now_ms
+from read_functions.messages import Request, Response, json_response
+from read_functions.schemas import REPLICA_COUNTERS
+
+COUNTERS = ("resyncs", *REPLICA_COUNTERS)
+
+
+async def get_book_info(request: Request, deps: Deps) -> Response:
+    assert request.principal is not None  # the route requires a key
+    params = request.path_params
+    book = (await authorize_book(deps, request.principal, params["exchange"], params["market"])).key
+    reader = BookReader(deps.redis)
+    stored = await reader.stored(book)
+    counters = await reader.counters(book)
+    now = now_ms()
+    replicas = []
+    for replica, head in sorted(stored.heads.items()):
+        deep = stored.deeps.get(replica)
+        counted = counters.get(replica, {})
+        replicas.append({
+            "replica": replica,
+            "status": head.status.label,
+            "update_id": head.update_id,
+            "publish_time": head.publish_time,
+            "age_ms": max(0, now - head.publish_time),
+            "head": _levels(head),
+            "deep": None if deep is None else {**_levels(deep), "update_id": deep.update_id,
+                                               "publish_time": deep.publish_time},
+            **{name: counted.get(name) for name in COUNTERS},
+        })  # fmt: skip
+    return json_response({
+        "exchange": book.exchange,
+        "market": book.market,
+        "status": best_status(stored.heads, now, deps.settings.max_silence_ms),
+        "replicas": replicas,
+    })  # fmt: skip
+
+
+def _levels(snapshot: Snapshot) -> dict[str, Any]:
+    """Levels stored a side, and whether the venue may hold more past them."""
+    return {
+        "bids": snapshot.bid_count,
+        "asks": snapshot.ask_count,
+        "more_bids": snapshot.more_bids,
+        "more_asks": snapshot.more_asks,
+    }

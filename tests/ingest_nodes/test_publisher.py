@@ -1,0 +1,148 @@
+"""The publisher against a real Valkey: head and deep snapshots, their flags, and the deep rate."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+
+import orjson
+import redis.asyncio as redis
+
+from book_store.codec import BookStatus, Snapshot
+from book_store.keys import BookKey
+from book_store.reader import BookReader, StoredBook
+from book_store.writer import BookWriter
+from ingest_nodes.book import SideWindow
+from ingest_nodes.engine import BookEngine
+from ingest_nodes.publisher import Publisher
+from ingest_nodes.stats import ReplicaStats
+from ingest_nodes.sync import SpotSyncMachine
+from tests.ingest_nodes.driver import snap, upd
+
+BOOK = BookKey("binance.com", "ETHBTC")
+HEAD = 10
+
+
+def levels(first: int, count: int, step: int) -> list[tuple[str, str]]:
+    return [(str(first + step * i), "1") for i in range(count)]
+
+
+@dataclass
+class Replica:
+    """The publisher's view of a replica (``Publishable``), driving a real engine."""
+
+    depth: int
+    book: BookKey = BOOK
+    replica: int = 1
+    last_event_ms: int = field(default_factory=lambda: int(time.time() * 1000))
+    last_publish_ms: int = 0
+    last_status: BookStatus | None = None
+    stats: ReplicaStats = field(default_factory=ReplicaStats)
+    engine: BookEngine = field(default_factory=lambda: BookEngine(SpotSyncMachine()))
+    windows: list[tuple[SideWindow, SideWindow]] = field(default_factory=list)
+
+    def window_seen(self, bids: SideWindow, asks: SideWindow) -> None:
+        self.windows.append((bids, asks))
+
+    def sync(self, bids: list[tuple[str, str]], asks: list[tuple[str, str]], limit: int) -> None:
+        self.engine.on_update(upd(10, 10))
+        self.engine.on_snapshot(snap(10, bids=bids, asks=asks, limit=limit))
+        self.engine.on_update(upd(11, 11))
+        assert self.engine.synced
+
+
+def side(snapshot: Snapshot, name: str) -> list[list[str]]:
+    blob = snapshot.bids(snapshot.bid_count) if name == "bids" else snapshot.asks(snapshot.ask_count)
+    parsed: list[list[str]] = orjson.loads(b"[" + bytes(blob) + b"]")
+    return parsed
+
+
+async def stored(client: redis.Redis, writer: BookWriter) -> StoredBook:
+    await asyncio.sleep(0)
+    await writer.drain()
+    return await BookReader(client).stored(BOOK)
+
+
+def publisher(writer: BookWriter, deep_levels_per_s: int = 1000) -> Publisher:
+    return Publisher(
+        writer,
+        head_levels=HEAD,
+        deep_levels_per_s=deep_levels_per_s,
+        publish_interval_ms=0,
+        keepalive_ms=1000,
+        stale_after_ms=60_000,
+    )
+
+
+async def test_a_shallow_book_is_one_head_snapshot_flagged_where_the_venue_may_hold_more(
+    redis_client: redis.Redis,
+) -> None:
+    writer = BookWriter(redis_client)
+    replica = Replica(depth=5)
+    replica.sync(levels(100, 3, -1), levels(101, 20, 1), limit=20)  # bids whole, asks cut at 20
+    publisher(writer).publish(replica, int(time.time() * 1000))
+    book = await stored(redis_client, writer)
+    assert book.deeps == {}
+    head = book.heads[1]
+    assert (head.bid_count, head.ask_count, head.more_bids, head.more_asks) == (3, 5, False, True)
+    assert replica.windows == [(SideWindow(3, False), SideWindow(20, True))]
+
+
+async def test_a_deep_book_has_a_head_every_update_and_a_deep_snapshot_at_a_bounded_rate(
+    redis_client: redis.Redis,
+) -> None:
+    writer = BookWriter(redis_client)
+    pub = publisher(writer, deep_levels_per_s=1000)  # 50 levels: a deep snapshot every 50 ms at most
+    replica = Replica(depth=50)
+    replica.sync(levels(1000, 60, -1), levels(1001, 60, 1), limit=60)
+    now = int(time.time() * 1000)
+    pub.publish(replica, now)
+    first = await stored(redis_client, writer)
+    head, deep = first.heads[1], first.deeps[1]
+    assert (head.bid_count, head.more_bids, head.deep) == (HEAD, True, False)
+    assert (deep.bid_count, deep.ask_count, deep.deep, deep.update_id) == (50, 50, True, 11)
+    assert side(deep, "asks")[:HEAD] == side(head, "asks")
+
+    replica.engine.on_update(upd(12, 12, asks=[("1001", "0")]))
+    pub.publish(replica, now + 10)  # 10 ms later: the head moves, the deep one waits its turn
+    second = await stored(redis_client, writer)
+    assert second.heads[1].update_id == 12 and second.deeps[1].update_id == 11
+    await asyncio.sleep(0.08)
+    third = await stored(redis_client, writer)
+    assert third.deeps[1].update_id == 12 and side(third.deeps[1], "asks")[0] == ["1002", "1"]
+
+
+async def test_a_quiet_deep_book_is_not_rewritten_and_a_status_change_is_at_once(
+    redis_client: redis.Redis,
+) -> None:
+    writer = BookWriter(redis_client)
+    pub = publisher(writer, deep_levels_per_s=100)  # 50 levels: at most every 500 ms
+    replica = Replica(depth=50)
+    replica.sync(levels(1000, 60, -1), levels(1001, 60, 1), limit=60)
+    now = int(time.time() * 1000)
+    pub.publish(replica, now)
+    deep = (await stored(redis_client, writer)).deeps[1]
+    pub.publish(replica, now + 1000)  # a keepalive: same update id, so the deep one stays as it was
+    assert (await stored(redis_client, writer)).deeps[1].publish_time == deep.publish_time
+    replica.engine.invalidate("gap")
+    pub.publish(replica, now + 1010)  # within the deep interval, but the status changed
+    resyncing = (await stored(redis_client, writer)).deeps[1]
+    assert resyncing.status is BookStatus.RESYNCING and resyncing.bid_count == 0
+
+
+async def test_a_book_that_shrinks_back_to_its_head_drops_its_deep_snapshot(
+    redis_client: redis.Redis,
+) -> None:
+    writer = BookWriter(redis_client)
+    pub = publisher(writer)
+    replica = Replica(depth=50)
+    replica.sync(levels(1000, 60, -1), levels(1001, 60, 1), limit=60)
+    pub.publish(replica, int(time.time() * 1000))
+    assert 1 in (await stored(redis_client, writer)).deeps
+    replica.depth = HEAD
+    pub.publish(replica, int(time.time() * 1000))
+    book = await stored(redis_client, writer)
+    assert book.deeps == {} and book.heads[1].bid_count == HEAD
+    pub.untrack(replica)
+    assert await stored(redis_client, writer) == StoredBook({}, {})
