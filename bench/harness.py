@@ -27,6 +27,7 @@ from control_plane.models import ReplicaAssignment
 from control_plane.stores.redis import RedisControlStore
 from control_plane.supervisor import Child, Supervisor, child_env
 from ingest_nodes.exchanges import ExchangeSpec, Protocol
+from ingest_nodes.venues.binance.limits import depth_weight, snapshot_limit
 
 EXCHANGES = {
     "binance.com": ExchangeSpec("binance.com", Protocol.BINANCE_SPOT, "", ""),
@@ -163,6 +164,20 @@ async def wait_synced(
                 f"{node.node_id}: {synced:.0f} of {count} books synced after {timeout_s:.0f} s"
             )
         await asyncio.sleep(0.2)
+
+
+def sync_timeout_s(exchange: str, books: int, depth: int) -> float:
+    """How long a node may take to sync ``books`` books ``depth`` deep: their snapshots' weight at
+    the venue's budget, plus two minutes (5000-level books need 250 weight each, so 50 of them need
+    over two minutes of the budget alone)."""
+    spec = EXCHANGES[exchange]
+    weight = books * depth_weight(spec.depth_tiers, snapshot_limit(spec.depth_tiers, depth))
+    return 60.0 * weight / spec.weight_per_minute + 120.0
+
+
+async def store_input_bytes(client: redis.Redis) -> int:
+    """What clients have sent the store so far (its ``total_net_input_bytes``)."""
+    return int((await client.info("stats"))["total_net_input_bytes"])
 
 
 def cpu_seconds(pid: int) -> float:

@@ -38,7 +38,17 @@ import aiohttp
 import redis.asyncio as redis
 
 from bench import harness
-from bench.harness import Bench, Node, cpu_seconds, scrape, total, trading_pairs, wait_synced
+from bench.harness import (
+    Bench,
+    Node,
+    cpu_seconds,
+    scrape,
+    store_input_bytes,
+    sync_timeout_s,
+    total,
+    trading_pairs,
+    wait_synced,
+)
 from bench.replay import Recording, ReplayVenue, record
 from bench.report import Report, at_least, median
 from book_store.codec import BookStatus
@@ -72,11 +82,6 @@ class Run:
     @property
     def per_second(self) -> float:
         return self.events / self.seconds
-
-
-async def store_input_bytes(client: redis.Redis) -> int:
-    """What clients have sent the store so far (its ``total_net_input_bytes``)."""
-    return int((await client.info("stats"))["total_net_input_bytes"])
 
 
 async def blast(
@@ -152,9 +157,14 @@ def parse_ceiling(recording: Recording) -> float:
 
 
 async def measure(args: argparse.Namespace, report: Report) -> None:
-    cases = {
-        "shallow": (args.levels, 0.0, 1000, args.depth),
-        "deep": (args.deep_levels, DEEP_SHARE, 5000, args.deep_depth),
+    venues = {  # recording: venue levels, share of changes at depth, snapshot limit recorded
+        "shallow": (args.levels, 0.0, 1000),
+        "deep": (args.deep_levels, DEEP_SHARE, 5000),
+    }
+    cases = {  # case: recording, levels a side published
+        "shallow": ("shallow", args.depth),
+        "deep books, shallow publish": ("deep", args.depth),
+        "deep": ("deep", args.deep_depth),
     }
     runs: dict[str, list[Run]] = {}
     ceilings: dict[str, float] = {}
@@ -162,25 +172,31 @@ async def measure(args: argparse.Namespace, report: Report) -> None:
     with Bench() as bench:
         client = redis.Redis.from_url(bench.redis_url)
         async with aiohttp.ClientSession() as http:
-            for case, (venue_levels, deep_share, limit, depth) in cases.items():
+            replays: dict[str, tuple[ReplayVenue, str, Recording, list[str]]] = {}
+            for name, (venue_levels, deep_share, limit) in venues.items():
                 venue = bench.start_fake_venue(
                     *("--spot-symbols", str(args.pairs), "--futures-symbols", "0", "--alpaca-symbols", "0"),
                     *("--rate", "0", "--levels", str(venue_levels), "--deep-share", str(deep_share)),
                 )
                 pairs = await trading_pairs(http, venue, args.pairs)
-                print(f"{case}: recording {args.frames} frames of {len(pairs)} books ...", flush=True)
+                print(f"{name}: recording {args.frames} frames of {len(pairs)} books ...", flush=True)
                 recording = await record(http, venue, pairs, args.frames, limit)
-                ceilings[case] = parse_ceiling(recording)
-                levels[case] = recording.levels_per_frame()
+                ceilings[name] = parse_ceiling(recording)
+                levels[name] = recording.levels_per_frame()
                 replay = ReplayVenue(recording)
-                bench.env.update(fake_venue_env(await replay.start()))
-                for run in range(args.runs):
+                replays[name] = (replay, await replay.start(), recording, pairs)
+            for run in range(args.runs):  # the cases alternate, so that a slow spell hits them alike
+                for case, (name, depth) in cases.items():
+                    replay, url, recording, pairs = replays[name]
                     replay.reset()
-                    node = bench.start_node("bench-ingest", exchanges=EXCHANGE)
+                    bench.env.update(fake_venue_env(url))
+                    # The replay is silent between the priming frame and the blast, while 5000-level
+                    # snapshots wait minutes for their weight: no stale marks meanwhile.
+                    node = bench.start_node("bench-ingest", exchanges=EXCHANGE, stale_after_ms="3600000")
                     await bench.assign(node, EXCHANGE, pairs, depth)
                     await replay.wait_subscribed(len(pairs))
                     await replay.prime()
-                    await wait_synced(http, node, len(pairs))
+                    await wait_synced(http, node, len(pairs), sync_timeout_s(EXCHANGE, len(pairs), depth))
                     result = await blast(http, client, node, replay, (args.frames - 1) * len(pairs))
                     result.wrong_books = await wrong_books(bench.redis_url, recording)
                     runs.setdefault(case, []).append(result)
@@ -193,6 +209,7 @@ async def measure(args: argparse.Namespace, report: Report) -> None:
                         flush=True,
                     )
                     bench.stop_node(node)
+            for replay, *_ in replays.values():
                 await replay.stop()
         await client.aclose()
     _write(report, runs, ceilings, levels, args)
@@ -232,6 +249,19 @@ def _write(
             per_core["deep"] / per_core["shallow"],
             "x",
             at_least(DEEP_RATIO_TARGET, "x"),
+        )
+    shallow_publish = per_core["deep books, shallow publish"]
+    if shallow_publish is not None and per_core["shallow"] and per_core["deep"] is not None:
+        report.figure(
+            f"of which the books themselves: deep books published {args.depth} a side / shallow",
+            shallow_publish / per_core["shallow"],
+            "x",
+        )
+        report.figure(
+            f"and publishing {args.deep_depth} levels instead of {args.depth}: deep / deep books published "
+            f"{args.depth} a side",
+            per_core["deep"] / shallow_publish,
+            "x",
         )
     for case, case_runs in runs.items():
         valid = _valid(case_runs)
@@ -319,7 +349,7 @@ def _write(
         f"publishing {args.depth} per side. Deep: venue books of {args.deep_levels} levels per side, a "
         f"{DEEP_SHARE:.0%} share of changes at a random depth, {levels['deep']:.1f} price levels a frame, "
         f"node publishing {args.deep_depth} per side (a 100-level head every loop turn, the deep snapshot "
-        "at most every depth / 4000 s). A snapshot is written per book per event-loop turn, so one snapshot "
+        "at most every depth / 2000 s). A snapshot is written per book per event-loop turn, so one snapshot "
         "carries every event of that book in the turn."
     )
     report.note("A run counts only if every book ends synced at the last recorded update id, with no resync.")

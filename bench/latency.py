@@ -42,12 +42,21 @@ import aiohttp
 import redis.asyncio as redis
 
 from bench import harness
-from bench.harness import EXCHANGES, Bench, Node, cpu_seconds, scrape, total, trading_pairs, wait_synced
+from bench.harness import (
+    Bench,
+    Node,
+    cpu_seconds,
+    scrape,
+    store_input_bytes,
+    sync_timeout_s,
+    total,
+    trading_pairs,
+    wait_synced,
+)
 from bench.report import Report, below, median, percentiles
 from book_store.codec import BookStatus, Snapshot
 from book_store.keys import BookKey
 from book_store.writer import decode_message
-from ingest_nodes.venues.binance.limits import depth_weight, snapshot_limit
 
 EXCHANGE = "binance.com"
 BURST = 5
@@ -203,20 +212,6 @@ async def store_floor(client: redis.Redis, size: int, seconds: float, rate: floa
     return floor
 
 
-async def store_input_bytes(client: redis.Redis) -> int:
-    """What clients have sent the store so far (its ``total_net_input_bytes``)."""
-    return int((await client.info("stats"))["total_net_input_bytes"])
-
-
-def sync_timeout_s(pairs: int, depth: int) -> float:
-    """How long a node may take to sync ``pairs`` books published ``depth`` deep: the snapshots'
-    weight at the venue's budget, plus two minutes (whole books need 250 weight each, so 50 of
-    them need over two minutes of the budget alone)."""
-    spec = EXCHANGES[EXCHANGE]
-    weight = pairs * depth_weight(spec.depth_tiers, snapshot_limit(spec.depth_tiers, depth))
-    return 60.0 * weight / spec.weight_per_minute + 120.0
-
-
 async def measure(args: argparse.Namespace, report: Report) -> None:
     scenarios: dict[str, Callable[[Venue, float], Awaitable[None]]] = {
         "smooth": Venue.smooth,
@@ -244,9 +239,9 @@ async def measure(args: argparse.Namespace, report: Report) -> None:
                     venue.background, venue.background_rate = deep_pairs, args.deep_rate
                 await bench.assign(node, EXCHANGE, books, depths)
                 await venue.control(action="rate", rate=venue.rate)  # a spot book syncs on its next event
-                timeout_s = sync_timeout_s(len(pairs), case.depth)
+                timeout_s = sync_timeout_s(EXCHANGE, len(pairs), case.depth)
                 if case.beside_deep:
-                    timeout_s += sync_timeout_s(len(deep_pairs), DEEP_DEPTH)
+                    timeout_s += sync_timeout_s(EXCHANGE, len(deep_pairs), DEEP_DEPTH)
                 synced = await wait_synced(http, node, len(books), timeout_s)
                 await venue.control(action="rate", rate=0)
                 await venue.restore_background()

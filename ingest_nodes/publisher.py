@@ -19,7 +19,7 @@ that is deeper than ``head_levels``:
   republished at all: a reader takes it as current while it is at the head's ``update_id``.
 
 So a 5000-level book changing ten times a second costs ten 100-level encodes and writes a second
-plus one 5000-level one every 1.25 s (at the default 4000 levels a second), not ten 5000-level
+plus one 5000-level one every 2.5 s (at the default 2000 levels a second), not ten 5000-level
 ones. Both parts are complete, atomic snapshots at their own ``update_id``.
 
 Every published side says whether the venue may hold levels past the last one it carries (the
@@ -96,7 +96,7 @@ class Publisher:
         keepalive_ms: int,
         stale_after_ms: int,
         head_levels: int = 100,
-        deep_levels_per_s: int = 4000,
+        deep_levels_per_s: int = 2000,
         resyncing_keepalive_ms: int = 4000,
     ) -> None:
         self._writer = writer

@@ -46,7 +46,7 @@ class IngestSettings(BaseSettings):
         default=100, ge=1, le=5000, description="Levels a side published on every update (the head)."
     )
     deep_levels_per_s: int = Field(
-        default=4000,
+        default=2000,
         ge=100,
         description="A book deeper than the head rewrites its deep snapshot at this rate.",
     )
