@@ -61,6 +61,14 @@ EXCHANGE = "binance.com"
 TARGET = 20_000.0
 DEEP_RATIO_TARGET = 0.7
 DEEP_SHARE = 0.3
+NODE_SETTINGS = {
+    # The replay is silent between the priming frame and the blast, while 5000-level snapshots wait
+    # minutes for their weight: no stale marks meanwhile.
+    "stale_after_ms": "3600000",
+    # The replay can only serve the snapshot it recorded, which a refresh of the trusted window (due
+    # at blast speed far sooner than at the venue's) would refetch in vain: no weight for them.
+    "background_weight_share": "0.0001",
+}
 
 
 @dataclass
@@ -190,9 +198,7 @@ async def measure(args: argparse.Namespace, report: Report) -> None:
                     replay, url, recording, pairs = replays[name]
                     replay.reset()
                     bench.env.update(fake_venue_env(url))
-                    # The replay is silent between the priming frame and the blast, while 5000-level
-                    # snapshots wait minutes for their weight: no stale marks meanwhile.
-                    node = bench.start_node("bench-ingest", exchanges=EXCHANGE, stale_after_ms="3600000")
+                    node = bench.start_node("bench-ingest", exchanges=EXCHANGE, **NODE_SETTINGS)
                     await bench.assign(node, EXCHANGE, pairs, depth)
                     await replay.wait_subscribed(len(pairs))
                     await replay.prime()

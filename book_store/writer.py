@@ -36,6 +36,15 @@ log = logging.getLogger(__name__)
 
 _REPLICA = struct.Struct("<H")
 
+# KEYS: the snapshots hash, the change channel. ARGV: field, change message. Stores the message's
+# snapshot (past its 2-byte replica) and publishes the message: a deep snapshot of 5000 levels a
+# side crosses the wire once instead of twice (HSET + PUBLISH).
+_STORE_AND_PUBLISH = """
+redis.call('HSET', KEYS[1], ARGV[1], string.sub(ARGV[2], 3))
+redis.call('PUBLISH', KEYS[2], ARGV[2])
+return 0
+"""
+
 
 def encode_message(replica: int, snapshot: bytes) -> bytes:
     """The change message: which replica, then its snapshot."""
@@ -70,6 +79,7 @@ class BookWriter:
         self._pending: dict[tuple[BookKey, int, bool], bytes | None] = {}
         self._flusher: asyncio.Task[None] | None = None
         self._on_flush = on_flush
+        self._store_and_publish = client.register_script(_STORE_AND_PUBLISH)
 
     def put(self, book: BookKey, replica: int, snapshot: bytes, *, deep: bool = False) -> None:
         """Record the newest head (or deep) snapshot of a replica; it is written at the end of this
@@ -112,6 +122,11 @@ class BookWriter:
                     pipe.hdel(book.snapshots, field)
                     pipe.publish(
                         book.channel, encode_message(replica, tombstone(replica, deep=deep, now_ms=now_ms))
+                    )
+                elif deep:
+                    message = encode_message(replica, snapshot)
+                    await self._store_and_publish(
+                        keys=[book.snapshots, book.channel], args=[field, message], client=pipe
                     )
                 else:
                     pipe.hset(book.snapshots, field, snapshot)
