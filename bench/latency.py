@@ -230,7 +230,9 @@ async def measure(args: argparse.Namespace, report: Report) -> None:
             for pair in deep_pairs:  # before anything touches them, so that they are built this deep
                 await venue.control(action="book_levels", symbol=pair, levels=DEEP_LEVELS)
             for name, case in CASES.items():
-                node = bench.start_node("bench-latency", exchanges=EXCHANGE, **case.settings)
+                if name not in args.cases:
+                    continue
+                node = bench.start_node("bench-latency", exchanges=EXCHANGE, **case.settings, **args.node)
                 books = list(pairs)
                 depths = [case.depth] * len(pairs)
                 if case.beside_deep:
@@ -461,6 +463,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--events-per-s", type=float, default=150.0)
     parser.add_argument("--levels", type=int, default=1500, help="venue book levels per side")
     parser.add_argument("--deep-pairs", type=int, default=50, help="deep books beside the 20-level ones")
+    parser.add_argument(
+        "--cases", type=lambda text: text.split(","), default=list(CASES), help=f"of {','.join(CASES)}"
+    )
+    parser.add_argument(
+        "--node",
+        type=lambda text: dict(item.split("=", 1) for item in text.split(",") if item),
+        default={},
+        help="more LADDER_* settings of the node, as name=value,... (head_levels=50)",
+    )
     parser.add_argument("--deep-rate", type=float, default=10.0, help="updates per second of each deep book")
     parser.add_argument("--seconds", type=float, default=10.0, help="measured seconds per scenario and run")
     parser.add_argument("--warmup", type=float, default=2.0, help="seconds of load before measuring")

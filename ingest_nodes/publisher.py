@@ -14,9 +14,11 @@ that is deeper than ``head_levels``:
 - the **head** snapshot, the top ``head_levels`` a side, on every update, which is what 20- and
   100-level readers and streams see;
 - the **deep** snapshot, every level up to ``depth``, at most every ``depth / deep_levels_per_s``
-  seconds (the latest state wins), and at once when the replica's status changes, so a deep
-  snapshot is never ``synced`` while its replica is not. A quiet book's deep snapshot is not
-  republished at all: a reader takes it as current while it is at the head's ``update_id``.
+  seconds (the latest state wins), and empty at once when the replica stops being synced, so a
+  deep snapshot is never ``synced`` while its replica is not. A quiet book's deep snapshot is not
+  republished at all: a reader takes it as current while it is at the head's ``update_id``. Deep
+  snapshots that fall due are written one per event-loop turn, most overdue first: an encode of
+  5000 levels takes milliseconds, and the events of other books go in between.
 
 So a 5000-level book changing ten times a second costs ten 100-level encodes and writes a second
 plus one 5000-level one every 2.5 s (at the default 2000 levels a second), not ten 5000-level
@@ -112,6 +114,7 @@ class Publisher:
         self._deep: dict[ReplicaKey, _DeepState] = {}
         self._deep_waiting: dict[ReplicaKey, Publishable] = {}
         self._deep_timer: asyncio.TimerHandle | None = None
+        """Wakes ``_drain_deep`` when the next waiting deep snapshot falls due."""
 
     @property
     def head_levels(self) -> int:
@@ -167,14 +170,7 @@ class Publisher:
         if status is BookStatus.STALE and replica.last_status is not BookStatus.STALE:
             replica.stats.stale_episodes += 1
         replica.last_status = status
-        meta = SnapshotMeta(
-            update_id=engine.update_id or 0,
-            event_time=engine.event_time,
-            ingest_time=engine.ingest_time,
-            publish_time=now,
-            replica=replica.replica,
-            status=status,
-        )
+        meta = _meta(replica, status, now)
         depth = replica.depth
         if status is BookStatus.RESYNCING:
             payload = encode_snapshot(meta, (), ())
@@ -197,64 +193,69 @@ class Publisher:
     # -- deep snapshots ----------------------------------------------------------------------
 
     def _publish_deep(self, key: ReplicaKey, replica: Publishable, meta: SnapshotMeta, now: int) -> None:
+        """The head was just published as ``meta``: bring the deep snapshot along when it is due."""
         state = self._deep.get(key)
         if state is None:
             state = self._deep[key] = _DeepState()
-        said = (meta.update_id, meta.status)
-        if state.said == said:
+        if state.said == (meta.update_id, meta.status):
             return  # nothing new: readers vouch for it through the head
-        if state.said is not None and state.said[1] is meta.status:
-            due = state.published_ms + self._deep_interval_ms(replica.depth)
-            if now < due:
-                self._deep_waiting[key] = replica
-                self._arm_deep_timer(due - now)
-                return
-        self._deep_waiting.pop(key, None)
-        if meta.status is BookStatus.RESYNCING:
-            payload = encode_snapshot(meta, (), (), DEEP)
-        else:
+        if meta.status is not BookStatus.SYNCED:
+            # Never served while its replica is not synced: an empty one says so, at once and cheaply.
+            self._deep_waiting.pop(key, None)
+            self._write_deep(replica, state, meta)
+            return
+        self._deep_waiting[key] = replica
+        self._arm_deep_timer(self._deep_due(state, replica) - now)
+
+    def _deep_due(self, state: _DeepState, replica: Publishable) -> int:
+        if state.said is None or state.said[1] is not BookStatus.SYNCED:
+            return 0  # newly synced: as soon as the loop has a turn for it
+        return state.published_ms + 1000 * replica.depth // self._deep_rate
+
+    def _write_deep(self, replica: Publishable, state: _DeepState, meta: SnapshotMeta) -> None:
+        if meta.status is BookStatus.SYNCED:
             book = replica.engine.book
             bids, asks = book.window()
             payload = _encoded(meta, book, replica.depth, bids, asks, DEEP)
-        state.said, state.published_ms = said, now
+        else:
+            payload = encode_snapshot(meta, (), (), DEEP)
+        state.said, state.published_ms = (meta.update_id, meta.status), meta.publish_time
         self._writer.put(replica.book, replica.replica, payload, deep=True)
 
-    def _deep_interval_ms(self, depth: int) -> int:
-        return 1000 * depth // self._deep_rate
-
     def _arm_deep_timer(self, delay_ms: int) -> None:
-        if self._deep_timer is None:
-            loop = asyncio.get_running_loop()
-            self._deep_timer = loop.call_later(max(delay_ms, 1) / 1000, self._publish_deep_due)
+        loop = asyncio.get_running_loop()
+        at = loop.time() + max(delay_ms, 0) / 1000
+        if self._deep_timer is not None:
+            if self._deep_timer.when() <= at:
+                return
+            self._deep_timer.cancel()
+        self._deep_timer = loop.call_at(at, self._drain_deep)
 
-    def _publish_deep_due(self) -> None:
-        """Write the deep snapshots whose interval has passed (each at the replica's state now)."""
+    def _drain_deep(self) -> None:
+        """Write the most overdue deep snapshot (at the replica's state now), and come back in the
+        next loop turn for the next one: a 5000-level encode takes milliseconds, and books that
+        fell due together must not hold up every other book's events for all of them at once."""
         self._deep_timer = None
         now = now_ms()
-        waiting, self._deep_waiting = self._deep_waiting, {}
-        for key, replica in waiting.items():
+        chosen: tuple[int, ReplicaKey] | None = None  # (due, key) of the most overdue
+        soonest: int | None = None  # when the next one falls due, if none is due now
+        for key, replica in list(self._deep_waiting.items()):
             state = self._deep.get(key)
-            if state is None:
+            if state is None or replica.last_status is not BookStatus.SYNCED:
+                del self._deep_waiting[key]  # gone, or no longer synced (published empty meanwhile)
                 continue
-            due = state.published_ms + self._deep_interval_ms(replica.depth)
-            if now < due:
-                self._deep_waiting[key] = replica
-                continue
-            engine = replica.engine
-            meta = SnapshotMeta(
-                update_id=engine.update_id or 0,
-                event_time=engine.event_time,
-                ingest_time=engine.ingest_time,
-                publish_time=now,
-                replica=replica.replica,
-                status=replica.last_status or BookStatus.RESYNCING,
-            )
-            self._publish_deep(key, replica, meta, now)
-        if self._deep_waiting:
-            soonest = min(
-                self._deep[key].published_ms + self._deep_interval_ms(r.depth)
-                for key, r in self._deep_waiting.items()
-            )
+            due = self._deep_due(state, replica)
+            if due <= now and (chosen is None or due < chosen[0]):
+                chosen = (due, key)
+            elif due > now and (soonest is None or due < soonest):
+                soonest = due
+        if chosen is not None:
+            key = chosen[1]
+            replica = self._deep_waiting.pop(key)
+            self._write_deep(replica, self._deep[key], _meta(replica, BookStatus.SYNCED, now))
+            if self._deep_waiting:
+                self._arm_deep_timer(0)  # the next turn looks again
+        elif soonest is not None:
             self._arm_deep_timer(soonest - now)
 
     async def run_keepalive(self) -> None:
@@ -272,6 +273,18 @@ class Publisher:
                 due = self._keepalive if replica.engine.synced else self._resyncing_keepalive
                 if now - replica.last_publish_ms >= due:
                     self.publish(replica, now)
+
+
+def _meta(replica: Publishable, status: BookStatus, now: int) -> SnapshotMeta:
+    engine = replica.engine
+    return SnapshotMeta(
+        update_id=engine.update_id or 0,
+        event_time=engine.event_time,
+        ingest_time=engine.ingest_time,
+        publish_time=now,
+        replica=replica.replica,
+        status=status,
+    )
 
 
 def _encoded(

@@ -54,34 +54,29 @@ class BookView(NamedTuple):
 
 def view_of(entry: Entry, snapshot: Snapshot, depth: int, side: Side) -> BookView:
     """The cached view of ``snapshot`` for ``depth`` (at most what it holds) and ``side``
-    (rendered on first use)."""
+    (rendered on first use). A deep snapshot's views are kept apart, so that deep and head reads
+    of one book do not throw each other's away."""
     entry.views_read = True
     if entry.views_of is not snapshot:
         if snapshot.deep:
-            return _deep_view_of(entry, snapshot, depth, side)
+            if entry.deep_views_of is not snapshot:
+                entry.deep_views.clear()
+                entry.deep_views_of = snapshot
+            return _cached(entry, entry.deep_views, snapshot, depth, side)
         entry.views.clear()
         entry.views_of = snapshot
-    key = (depth, side)
-    view = entry.views.get(key)
-    if view is None:
-        if len(entry.views) >= MAX_VIEWS:
-            entry.views.clear()
-        view = entry.views[key] = render(_names_of(entry), snapshot, depth, side)
-    return view
+    return _cached(entry, entry.views, snapshot, depth, side)
 
 
-def _deep_view_of(entry: Entry, snapshot: Snapshot, depth: int, side: Side) -> BookView:
-    """:func:`view_of` for a deep snapshot: its views are kept apart, so that deep and head reads
-    of one book do not throw each other's away (rendered on first use, never ahead of a read)."""
-    if entry.deep_views_of is not snapshot:
-        entry.deep_views.clear()
-        entry.deep_views_of = snapshot
+def _cached(
+    entry: Entry, views: dict[tuple[int, Side], BookView], snapshot: Snapshot, depth: int, side: Side
+) -> BookView:
     key = (depth, side)
-    view = entry.deep_views.get(key)
+    view = views.get(key)
     if view is None:
-        if len(entry.deep_views) >= MAX_VIEWS:
-            entry.deep_views.clear()
-        view = entry.deep_views[key] = render(_names_of(entry), snapshot, depth, side)
+        if len(views) >= MAX_VIEWS:
+            views.clear()
+        view = views[key] = render(_names_of(entry), snapshot, depth, side)
     return view
 
 

@@ -146,3 +146,30 @@ async def test_a_book_that_shrinks_back_to_its_head_drops_its_deep_snapshot(
     assert book.deeps == {} and book.heads[1].bid_count == HEAD
     pub.untrack(replica)
     assert await stored(redis_client, writer) == StoredBook({}, {})
+
+
+async def test_deep_snapshots_that_fall_due_together_are_written_one_per_loop_turn(
+    redis_client: redis.Redis,
+) -> None:
+    writer = BookWriter(redis_client)
+    pub = publisher(writer, deep_levels_per_s=1000)
+    replicas = [Replica(depth=50, book=BookKey("binance.com", f"B{i}")) for i in range(3)]
+    written: list[BookKey] = []
+    put = writer.put
+
+    def record(book: BookKey, replica: int, snapshot: bytes, *, deep: bool = False) -> None:
+        if deep and Snapshot(snapshot).status is BookStatus.SYNCED:
+            written.append(book)
+        put(book, replica, snapshot, deep=deep)
+
+    writer.put = record  # type: ignore[method-assign]
+    now = int(time.time() * 1000)
+    for replica in replicas:
+        replica.sync(levels(1000, 60, -1), levels(1001, 60, 1), limit=60)
+        pub.publish(replica, now)
+    assert written == []  # newly synced: queued for the loop's next turns, not encoded in this one
+    for turn in range(1, 4):
+        await asyncio.sleep(0)  # one loop turn: at most one deep encode in it
+        assert len(written) <= turn
+    await asyncio.sleep(0.05)
+    assert sorted(b.market for b in written) == ["B0", "B1", "B2"]
