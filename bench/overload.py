@@ -285,11 +285,11 @@ async def main(args: argparse.Namespace) -> None:
 
 
 def _share(phase: dict[str, Any], *, of: str) -> float:
-    sent = max(1, phase["sent"])
+    sent = max(1, int(phase["sent"]))
     if of == "timeouts":
-        return 100 * (phase["timeouts"] + phase["errors"]) / sent
-    statuses = {int(k): v for k, v in phase["statuses"].items()}
-    return 100 * sum(v for k, v in statuses.items() if k in (429, 503)) / sent
+        return 100.0 * (int(phase["timeouts"]) + int(phase["errors"])) / sent
+    statuses = {int(k): int(v) for k, v in phase["statuses"].items()}
+    return 100.0 * sum(v for k, v in statuses.items() if k in (429, 503)) / sent
 
 
 def summarize(report: Report, measured: Run, results: dict[str, list[dict[str, Any]]], path: str) -> None:

@@ -26,11 +26,10 @@ def store_client(
     url: str, password: Secret | None = None, *, max_connections: int | None = None, pool_wait_s: float = 0.5
 ) -> redis.Redis:
     """A client (and its pool) for ``url``; ``password`` is used when the URL carries none."""
-    options: dict[str, object] = {}
-    if password is not None and password.get_secret_value():
-        options["password"] = password.get_secret_value()
+    secret = password.get_secret_value() if password is not None else ""
     if max_connections is None:
-        return redis.Redis.from_url(url, **options)
+        return redis.Redis.from_url(url, password=secret) if secret else redis.Redis.from_url(url)
+    options = {"password": secret} if secret else {}
     pool = redis.BlockingConnectionPool.from_url(
         url, max_connections=max_connections, timeout=pool_wait_s, **options
     )

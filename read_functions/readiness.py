@@ -1,9 +1,9 @@
 """Whether this worker can serve, checked in the background so that ``GET /readyz`` costs nothing.
 
 A probe that pinged the store on every call would let anyone who can reach the port turn probes
-into store traffic. So one task per worker pings the store every ``interval_s`` (with the same
-bound as its wait) and keeps the answer; ``/readyz`` reports it, with the feed's state read from
-memory. A store that stops answering shows within ``2 * interval_s``.
+into store traffic. So one task per worker pings the store every ``interval_s`` (each ping may take
+``timeout_s``) and keeps the answer; ``/readyz`` reports it, with the feed's state read from
+memory. A store that stops answering shows within ``interval_s + timeout_s``.
 """
 
 from __future__ import annotations
@@ -21,9 +21,10 @@ log = logging.getLogger(__name__)
 class StoreReadiness:
     """The last answer of the store to a background ``PING``: ``reachable`` until one fails."""
 
-    def __init__(self, client: redis.Redis, *, interval_s: float = 1.0) -> None:
+    def __init__(self, client: redis.Redis, *, interval_s: float = 1.0, timeout_s: float = 1.0) -> None:
         self._client = client
         self._interval_s = interval_s
+        self._timeout_s = timeout_s
         self.reachable = False
         self._task: asyncio.Task[None] | None = None
 
@@ -45,7 +46,7 @@ class StoreReadiness:
 
     async def _ping(self) -> None:
         try:
-            async with asyncio.timeout(self._interval_s):
+            async with asyncio.timeout(self._timeout_s):
                 await self._client.ping()
         except (RedisError, OSError, TimeoutError) as exc:
             if self.reachable:

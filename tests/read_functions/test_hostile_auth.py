@@ -92,16 +92,24 @@ async def test_a_known_key_keeps_working_from_a_source_that_fails(stack: Stack) 
         assert (await ask(shared, f"{stack.url}{MARKETS}", key))[0] == 200  # answered from memory
 
 
-async def test_requests_queue_briefly_for_a_store_connection_instead_of_failing(
-    stack: Stack, redis_client: redis.Redis
+@pytest.fixture
+async def patient_stack(clean_redis_url: str, redis_client: redis.Redis) -> AsyncIterator[Stack]:
+    stack = await open_stack(clean_redis_url, redis_client, store_wait_ms=3000)
+    yield stack
+    await stack.close()
+
+
+async def test_requests_queue_for_a_store_connection_instead_of_failing(
+    patient_stack: Stack, redis_client: redis.Redis
 ) -> None:
     """More requests that need the store than the pool has connections: all are served."""
+    stack = patient_stack
     _, key = await stack.tenant()
     async with client() as http:
         assert (await ask(http, f"{stack.url}{SUBSCRIPTIONS}", key))[0] == 200  # key and tenant cached
-        await redis_client.client_pause(200)  # every store call waits: 150 need a connection at once
-        results = await asyncio.gather(*(ask(http, f"{stack.url}{SUBSCRIPTIONS}", key) for _ in range(150)))
-    assert [status for status, _, _ in results] == [200] * 150
+        await redis_client.client_pause(600)  # every store call waits: 200 need a connection at once
+        results = await asyncio.gather(*(ask(http, f"{stack.url}{SUBSCRIPTIONS}", key) for _ in range(200)))
+    assert [status for status, _, _ in results] == [200] * 200
     pool = stack.deps.redis.connection_pool
     assert pool.max_connections == stack.deps.settings.store_connections == 100
 
