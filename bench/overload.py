@@ -30,6 +30,7 @@ import asyncio
 import multiprocessing
 import shutil
 import tempfile
+import time
 from collections import deque
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
@@ -147,7 +148,7 @@ class _Generator:
     def answered(self, request: tuple[float, Phase], status: int) -> None:
         due, phase = request
         phase.statuses[status] = phase.statuses.get(status, 0) + 1
-        phase.latencies_ms.append((self._loop.time() - due) * 1000)
+        phase.latencies_ms.append((time.perf_counter() - due) * 1000)
 
     def lost(self, client: _Client) -> None:
         self._busy.discard(client)
@@ -158,10 +159,10 @@ class _Generator:
             client.request = None
 
     async def run(self, phases: list[Phase]) -> None:
-        expired_at = self._loop.time()
+        expired_at = time.perf_counter()
         for phase in phases:
-            start = self._loop.time()
-            while (now := self._loop.time()) < start + phase.seconds:
+            start = time.perf_counter()
+            while (now := time.perf_counter()) < start + phase.seconds:
                 due_count = int((now - start) * phase.rate) - phase.sent
                 for i in range(due_count):
                     self._pending.append((start + (phase.sent + i) / phase.rate, phase))
@@ -171,16 +172,16 @@ class _Generator:
                     expired_at = now
                     self._expire(now)
                 await asyncio.sleep(0.001)
-        drain_until = self._loop.time() + TIMEOUT_S + 0.5
-        while (self._pending or self._busy) and self._loop.time() < drain_until:
-            self._expire(self._loop.time())
+        drain_until = time.perf_counter() + TIMEOUT_S + 0.5
+        while (self._pending or self._busy) and time.perf_counter() < drain_until:
+            self._expire(time.perf_counter())
             await asyncio.sleep(0.05)
         for client in [*self._idle, *self._busy]:
             if client.transport is not None:
                 client.transport.abort()
 
     def _dispatch(self) -> None:
-        pending, now = self._pending, self._loop.time()
+        pending, now = self._pending, time.perf_counter()
         while pending and self._idle:
             client = self._idle.pop()
             due, phase = pending.popleft()
