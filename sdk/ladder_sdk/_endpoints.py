@@ -23,7 +23,7 @@ def tops(exchange: str | None) -> Call[list[Top]]:
 
 def books(exchange: str, markets: list[str], depth: int | None) -> Call[list[BookRead]]:
     """GET /v1/books?exchange=...&markets=A,B,C[&depth=N]."""
-    query = params(exchange=exchange, markets=",".join(markets), depth=depth)
+    query: dict[str, str | int] = {"exchange": exchange, "markets": ",".join(markets)} | params(depth=depth)
     return Call("GET", path("v1", "books"), parse.books, query)
 
 
