@@ -109,6 +109,7 @@ class Top:
 
     @property
     def synced(self) -> bool:
+        """True when a replica was served (the prices are there)."""
         return self.status == "synced"
 
 
@@ -123,4 +124,5 @@ class BookRead:
 
     @property
     def ok(self) -> bool:
+        """True when the book was served."""
         return self.book is not None

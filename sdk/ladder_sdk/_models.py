@@ -49,6 +49,7 @@ class MarketResult:
 
     @property
     def ok(self) -> bool:
+        """True unless the market failed."""
         return self.result != "failed"
 
 
