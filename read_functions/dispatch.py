@@ -100,9 +100,10 @@ class Dispatcher:
         if quota is not None:
             quota.add_headers(response.headers)
         response.headers["X-Request-ID"] = request.request_id
-        elapsed = time.perf_counter() - started
+        ended = time.perf_counter()
+        elapsed = ended - started
         if admitted:
-            load.done(elapsed)
+            load.done(elapsed, ended)
         deps.telemetry.request_done(request, route_name, response.status, elapsed)
         return response
 

@@ -8,11 +8,12 @@ a key, and tells :meth:`Load.done` how long each admitted one took. Two bounds a
 - a bound in time, as CoDel keeps a queue short: if even the quickest of the requests completed
   within one ``window_s`` took longer than ``target_s``, requests are standing in a queue (the
   store is slow, the CPU is saturated, a route is heavier than the worker can keep up with), so
-  the worker refuses new ones for the next window, and the queue drains. A window with fewer
-  than :data:`MIN_EVIDENCE` completions proves nothing (one slow call alone is not a queue).
+  the worker refuses new ones, from the moment the window holds that evidence until a window
+  ends without it, and the queue drains. Fewer than :data:`MIN_EVIDENCE` completions prove
+  nothing (one slow call alone is not a queue).
 
 A count alone cannot do the second: how many held requests make a long wait depends on what they
-cost. Windows roll when requests arrive, so an idle worker does no work for this at all.
+cost. Windows roll when requests arrive or complete, so an idle worker does no work for this.
 """
 
 from __future__ import annotations
@@ -42,15 +43,23 @@ class Load:
     def refuses(self, now: float) -> bool:
         """True (and counted) when a request arriving at ``now`` must be refused."""
         if now >= self._window_end:
-            self.overloaded = self._completed >= MIN_EVIDENCE and self._quickest > self.target_s
-            self._completed, self._quickest, self._window_end = 0, math.inf, now + self.window_s
+            self._roll(now)
         if self.overloaded or self.in_flight > self.ceiling:
             self.shed += 1
             return True
         return False
 
-    def done(self, seconds: float) -> None:
-        """An admitted request took ``seconds`` from arrival to answer."""
+    def done(self, seconds: float, now: float) -> None:
+        """An admitted request took ``seconds`` from arrival to its answer at ``now``."""
+        if now >= self._window_end:
+            self._roll(now)
         self._completed += 1
         if seconds < self._quickest:
             self._quickest = seconds
+        if self._completed >= MIN_EVIDENCE:
+            self.overloaded = self._quickest > self.target_s
+
+    def _roll(self, now: float) -> None:
+        """End the window: what it proved holds through the next one (without proof: admit)."""
+        self.overloaded = self._completed >= MIN_EVIDENCE and self._quickest > self.target_s
+        self._completed, self._quickest, self._window_end = 0, math.inf, now + self.window_s
