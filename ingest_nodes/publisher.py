@@ -113,7 +113,10 @@ class Publisher:
         self._replicas: dict[ReplicaKey, Publishable] = {}
         self._deep: dict[ReplicaKey, _DeepState] = {}
         self._deep_waiting: dict[ReplicaKey, Publishable] = {}
-        self._deep_timer: asyncio.TimerHandle | None = None
+        # uvloop's call_at answers a plain Handle (no ``when()``) for a time already past, so the
+        # time the drain is due is kept beside its handle.
+        self._deep_timer: asyncio.Handle | None = None
+        self._deep_timer_at = 0.0
         """Wakes ``_drain_deep`` when the next waiting deep snapshot falls due."""
 
     @property
@@ -226,10 +229,10 @@ class Publisher:
         loop = asyncio.get_running_loop()
         at = loop.time() + max(delay_ms, 0) / 1000
         if self._deep_timer is not None:
-            if self._deep_timer.when() <= at:
+            if self._deep_timer_at <= at:
                 return
             self._deep_timer.cancel()
-        self._deep_timer = loop.call_at(at, self._drain_deep)
+        self._deep_timer, self._deep_timer_at = loop.call_at(at, self._drain_deep), at
 
     def _drain_deep(self) -> None:
         """Write the most overdue deep snapshot (at the replica's state now), and come back in the

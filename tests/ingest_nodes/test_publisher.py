@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import orjson
 import redis.asyncio as redis
+import uvloop
 
 from book_store.codec import BookStatus, Snapshot
 from book_store.keys import BookKey
@@ -173,3 +174,25 @@ async def test_deep_snapshots_that_fall_due_together_are_written_one_per_loop_tu
         assert len(written) <= turn
     await asyncio.sleep(0.05)
     assert sorted(b.market for b in written) == ["B0", "B1", "B2"]
+
+
+def test_deep_snapshots_are_drained_under_uvloop_too(clean_redis_url: str) -> None:
+    """Nodes run on uvloop, whose ``call_at`` answers a handle without ``when()`` for a past time."""
+
+    async def scenario() -> list[int]:
+        client = redis.Redis.from_url(clean_redis_url)
+        writer = BookWriter(client)
+        pub = publisher(writer, deep_levels_per_s=1000)
+        now = int(time.time() * 1000)
+        for i in range(3):
+            replica = Replica(depth=50, book=BookKey("binance.com", f"U{i}"))
+            replica.sync(levels(1000, 60, -1), levels(1001, 60, 1), limit=60)
+            pub.publish(replica, now)
+        await asyncio.sleep(0.05)
+        await writer.drain()
+        reader = BookReader(client)
+        counts = [(await reader.stored(BookKey("binance.com", f"U{i}"))).deeps[1].bid_count for i in range(3)]
+        await client.aclose()
+        return counts
+
+    assert uvloop.run(scenario()) == [50, 50, 50]
