@@ -13,11 +13,12 @@ in, and not in its last ``margin_ms`` (a request must reach the venue inside the
 for it); a stale ticket is dropped. Tickets are kept per weight, so books of different depths
 (different snapshot limits) never waste each other's.
 
-Requests come in three priorities: ``URGENT`` (books that were serving and lost sync), ``FRESH``
-(books starting for the first time) and ``BACKGROUND`` (a served book's refresh or audit, which
-replaces nothing until it is in). Background requests only start when nothing else waits, and may
-only use ``background_share`` of each window's budget, so a resync that arrives meanwhile still
-finds weight left in the window.
+Requests come in four priorities: ``URGENT`` (books that were serving and lost sync), ``FRESH``
+(books starting for the first time), ``CHECK`` (the smallest snapshot of a book whose silence is
+suspect, see ``stall_checks``) and ``BACKGROUND`` (a served book's refresh or audit, which replaces
+nothing until it is in). Checks and background requests only start when nothing more urgent waits,
+and only while the window's budget is used less than ``check_share`` and ``background_share`` of
+it, so a resync that arrives meanwhile still finds weight left in the window.
 
 A grant first asks the requester whether it still wants the snapshot (``snapshot_granted``): a book
 that waits for its first snapshot only starts buffering its stream at that moment (see
@@ -59,7 +60,9 @@ class Priority(IntEnum):
     """A book that was serving and lost sync."""
     FRESH = 1
     """A book syncing for the first time."""
-    BACKGROUND = 2
+    CHECK = 2
+    """The smallest snapshot of a served book whose silence is suspect: is the venue still there?"""
+    BACKGROUND = 3
     """A served book's refresh or audit: the book keeps serving meanwhile."""
 
 
@@ -126,6 +129,7 @@ class SnapshotScheduler:
         weight_of: Callable[[int], int],
         concurrency: int,
         background_share: float = 0.5,
+        check_share: float = 0.1,
         stats: SnapshotStats | None = None,
         exchange: str = "",
     ) -> None:
@@ -136,7 +140,7 @@ class SnapshotScheduler:
         self._budget = budget
         self._weight_of = weight_of
         self._concurrency = concurrency
-        self._background_share = background_share
+        self._shares = {Priority.CHECK: check_share, Priority.BACKGROUND: background_share}
         self._exchange = exchange
         self.stats = stats or SnapshotStats()
         self._queues: tuple[deque[SnapshotRequester], ...] = tuple(deque() for _ in Priority)
@@ -235,7 +239,7 @@ class SnapshotScheduler:
     async def _buy_tickets(self, weight: int, priority: Priority) -> None:
         """Charge the budget for the queued requests a free slot could start; wait if it says so."""
         wanted = self._alike(self._queues[priority], weight)
-        share = self._background_share if priority is Priority.BACKGROUND else 1.0
+        share = self._shares.get(priority, 1.0)
         try:
             granted, wait_s = await self._budget.take(weight, wanted, share=share)
         except (RedisError, OSError) as exc:
@@ -244,9 +248,11 @@ class SnapshotScheduler:
         if granted:
             self._tickets.fill(weight, granted, time.time())
             self.stats.weight_spent += granted * weight
+            if priority is Priority.CHECK:
+                self.stats.check_weight += granted * weight
             telemetry.current().weight_spent(self._exchange, granted * weight)
-        elif priority is Priority.BACKGROUND:
-            # Only the background share is used up: a sync request that arrives meanwhile may still
+        elif priority in self._shares:
+            # Only the check or background share is used up: a sync request that arrives meanwhile may still
             # find weight in this window, so wait for it as well as for the window.
             self.stats.waits += 1
             self._wake.clear()

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from ingest_nodes.stall_watch import CEILING_MS, FLOOR_MS, GRACE_MS, Rhythm, Verdict, judge
+from ingest_nodes.stall_watch import Rhythm, StallPolicy, Verdict, judge
+
+POLICY = StallPolicy()
+FLOOR_MS, CEILING_MS, GRACE_MS = POLICY.floor_ms, POLICY.ceiling_ms, POLICY.grace_ms
 
 
 def busy(every_ms: int, events: int = 40) -> Rhythm:
@@ -15,6 +18,13 @@ def busy(every_ms: int, events: int = 40) -> Rhythm:
 def test_a_busy_book_is_suspect_after_the_floor() -> None:
     rhythm = busy(100)  # ten events a second
     assert rhythm.suspect_at() == rhythm.last_event_ms + FLOOR_MS
+
+
+def test_a_book_that_showed_no_gap_yet_waits_the_unknown_silence() -> None:
+    rhythm = Rhythm(5000)
+    assert rhythm.suspect_at() == 5000 + POLICY.unknown_ms
+    rhythm.event(5200)
+    assert rhythm.suspect_at() == 5200 + FLOOR_MS  # 3 x 200 ms is less than the floor
 
 
 def test_a_slow_book_is_suspect_after_three_of_its_long_gaps_and_one_odd_pause_does_not_count() -> None:
@@ -55,8 +65,13 @@ def test_silence_is_always_checked_within_the_ceiling() -> None:
 
 
 def test_a_check_is_quiet_at_our_id_and_stalled_only_after_the_grace() -> None:
-    assert judge(venue_id=100, book_id=100, asked_ms=0, now_ms=0) is Verdict.QUIET
-    assert judge(venue_id=99, book_id=100, asked_ms=0, now_ms=0) is Verdict.QUIET
-    assert judge(venue_id=105, book_id=100, asked_ms=0, now_ms=GRACE_MS - 1) is Verdict.CATCHING_UP
-    assert judge(venue_id=105, book_id=100, asked_ms=0, now_ms=GRACE_MS) is Verdict.STALLED
-    assert judge(venue_id=105, book_id=105, asked_ms=0, now_ms=GRACE_MS) is Verdict.QUIET  # it caught up
+    assert judge(venue_id=100, book_id=100, asked_ms=0, now_ms=0, grace_ms=GRACE_MS) is Verdict.QUIET
+    assert judge(venue_id=99, book_id=100, asked_ms=0, now_ms=0, grace_ms=GRACE_MS) is Verdict.QUIET
+    assert (
+        judge(venue_id=105, book_id=100, asked_ms=0, now_ms=GRACE_MS - 1, grace_ms=GRACE_MS)
+        is Verdict.CATCHING_UP
+    )
+    assert judge(venue_id=105, book_id=100, asked_ms=0, now_ms=GRACE_MS, grace_ms=GRACE_MS) is Verdict.STALLED
+    assert (
+        judge(venue_id=105, book_id=105, asked_ms=0, now_ms=GRACE_MS, grace_ms=GRACE_MS) is Verdict.QUIET
+    )  # it caught up
