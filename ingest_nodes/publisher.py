@@ -33,8 +33,8 @@ due before the window falls short of the published depth.
 A keepalive loop republishes replicas that have been quiet for ``keepalive_ms``, so that readers can
 tell a quiet book from a dead node by ``publish_time``. A synced replica is published ``stale`` when
 a stall check found its stream stalled (see ``stall_checks``), or when its silence has been suspect
-for ``stale_after_ms`` without a check clearing it (the venue cannot be asked, say): a quiet book
-that checks confirm stays ``synced``, with ``confirmed_time`` saying when it was last known current.
+for ``stale_after_ms`` and its check failed (the venue cannot be asked): a quiet book that checks
+confirm stays ``synced``, with ``confirmed_time`` saying when it was last known current.
 """
 
 from __future__ import annotations
@@ -163,7 +163,8 @@ class Publisher:
     def status(self, replica: Publishable, now: int) -> BookStatus:
         if not replica.engine.synced:
             return BookStatus.RESYNCING
-        if replica.stalled or now - replica.watch.suspect_at() > self._stale_after:
+        watch = replica.watch
+        if replica.stalled or (watch.check_failed and now - watch.suspect_at() > self._stale_after):
             return BookStatus.STALE
         return BookStatus.SYNCED
 

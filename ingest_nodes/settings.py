@@ -60,7 +60,7 @@ class IngestSettings(BaseSettings):
     stale_after_ms: int = Field(
         default=60_000,
         ge=100,
-        description="Suspect silence no stall check cleared for this long (venue unreachable) -> stale.",
+        description="Suspect silence whose stall check failed (venue unreachable) this long -> stale.",
     )
     streams_per_connection: int = Field(default=200, ge=1, le=1024)
     connection_max_age_s: float = Field(
@@ -115,7 +115,7 @@ class IngestSettings(BaseSettings):
         description="Always suspect after this much silence, however quiet the book.",
     )
     stall_grace_ms: int = Field(
-        default=500, ge=0, description="A venue id ahead of ours has this long to arrive."
+        default=300, ge=0, description="A venue id ahead of ours has this long to arrive."
     )
     egress_id: str = Field(default="default", description="Nodes with one egress IP share one budget.")
     heartbeat_ms: int = Field(default=500, ge=50)

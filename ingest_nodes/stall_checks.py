@@ -15,8 +15,10 @@ snapshot's ``lastUpdateId`` matters:
   has not reached that id by then, events were withheld or lost, and the replica is *stalled*
   (published ``stale``; it resyncs on its next event).
 
-A check that fails (the venue refused or timed out) is not retried before ``RETRY_S``; a silence
-that no check can clear turns the replica stale anyway after the publisher's ``stale_after_ms``.
+A check that fails (the venue refused or timed out) is not retried before ``RETRY_S``, and a
+silence whose checks fail turns the replica stale after the publisher's ``stale_after_ms``. A
+check that only waits for the check share delays its verdict: the book stays synced meanwhile,
+its ``age_ms`` (counted from its last event or confirmation) growing.
 """
 
 from __future__ import annotations
@@ -96,12 +98,13 @@ class _Check:
 
     def snapshot_failed(self, error: SnapshotError) -> None:
         self.failed_at = asyncio.get_running_loop().time()
+        self.replica.watch.check_failed = True
 
 
 class StallChecker:
     """Watches one exchange's replicas for suspect silences and checks them (module docstring)."""
 
-    def __init__(self, scheduler: SnapshotScheduler, *, tick_s: float = 0.1) -> None:
+    def __init__(self, scheduler: SnapshotScheduler, *, tick_s: float = 0.05) -> None:
         self._scheduler = scheduler
         self._tick_s = tick_s
         self._watched: dict[Watched, _Check | None] = {}

@@ -46,8 +46,9 @@ class StallPolicy:
     """... or this long for a book that has shown no gap yet,"""
     ceiling_ms: int = 1_800_000
     """... and always after this long, however quiet the book was confirmed to be."""
-    grace_ms: int = 500
-    """A venue id ahead of ours may be events still on their way: this long to catch up."""
+    grace_ms: int = 300
+    """A venue id ahead of ours may be events still on their way: this long (from the ask) to catch
+    up, some three of Binance's 100 ms stream batches."""
 
 
 class Verdict(Enum):
@@ -64,7 +65,7 @@ class Verdict(Enum):
 class Rhythm:
     """One book's recent gaps between events, and when its silence becomes suspect."""
 
-    __slots__ = ("_backoff", "_gaps", "_last_event_ms", "_policy", "_rhythm", "confirmed_ms")
+    __slots__ = ("_backoff", "_gaps", "_last_event_ms", "_policy", "_rhythm", "check_failed", "confirmed_ms")
 
     def __init__(self, now_ms: int, policy: StallPolicy | None = None) -> None:
         self._policy = policy or StallPolicy()
@@ -75,6 +76,8 @@ class Rhythm:
         """The rhythm, or None until it is worked out again (after new gaps)."""
         self.confirmed_ms: int | None = None
         """When a check last found the venue where the book is (None: none did since the start)."""
+        self.check_failed = False
+        """The last check of the current silence could not be made (the venue refused or timed out)."""
 
     @property
     def policy(self) -> StallPolicy:
@@ -86,6 +89,7 @@ class Rhythm:
         self._last_event_ms = now_ms
         self._backoff = 1
         self._rhythm = None
+        self.check_failed = False
 
     def restart(self, now_ms: int) -> None:
         """The book starts over (synced again, or resumed after a stall): the silence that ended is
@@ -93,6 +97,7 @@ class Rhythm:
         self._last_event_ms = now_ms
         self._backoff = 1
         self.confirmed_ms = None
+        self.check_failed = False
 
     @property
     def last_event_ms(self) -> int:
@@ -118,6 +123,7 @@ class Rhythm:
     def quiet(self, at_ms: int) -> None:
         """A check found nothing changed: the book is current as of ``at_ms``; check less often."""
         self.confirmed_ms = at_ms if self.confirmed_ms is None else max(self.confirmed_ms, at_ms)
+        self.check_failed = False
         self._backoff = min(2 * self._backoff, 1 << 20)
 
 
