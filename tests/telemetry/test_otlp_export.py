@@ -22,7 +22,7 @@ from opentelemetry.trace import SpanKind, format_span_id, format_trace_id
 
 from book_store.span_queue import BoundedSpanProcessor
 from book_store.telemetry import Telemetry, ladder_version
-from tests.e2e.stack import Stack, start_stack
+from tests.e2e.stack import ADMIN_KEY, Stack, start_stack
 from tests.telemetry.otlp_receiver import OtlpReceiver, otlp_receiver
 
 READ_SPAN = "GET /v1/books/{exchange}/{market}"
@@ -235,7 +235,7 @@ def test_reads_go_on_when_the_collector_dies(traced_stack: tuple[Stack, OtlpRece
         receiver.close()  # from now on every export meets a closed port
         time.sleep(0.5)
         dead = timed_reads(client, 600)
-        metrics = client.get("/metrics").text
+        metrics = client.get("/metrics", headers={"Authorization": f"Bearer {ADMIN_KEY}"}).text
 
     def p(took: list[float], q: float) -> float:
         return took[int(q * (len(took) - 1))] * 1000
