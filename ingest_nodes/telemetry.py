@@ -42,8 +42,9 @@ Metrics, as Prometheus names them:
 =================================================  ==============================================
 
 Spans: ``ladder.publish_batch`` (one per pipeline), ``ladder.resync`` (from the cause until the book
-is synced again, or its replica stops; a replica's first sync is one too, with reason ``start``; it ends with the ``ladder.update_id`` the book synced at, the
-venue status of its last snapshot and the weight its snapshots cost) and ``ladder.snapshot_fetch``
+is synced again, or its replica stops; a replica's first sync is one too, with reason ``start``; it
+ends with the ``ladder.update_id`` the book synced at, the venue status of its last snapshot and the
+weight its snapshots cost) and ``ladder.snapshot_fetch``
 (a child of the resync; current while the request runs, so the REST client and the snapshot
 scheduler add ``http.response.status_code``, ``ladder.venue_used_weight`` and ``ladder.weight``).
 """

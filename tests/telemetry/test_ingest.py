@@ -170,7 +170,8 @@ async def test_a_gap_opens_a_resync_span_that_parents_the_fetch(running: Running
     await running.control(action="burst", count=2)  # the first is withheld: the second shows the gap
 
     def reasons() -> list[object]:
-        return [span.attributes["ladder.reason"] for span in record.finished("ladder.resync") if span.attributes]
+        spans = record.finished("ladder.resync")
+        return [span.attributes["ladder.reason"] for span in spans if span.attributes]
 
     async def resynced() -> bool:
         return "gap" in reasons()
