@@ -256,6 +256,24 @@ class HistogramSeries:
         )
 
 
+def bucket_quantile(bounds: Sequence[float], counts: Sequence[int], q: float) -> float | None:
+    """The upper bound of the bucket holding quantile ``q`` (None without counts; the last bucket
+    has no bound, so a quantile there reads as the largest bound: "at least this").
+
+    Buckets only say a value is at most their bound, so reporting the bound never understates.
+    """
+    total = sum(counts)
+    if total == 0:
+        return None
+    rank = q * total
+    seen = 0
+    for bound, count in zip(bounds, counts, strict=False):
+        seen += count
+        if seen >= rank:
+            return bound
+    return bounds[-1]
+
+
 class LocalHistogram:
     """An explicit-bucket histogram whose series the component records into directly."""
 

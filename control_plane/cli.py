@@ -140,7 +140,8 @@ def _up(args: argparse.Namespace) -> None:
             read_args += ["--compat-port", str(args.compat_port), "--compat-tenant", args.compat_tenant]
         url = supervisor.start(Child("read", read_args, child_env(**env), ready_key="LADDER_READ_URL"))
         print(
-            f"Ladder is up: {url}  (store {redis_url}, venue {args.venue}). Ctrl-C stops everything.",
+            f"Ladder is up: {url}  (console {url}/console, store {redis_url}, venue {args.venue}). "
+            "Ctrl-C stops everything.",
             flush=True,
         )
         supervisor.run_until_signal()

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 import zlib
 from collections import Counter
 from collections.abc import Callable, Coroutine
@@ -44,7 +45,7 @@ from ingest_nodes.exchange_runtime import ExchangeRuntime, build_exchange
 from ingest_nodes.exchanges import Protocol, exchange_specs
 from ingest_nodes.publisher import Publisher
 from ingest_nodes.replica import BookReplica
-from ingest_nodes.reporting import StatsReporter
+from ingest_nodes.reporting import StatsReporter, process_usage
 from ingest_nodes.rest import VenueRequestError
 from ingest_nodes.settings import IngestSettings
 from ingest_nodes.stats import ReplicaStats
@@ -266,11 +267,16 @@ class IngestNode:
                 "connections": exchange.feed.connection_totals().to_json(),
                 "snapshots": exchange.stats.to_json(),
                 "snapshots_pending": exchange.scheduler.pending,
+                "weight_pool": exchange.spec.weight_pool,
+                "weight_limit": exchange.budget.limit,
             }
             for exchange_id, exchange in self.exchanges.items()
         }
         return {
             "node_id": self.node_id,
+            "egress_id": self.settings.egress_id,
+            "process": process_usage(),
+            "publish_latency_ms": telemetry.current().publish_latency(time.time()),
             "replicas": len(self.replicas),
             "synced": sum(synced.values()),
             "replica_totals": totals.to_json(),

@@ -15,6 +15,7 @@ import contextlib
 from aiohttp import WSMsgType, web
 
 from book_store.errors import LadderError
+from read_functions.access import STREAM_PROTOCOL
 from read_functions.deps import Deps
 from read_functions.dispatch import Dispatcher, request_id
 from read_functions.errors import PayloadTooLargeError, error_response
@@ -72,7 +73,7 @@ class AiohttpAdapter:
     async def _stream(
         self, http: web.BaseRequest, plan: StreamPlan, headers: dict[str, str]
     ) -> web.StreamResponse:
-        socket = web.WebSocketResponse(heartbeat=30.0)
+        socket = web.WebSocketResponse(heartbeat=30.0, protocols=(STREAM_PROTOCOL,))
         socket.headers.update(headers)
         await socket.prepare(http)
         stream = BookStream(self._deps, plan)

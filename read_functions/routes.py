@@ -8,9 +8,19 @@ from __future__ import annotations
 
 import orjson
 
-from read_functions import openapi
+from read_functions import console, openapi
 from read_functions.deps import Deps
-from read_functions.handlers import account, admin, book_info, books, catalog, service, subscriptions, ubdcc
+from read_functions.handlers import (
+    account,
+    admin,
+    book_info,
+    books,
+    catalog,
+    cluster,
+    service,
+    subscriptions,
+    ubdcc,
+)
 from read_functions.messages import JSON, Request, Response
 from read_functions.routing import Access, Handler, Param, Reply, Route
 from read_functions.schemas import ref
@@ -218,10 +228,19 @@ ROUTES: tuple[Route, ...] = (
     ),
     Route(
         "GET",
+        "/v1/account",
+        account.account,
+        TENANT,
+        "Who the key belongs to: the operator or a tenant",
+        "account",
+        replies=_ok("Account"),
+    ),
+    Route(
+        "GET",
         "/v1/usage",
         account.usage,
         TENANT,
-        "Requests in the last 60 minutes",
+        "Requests in the last 60 minutes, and use against the tenant's limits",
         "account",
         replies=_ok("Usage"),
     ),
@@ -318,12 +337,39 @@ ROUTES: tuple[Route, ...] = (
     ),
     Route(
         "GET",
-        "/v1/admin/nodes",
-        admin.nodes,
+        "/v1/admin/tenants/{tenant_id}/usage",
+        admin.tenant_usage,
         ADMIN,
-        "Ingest nodes and assignments",
+        "A tenant's usage against its limits",
+        "admin",
+        replies=_ok("Usage"),
+    ),
+    Route(
+        "GET",
+        "/v1/admin/nodes",
+        cluster.nodes,
+        ADMIN,
+        "Ingest nodes, their assignments and last counters",
         "admin",
         replies=_ok("Nodes"),
+    ),
+    Route(
+        "GET",
+        "/v1/admin/books",
+        cluster.books,
+        ADMIN,
+        "Every assigned book, replica by replica, and replica disagreements",
+        "admin",
+        replies=_ok("ClusterBooks"),
+    ),
+    Route(
+        "GET",
+        "/v1/admin/egress",
+        cluster.egress,
+        ADMIN,
+        "The venue weight budget of each egress IP",
+        "admin",
+        replies=_ok("Egress"),
     ),
     Route(
         "GET",
@@ -354,6 +400,7 @@ ROUTES: tuple[Route, ...] = (
         "service",
         replies={200: Reply("Prometheus text.", {"type": "string"}, "text/plain")},
     ),
+    *console.routes(),
     *UBDCC_ROUTES,
 )
 
