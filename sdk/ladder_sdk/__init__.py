@@ -12,7 +12,7 @@ Every error is a `LadderError`; the tree is drawn in `ladder_sdk._errors`.
 """
 
 from ._async_client import AsyncLadder, AsyncLadderAdmin
-from ._book import Book, Level
+from ._book import Book, BookRead, Level, Top
 from ._config import Timeout
 from ._errors import (
     APIConnectionError,
@@ -37,10 +37,12 @@ from ._models import (
     Account,
     ApiKey,
     AuditEntry,
+    BulkResult,
     ClusterBook,
     CreatedKey,
     EgressBudget,
     Market,
+    MarketResult,
     Node,
     NodeAssignment,
     ReplicaState,
@@ -68,8 +70,10 @@ __all__ = [
     "BadRequestError",
     "Book",
     "BookNotSyncedError",
+    "BookRead",
     "BookTooOldError",
     "BookUnavailableError",
+    "BulkResult",
     "ClusterBook",
     "ConfigurationError",
     "ConflictError",
@@ -82,6 +86,7 @@ __all__ = [
     "Level",
     "LimitExceededError",
     "Market",
+    "MarketResult",
     "Node",
     "NodeAssignment",
     "NotFoundError",
@@ -92,6 +97,7 @@ __all__ = [
     "Subscription",
     "Tenant",
     "Timeout",
+    "Top",
     "Usage",
     "UsageLimits",
     "UsageMinute",
