@@ -60,8 +60,13 @@ def _parser() -> argparse.ArgumentParser:
     up.add_argument("--host", default="127.0.0.1")
     up.add_argument("--port", type=int, default=8080)
     up.add_argument("--workers", type=int, default=1, help="read worker processes")
-    up.add_argument("--compat-port", type=int, help="also serve the UBDCC API on this port (no key)")
+    up.add_argument("--compat-port", type=int, help="also serve the UBDCC API on this port (on 127.0.0.1)")
     up.add_argument("--compat-tenant", default="compat", help="the tenant the compat listener acts as")
+    up.add_argument(
+        "--compat-keyless-changes",
+        action="store_true",
+        help="let keyless UBDCC clients create and stop books (see docs/ubdcc.md)",
+    )
     up.add_argument("--tls-cert")
     up.add_argument("--tls-key")
     up.add_argument("--data-dir", type=Path, default=Path(".ladder"), help="embedded store data (AOF)")
@@ -138,6 +143,8 @@ def _up(args: argparse.Namespace) -> None:
             read_args += ["--tls-cert", args.tls_cert, "--tls-key", args.tls_key]
         if args.compat_port:
             read_args += ["--compat-port", str(args.compat_port), "--compat-tenant", args.compat_tenant]
+            if args.compat_keyless_changes:
+                read_args.append("--compat-keyless-changes")
         url = supervisor.start(Child("read", read_args, child_env(**env), ready_key="LADDER_READ_URL"))
         print(
             f"Ladder is up: {url}  (store {redis_url}, venue {args.venue}). Ctrl-C stops everything.",

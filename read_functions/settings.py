@@ -54,6 +54,14 @@ class ReadSettings(BaseSettings):
     compat_max_markets: int = Field(default=5000, ge=1)
     compat_max_replicas: int = Field(default=2, ge=1)
     compat_rate_limit_rps: float = Field(default=100_000.0, gt=0)
+    compat_keyless_changes: bool = Field(
+        default=False,
+        description="Let keyless compat requests create and stop books (a loopback listener only).",
+    )
+    compat_hosts: list[str] = Field(
+        default_factory=list,
+        description="Host names (besides localhost and IP addresses) the compat listener answers to.",
+    )
 
     def control_settings(self) -> ControlSettings:
         """The control plane's settings for the same store selection and secrets."""
