@@ -7,6 +7,7 @@ apart from ``LADDER_REDIS_URL``, so the URL can be logged and shown without leak
 from __future__ import annotations
 
 from typing import Protocol
+from urllib.parse import urlsplit, urlunsplit
 
 import redis.asyncio as redis
 
@@ -22,3 +23,12 @@ def store_client(url: str, password: Secret | None = None) -> redis.Redis:
     if password is not None and password.get_secret_value():
         return redis.Redis.from_url(url, password=password.get_secret_value())
     return redis.Redis.from_url(url)
+
+
+def redacted(url: str) -> str:
+    """``url`` with any password in it replaced by ``***``: what may be printed or logged."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))

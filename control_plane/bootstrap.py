@@ -32,9 +32,10 @@ async def open_control_store(settings: ControlSettings) -> AsyncIterator[Control
         finally:
             await dynamo.close()
         return
-    if not settings.redis_url:
+    url = settings.control_store_url
+    if not url:
         raise ConfigurationError("LADDER_REDIS_URL is missing (the redis control store needs it)")
-    client = store_client(settings.redis_url, settings.redis_password)
+    client = store_client(url, settings.redis_password)
     try:
         yield RedisControlStore(client, prefix=settings.control_prefix)
     finally:

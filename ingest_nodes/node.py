@@ -55,6 +55,7 @@ log = logging.getLogger(__name__)
 
 ReplicaId = tuple[BookKey, int]
 SHUTDOWN_STEP_S = 5.0
+CATALOG_CHECK_S = 5.0
 
 
 def _replica_order(key: ReplicaId) -> tuple[str, str, int]:
@@ -64,11 +65,19 @@ def _replica_order(key: ReplicaId) -> tuple[str, str, int]:
 class IngestNode:
     """One ingest process: the replicas it was assigned, and the connections that feed them."""
 
-    def __init__(self, settings: IngestSettings, client: redis.Redis, session: aiohttp.ClientSession) -> None:
+    def __init__(
+        self,
+        settings: IngestSettings,
+        client: redis.Redis,
+        session: aiohttp.ClientSession,
+        *,
+        control_client: redis.Redis | None = None,
+    ) -> None:
+        """``client`` is the book store; ``control_client`` the control store, if kept apart."""
         self.settings = settings
         self.node_id = settings.node_id
         self._client = client
-        self._assignments = AssignmentClient(client)
+        self._assignments = AssignmentClient(control_client or client)
         self._writer = BookWriter(client, on_flush=telemetry.current().flushed)
         self.publisher = Publisher(
             self._writer,
@@ -290,27 +299,24 @@ class IngestNode:
         catalog = MarketCatalog(self._client)
         while True:
             try:
-                complete = [await self._refresh_catalog(catalog, x) for x in self.exchanges.values()]
+                for exchange in self.exchanges.values():
+                    await self._refresh_catalog(catalog, exchange)
             except (RedisError, OSError) as exc:
                 log.warning("market catalog not refreshed: store unreachable (%s)", type(exc).__name__)
-                complete = [False]
-            await asyncio.sleep(self.settings.catalog_refresh_s if all(complete) else 5.0)
+            # A catalog another node refreshed within the interval costs one SET NX to skip, and a
+            # book store that restarted empty gets its catalog back within seconds, not an interval.
+            await asyncio.sleep(min(self.settings.catalog_refresh_s, CATALOG_CHECK_S))
 
-    async def _refresh_catalog(self, catalog: MarketCatalog, exchange: ExchangeRuntime) -> bool:
-        """Refresh one exchange's markets unless another node did within the interval.
-
-        Returns False while the exchange still has no catalog at all.
-        """
+    async def _refresh_catalog(self, catalog: MarketCatalog, exchange: ExchangeRuntime) -> None:
+        """Refresh one exchange's markets unless another node did within the interval."""
         spec = exchange.spec
         lock = f"ladder:catalog-lock:{spec.id}"
         ttl = max(1, int(self.settings.catalog_refresh_s))
         taken = await self._client.set(lock, self.node_id, nx=True, ex=ttl)
         if not taken and await catalog.count(spec.id):
-            return True
+            return
         try:
             await catalog.replace(spec.id, await exchange.rest.markets())
         except (VenueRequestError, VenuePayloadError) as exc:
             log.warning("%s: exchangeInfo failed: %s", spec.id, exc)
             await self._client.delete(lock)
-            return bool(await catalog.count(spec.id))
-        return True

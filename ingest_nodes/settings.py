@@ -21,6 +21,9 @@ class IngestSettings(BaseSettings):
 
     redis_url: str = Field(description="The book store (Valkey/Redis); required for this process.")
     redis_password: SecretStr | None = Field(default=None, description="AUTH token, when not in the URL.")
+    control_redis_url: str | None = Field(
+        default=None, description="The control store (assignments), when it is not the book store."
+    )
     node_id: str = Field(default_factory=_default_node_id)
     capacity: int = Field(default=5000, ge=1, description="Most book replicas this node keeps.")
     exchanges: str = Field(

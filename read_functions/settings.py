@@ -20,6 +20,9 @@ class ReadSettings(BaseSettings):
         description="The book store (Valkey/Redis) URL; books, usage and limits live there."
     )
     redis_password: SecretStr | None = Field(default=None, description="AUTH token, when not in the URL.")
+    control_redis_url: str | None = Field(
+        default=None, description="The redis control store, when it is not the book store."
+    )
     control_store: Literal["redis", "dynamodb"] = "redis"
     control_prefix: str = "ladder:"
     dynamodb_table: str = "ladder-control"
@@ -68,6 +71,7 @@ class ReadSettings(BaseSettings):
         return ControlSettings(
             redis_url=self.redis_url,
             redis_password=self.redis_password,
+            control_redis_url=self.control_redis_url,
             control_store=self.control_store,
             control_prefix=self.control_prefix,
             dynamodb_table=self.dynamodb_table,

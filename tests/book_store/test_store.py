@@ -114,7 +114,7 @@ def test_embedded_server_dies_with_its_parent() -> None:
     )
     parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     assert parent.stdout is not None
-    assert parent.stdout.readline().startswith("LADDER_REDIS_URL=redis://127.0.0.1:")
+    assert parent.stdout.readline().startswith("LADDER_STORE_READY=redis://127.0.0.1:")
     pids = subprocess.run(["pgrep", "-P", str(parent.pid)], capture_output=True, text=True).stdout.split()
     assert pids, "the server should be running"
     os.kill(parent.pid, signal.SIGKILL)
