@@ -6,9 +6,12 @@ The control plane decides which book replicas each node keeps; the node only fol
 heartbeats every ``heartbeat_ms``, and reconciles its running replicas with its assignment set
 whenever that set changes (starting what is new, stopping what was taken away). A node that stops
 heartbeating loses its assignments to other nodes within a few seconds, so a crash costs no reads
-where a book has a second replica. On SIGTERM the node asks to be drained: the scheduler moves its
-replicas away make-before-break, the node keeps serving them until they are gone (or
-``drain_timeout_s``), then leaves.
+where a book has a second replica. A node cut off from the control store for half a node timeout
+(it may be declared dead and its replicas moved) fences its book writer: it keeps its books but
+publishes nothing until a heartbeat gets through and it has re-read its assignments, so a node
+that comes back never republishes a replica that was taken from it. On SIGTERM the node asks to be
+drained: the scheduler moves its replicas away make-before-break, the node keeps serving them until
+they are gone (or ``drain_timeout_s``), then leaves.
 
 Per exchange the node runs one snapshot scheduler (every snapshot inside the weight budget shared
 through the store) and one feed (the venue connections and their rollovers). Alongside: the
@@ -171,14 +174,42 @@ class IngestNode:
     # -- assignments ----------------------------------------------------------------------------
 
     async def _heartbeat(self) -> None:
+        loop = asyncio.get_running_loop()
         period = self.settings.heartbeat_ms / 1000
+        fence_after = self.settings.node_timeout_ms / 2000
+        reached_at = loop.time()
         while True:
+            sent_at = loop.time()
             try:
-                await self._assignments.heartbeat(self.node_id, load=len(self.replicas))
-            except StoreError as exc:
-                log.warning("control plane unreachable (%s); keeping current replicas", type(exc).__name__)
+                # A store that does not answer (a partition) must not hold the fence back.
+                await asyncio.wait_for(
+                    self._assignments.heartbeat(self.node_id, load=len(self.replicas)), period
+                )
+            except (StoreError, TimeoutError) as exc:
+                if loop.time() - reached_at > fence_after and not self._writer.fenced:
+                    log.warning(
+                        "control plane unreachable for %.1f s (%s): publishing nothing until assignments "
+                        "are confirmed",
+                        loop.time() - reached_at,
+                        type(exc).__name__,
+                    )
+                    self._writer.fence()
+            else:
+                reached_at = sent_at
+                if self._writer.fenced:
+                    await self._confirm_assignments()
             if not await self._pause(period):
                 return
+
+    async def _confirm_assignments(self) -> None:
+        """Back from a fence: apply the assignment set as it is now, then publish again."""
+        try:
+            await asyncio.wait_for(self.reconcile(), self.settings.node_timeout_ms / 1000)
+        except (StoreError, TimeoutError) as exc:
+            log.warning("assignments not re-read yet (%s); still fenced", type(exc).__name__)
+            return
+        self._writer.unfence()
+        log.info("control plane reached again and assignments re-read: publishing again")
 
     async def _follow_assignments(self) -> None:
         """Apply the assignment set whenever it changes (notified, and re-read every few seconds).

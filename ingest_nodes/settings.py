@@ -100,6 +100,14 @@ class IngestSettings(BaseSettings):
     )
     egress_id: str = Field(default="default", description="Nodes with one egress IP share one budget.")
     heartbeat_ms: int = Field(default=500, ge=50)
+    node_timeout_ms: int = Field(
+        default=3000,
+        ge=100,
+        description=(
+            "The control plane's node timeout (the same variable): a node that could not heartbeat "
+            "for half of it stops publishing until it has re-read its assignments."
+        ),
+    )
     drain_timeout_s: float = Field(default=30.0, ge=0)
 
     @property
