@@ -81,6 +81,8 @@ class IngestNode:
         self.node_id = settings.node_id
         self._client = client
         self._assignments = AssignmentClient(control_client or client)
+        self._reached_at = 0.0
+        """When the last heartbeat that got through was sent (loop time)."""
         self._writer = BookWriter(client, on_flush=telemetry.current().flushed)
         self.publisher = Publisher(
             self._writer,
@@ -177,29 +179,39 @@ class IngestNode:
         loop = asyncio.get_running_loop()
         period = self.settings.heartbeat_ms / 1000
         fence_after = self.settings.node_timeout_ms / 2000
-        reached_at = loop.time()
-        while True:
-            sent_at = loop.time()
-            try:
-                # A store that does not answer (a partition) must not hold the fence back.
-                await asyncio.wait_for(
-                    self._assignments.heartbeat(self.node_id, load=len(self.replicas)), period
-                )
-            except (StoreError, TimeoutError) as exc:
-                if loop.time() - reached_at > fence_after and not self._writer.fenced:
+        self._reached_at = loop.time()
+        watchdog = loop.create_task(self._fence_when_cut_off(fence_after, min(period, fence_after / 4)))
+        try:
+            while True:
+                sent_at = loop.time()
+                try:
+                    # A store that does not answer at all (a partition) must not hold the loop forever.
+                    heartbeat = self._assignments.heartbeat(self.node_id, load=len(self.replicas))
+                    await asyncio.wait_for(heartbeat, fence_after)
+                except (StoreError, TimeoutError) as exc:
                     log.warning(
-                        "control plane unreachable for %.1f s (%s): publishing nothing until assignments "
-                        "are confirmed",
-                        loop.time() - reached_at,
-                        type(exc).__name__,
+                        "control plane unreachable (%s); keeping current replicas", type(exc).__name__
                     )
-                    self._writer.fence()
-            else:
-                reached_at = sent_at
-                if self._writer.fenced:
-                    await self._confirm_assignments()
-            if not await self._pause(period):
-                return
+                else:
+                    self._reached_at = sent_at
+                    if self._writer.fenced:
+                        await self._confirm_assignments()
+                if not await self._pause(period):
+                    return
+        finally:
+            watchdog.cancel()
+
+    async def _fence_when_cut_off(self, fence_after: float, every: float) -> None:
+        """Fence the writer once no heartbeat sent in the last ``fence_after`` got through."""
+        loop = asyncio.get_running_loop()
+        while await self._pause(every):
+            silent = loop.time() - self._reached_at
+            if silent > fence_after and not self._writer.fenced:
+                log.warning(
+                    "control plane unreachable for %.1f s: publishing nothing until assignments are re-read",
+                    silent,
+                )
+                self._writer.fence()
 
     async def _confirm_assignments(self) -> None:
         """Back from a fence: apply the assignment set as it is now, then publish again."""

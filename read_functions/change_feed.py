@@ -28,6 +28,9 @@ from read_functions.resp import RespError, RespParser, command
 
 log = logging.getLogger(__name__)
 
+_STABLE_S = 1.0
+"""A connection that lasted this long was up; one closed sooner counts as a failed connect."""
+
 MessageHandler = Callable[[bytes, bytes | memoryview], None]
 """``(channel, payload)``: the payload is often a view into the received data (see read_functions.resp)."""
 
@@ -111,7 +114,7 @@ class ChangeFeed:
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, 2.0)
                 continue
-            backoff = 0.05
+            opened_at = asyncio.get_running_loop().time()
             self._transport = protocol.transport
             self._pong_due = False
             self._connected.set()
@@ -122,6 +125,13 @@ class ChangeFeed:
                 pinger.cancel()
                 self._drop(protocol.transport)
             log.warning("change feed: connection lost (%s); dropping cached books", problem or "closed")
+            # A connection closed at once (a server still starting, a proxy with nothing behind it)
+            # is a failed connect, not a lost one: back off as for a refused one.
+            if asyncio.get_running_loop().time() - opened_at < _STABLE_S:
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 2.0)
+            else:
+                backoff = 0.05
 
     def _drop(self, transport: asyncio.WriteTransport) -> None:
         self._transport = None

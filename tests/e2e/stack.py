@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -158,10 +159,12 @@ def start_stack(
     extra_env: dict[str, str] | None = None,
     extra_venue_args: list[str] | None = None,
     proxied: bool = False,
+    supervised: bool = False,
 ) -> Stack:
     """Start the stores, the fake venue, the control process, ``ingest_nodes`` nodes and the read API.
 
     ``proxied``: every component reaches the stores through its own proxies (``Stack.links``).
+    ``supervised``: children that die are restarted, as ``ladder up`` restarts them.
     """
     supervisor = Supervisor()
     log_dir = Path(tempfile.mkdtemp(prefix="ladder-e2e-logs-"))
@@ -217,6 +220,8 @@ def start_stack(
         supervisor.stop()
         shutil.rmtree(data_dir, ignore_errors=True)
         raise
+    if supervised:
+        threading.Thread(target=supervisor.watch, daemon=True, name="supervisor").start()
     return Stack(
         api=api,
         venue=venue,

@@ -39,6 +39,7 @@ def stack() -> Iterator[Stack]:
     running = start_stack(
         ingest_nodes=3,
         proxied=True,
+        supervised=True,
         extra_env={"LADDER_NODE_TIMEOUT_MS": str(NODE_TIMEOUT_MS), "LADDER_KEEPALIVE_MS": "200"},
     )
     yield running
