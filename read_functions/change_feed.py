@@ -86,17 +86,24 @@ class ChangeFeed:
         """Subscribe and wait for the server's confirmation of every channel."""
         names = [c.encode() for c in channels]
         transport = self._transport
-        if transport is None:
+        # A connection the server just closed is still ours until its loss is processed.
+        if transport is None or transport.is_closing():
             raise StoreUnavailableError("change feed is not connected")
+        try:
+            transport.write(command(b"SUBSCRIBE", *names))
+        except (OSError, RuntimeError) as exc:  # uvloop: "the handler is closed"
+            raise StoreUnavailableError("change feed connection lost") from exc
         loop = asyncio.get_running_loop()
         futures = []
-        for name in names:
+        for name in names:  # no await since the write: no confirmation can have come yet
             future = self._waiting.get(name)
             if future is None:
                 future = self._waiting[name] = loop.create_future()
             futures.append(future)
-        transport.write(command(b"SUBSCRIBE", *names))
-        await asyncio.gather(*futures)
+        # Every future is awaited to the end, so a lost connection's error is retrieved once each.
+        for outcome in await asyncio.gather(*futures, return_exceptions=True):
+            if isinstance(outcome, BaseException):
+                raise outcome
 
     def unsubscribe(self, channels: Iterable[str]) -> None:
         """Stop receiving ``channels`` (no confirmation awaited; late messages are ignored)."""
