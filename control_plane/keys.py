@@ -6,8 +6,10 @@ grace period so that a tenant can rotate: create a new key, revoke the old one w
 revocation time always wins.
 
 A tenant's key may mint keys for its tenant. A minted key records its parent and never outlives
-it: the store bounds its expiry by the parent's and revokes it with the parent, so rotating away
-a leaked key also takes away every key minted with it. The store counts usable keys in the same
+it: the store bounds its expiry by the parent's and revokes it with the parent, so revoking a
+leaked key also takes away every key minted with it. Rotation still works: the key that revokes
+its parent (the successor, minted from it) is spared and detached, and only it, so a key an
+attacker minted with the leaked one dies with it. The store counts usable keys in the same
 step that adds one, so parallel requests cannot pass the limit together.
 """
 
@@ -94,7 +96,9 @@ class KeyAdmin:
         key = await self._store.get_key(checked)
         if key is None or (tenant_id is not None and key.tenant_id != tenant_id):
             raise NotFoundError("no such key")
-        revoked = await self._store.revoke_key(checked, self._clock() + grace * 1000)
+        # A key minted from this one that revokes it is its successor (a rotation): it is spared.
+        spare = None if actor.is_admin or actor.key_id == checked else actor.key_id
+        revoked = await self._store.revoke_key(checked, self._clock() + grace * 1000, spare=spare)
         if revoked is None:
             raise NotFoundError("no such key")
         self._on_revoke()

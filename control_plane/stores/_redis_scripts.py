@@ -119,10 +119,12 @@ return {1, stored}
 """
 )
 
-# KEYS: the key's hash. ARGV: store base, revocation time, key id. Only ever moves a revocation earlier,
-# for the key and, transitively, every key minted from it. A key whose revocation did not move
-# already ends no later than ``at``, and so does everything minted from it (a minted key never
-# outlives its parent), so the walk stops there. Returns 0 for an unknown key.
+# KEYS: the key's hash. ARGV: store base, revocation time, key id, the key to spare or ''.
+# Only ever moves a revocation earlier, for the key and, transitively, every key minted from it.
+# A key whose revocation did not move already ends no later than ``at``, and so does everything
+# minted from it (a minted key never outlives its parent), so the walk stops there. The key to
+# spare (a successor revoking its parent in a rotation) is detached from its parent instead, with
+# everything minted from it. Returns 0 for an unknown key.
 REVOKE_KEY = (
     _LIVE_KEYS
     + """
@@ -138,8 +140,13 @@ while #pending > 0 do
     local live = base .. 'tenant-live-keys:' .. f[3]
     ensure_live(base, f[3], live, base .. 'tenant-keys:' .. f[3])
     redis.call('ZADD', live, 'XX', 'LT', score(until_of(f[2], ARGV[2])), id)
-    for _, child in ipairs(redis.call('SMEMBERS', base .. 'key-children:' .. id)) do
-      table.insert(pending, child)
+    local children = base .. 'key-children:' .. id
+    for _, child in ipairs(redis.call('SMEMBERS', children)) do
+      if child == ARGV[4] then
+        redis.call('SREM', children, child)
+      else
+        table.insert(pending, child)
+      end
     end
   end
 end

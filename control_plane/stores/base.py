@@ -65,9 +65,12 @@ class ControlStore(Protocol):
     async def list_keys(self, tenant_id: str) -> list[ApiKey]:
         """The tenant's keys, revoked and expired ones included, oldest first."""
 
-    async def revoke_key(self, key_id: str, at: int) -> ApiKey | None:
+    async def revoke_key(self, key_id: str, at: int, *, spare: str | None = None) -> ApiKey | None:
         """Set ``revoked_at`` to ``at`` unless it is already earlier, and the same for every key
-        minted from it, transitively; the key after, or None."""
+        minted from it, transitively; the key after, or None.
+
+        ``spare`` (a key minted from it that revokes it: a rotation) is detached from its parent
+        instead, with the keys minted from it, and no longer follows the parent's revocation."""
 
     async def touch_keys(self, last_used: Mapping[str, int]) -> None:
         """Raise each key's ``last_used_at`` to the given time (batched; unknown ids ignored)."""

@@ -391,7 +391,7 @@ class DynamoControlStore:
         return [api_key_from(item) for item in await self._run(self._query_index, f"TENANTKEYS#{tenant_id}")]
 
     @_translated
-    async def revoke_key(self, key_id: str, at: int) -> ApiKey | None:
+    async def revoke_key(self, key_id: str, at: int, *, spare: str | None = None) -> ApiKey | None:
         def revoke_one(target: str) -> Item | None:
             """The key's item after moving its revocation to ``at``; None if it did not move."""
             reply = self._conditional(
@@ -414,7 +414,15 @@ class DynamoControlStore:
                 item = revoke_one(pending.pop())
                 if item is not None:
                     self._shorten_live_key(api_key_from(item))
-                    pending.extend(item.get("children", {}).get("SS", []))
+                    children = item.get("children", {}).get("SS", [])
+                    if spare in children:
+                        self._client.update_item(
+                            TableName=self._table,
+                            Key=primary_key(f"KEY#{item['id']['S']}", "KEY"),
+                            UpdateExpression="DELETE children :spared",
+                            ExpressionAttributeValues={":spared": {"SS": [spare]}},
+                        )
+                    pending.extend(child for child in children if child != spare)
             item = self._get(f"KEY#{key_id}", "KEY")
             return None if item is None else api_key_from(item)
 

@@ -320,8 +320,9 @@ class RedisControlStore:
         return [_key(_fields(row)) for row in rows if row]
 
     @_translated
-    async def revoke_key(self, key_id: str, at: int) -> ApiKey | None:
-        if not await self._revoke_key(keys=[self._k("key", key_id)], args=[self._base, at, key_id]):
+    async def revoke_key(self, key_id: str, at: int, *, spare: str | None = None) -> ApiKey | None:
+        args: list[str | int] = [self._base, at, key_id, spare or ""]
+        if not await self._revoke_key(keys=[self._k("key", key_id)], args=args):
             return None
         return await self.get_key(key_id)
 

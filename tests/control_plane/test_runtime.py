@@ -90,13 +90,13 @@ async def test_a_loop_back_from_a_store_outage_moves_nothing_for_one_timeout(
     other = "node-2" if holder == "node-1" else "node-1"
 
     admin = redis_store.client
-    await admin.execute_command("CLIENT", "PAUSE", 10_000, "WRITE")  # the store stops answering writes
+    await admin.client_pause(10_000, all=False)  # the store stops answering writes
     try:
         clock.now += 10_000
         with pytest.raises(StoreError):
             await loop.step()
     finally:
-        await admin.execute_command("CLIENT", "UNPAUSE")
+        await admin.client_unpause()
     clock.now += 2_000  # back; the holder's heartbeat is 12 s old, as it had no store to send one to
     await nodes.heartbeat(other)
     await loop.step()

@@ -242,6 +242,22 @@ async def test_a_key_minted_with_a_tenant_key_dies_with_it(
     assert events[1].detail["parent_id"] == minted.id
 
 
+async def test_rotation_spares_the_successor_and_nothing_else(
+    service: ControlService, clock: ManualClock
+) -> None:
+    tenant_id = await new_tenant(service)
+    old, _ = await tenant_key(service, tenant_id)
+    successor, successor_secret = await service.create_key(tenant_id, actor=old)
+    _, planted_secret = await service.create_key(tenant_id, actor=old)  # minted by whoever had the old key
+    new = Principal(tenant_id, successor.id, False)
+
+    await service.revoke_key(tenant_id, old.key_id, grace_s=60, actor=new)
+    clock.now += 60_000
+    assert await service.authenticate(successor_secret) == new
+    with pytest.raises(UnauthorizedError):
+        await service.authenticate(planted_secret)
+
+
 async def test_parallel_key_creation_never_passes_the_limit(service: ControlService) -> None:
     tenant_id = await new_tenant(service)
     actor, _ = await tenant_key(service, tenant_id)

@@ -204,6 +204,21 @@ async def test_revoking_a_key_revokes_every_key_minted_from_it(store: ControlSto
         await mint(store, "tnt_a", created_at=5_000, limit=3)
 
 
+async def test_the_successor_that_revokes_its_parent_is_spared_and_detached(store: ControlStore) -> None:
+    root, _ = make_key("tnt_a", created_at=1_000)
+    await store.create_key(root, max_usable=50)
+    successor = await mint(store, "tnt_a", created_at=1_001, parent_id=root.id, limit=50)
+    its_child = await mint(store, "tnt_a", created_at=1_002, parent_id=successor.id, limit=50)
+    sibling = await mint(store, "tnt_a", created_at=1_003, parent_id=root.id, limit=50)
+
+    await store.revoke_key(root.id, at=60_000, spare=successor.id)
+    revoked = {k.id: k.revoked_at for k in await store.list_keys("tnt_a")}
+    assert revoked == {root.id: 60_000, successor.id: None, its_child.id: None, sibling.id: 60_000}
+    await store.revoke_key(root.id, at=5_000)  # detached: a later, earlier revocation passes it by
+    revoked = {k.id: k.revoked_at for k in await store.list_keys("tnt_a")}
+    assert revoked == {root.id: 5_000, successor.id: None, its_child.id: None, sibling.id: 5_000}
+
+
 async def test_touch_only_moves_last_used_later(store: ControlStore) -> None:
     key, _ = make_key("tnt_a")
     await store.create_key(key, max_usable=50)

@@ -21,19 +21,20 @@ ADMIN_KEY = "ldr_admin_up_test_" + "y" * 20
 
 
 def store_server_pids(data_dir: Path) -> dict[str, int]:
-    """``{"valkey": pid, "books": pid}``: the Valkey servers whose data lives under ``data_dir``."""
+    """``{"valkey": pid, "books": pid}``: the Valkey servers whose data lives under ``data_dir``
+    (found through the ``book_store.server`` processes that run them: Valkey retitles itself)."""
     found = {}
     for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
         try:
-            argv = (proc / "cmdline").read_bytes().split(b"\0")
+            argv = [a.decode() for a in (proc / "cmdline").read_bytes().split(b"\0")]
+            if "book_store.server" not in argv:
+                continue
+            children = (proc / "task" / proc.name / "children").read_text().split()
         except OSError:
             continue
-        if argv and argv[0].endswith(b"valkey-server") and b"--dir" in argv:
-            directory = Path(argv[argv.index(b"--dir") + 1].decode())
-            if directory.parent == data_dir:
-                found[directory.name] = int(proc.name)
+        for name in ("valkey", "books"):
+            if str(data_dir / name) in argv and children:
+                found[name] = int(children[0])
     return found
 
 
