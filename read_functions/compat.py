@@ -76,7 +76,7 @@ class CompatTenant:
         self._refuse_browsers(request)
         key = presented_key(request)
         if key is not None:
-            return await self._deps.access.principal(key)
+            return await self._deps.access.principal(key, source=request.peer)
         if route.changes_state and not self._keyless_changes:
             raise UnauthorizedError(
                 "this compat listener changes nothing without an API key: send one in "
