@@ -120,10 +120,11 @@ class CatalogCache:
             # The digest first: the one kept is then never newer than the markets kept with it.
             digest = await self._catalog.digest(exchange)
             markets = self._markets.get(exchange)
-            if markets is not None and digest is None:
-                raise StoreUnavailableError(f"the {exchange} catalog is missing from the store")
             if markets is None or digest is None or digest != self._digests.get(exchange):
-                markets = MarketListing((m.market, m) for m in await self._catalog.markets(exchange))
+                loaded = MarketListing((m.market, m) for m in await self._catalog.markets(exchange))
+                if markets and not loaded:
+                    raise StoreUnavailableError(f"the {exchange} catalog is missing from the store")
+                markets = loaded
         except (RedisError, OSError) as exc:
             raise StoreUnavailableError("catalog unreachable") from exc
         self._markets[exchange] = markets
