@@ -54,7 +54,9 @@ async def _serve(settings: IngestSettings) -> None:
     control = client
     if settings.control_redis_url:
         control = store_client(settings.control_redis_url, settings.redis_password)
-    metrics = telemetry.install(telemetry.IngestTelemetry(Telemetry.from_env("ladder-ingest"))).telemetry
+    node_ids = {"service.instance.id": settings.node_id, "ladder.node_id": settings.node_id}
+    pipeline = Telemetry.from_env("ladder-ingest", resource_attributes=node_ids)
+    metrics = telemetry.install(telemetry.IngestTelemetry(pipeline)).telemetry
     async with aiohttp.ClientSession() as session, serve_metrics(metrics.render_prometheus):
         node = IngestNode(settings, client, session, control_client=control)
         print(f"LADDER_INGEST_NODE={settings.node_id}", flush=True)
