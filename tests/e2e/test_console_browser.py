@@ -2,7 +2,7 @@
 
 An operator signs in, creates a tenant and a key (shown once); the tenant signs in with it, sees
 no operator view, subscribes a book, watches its depth chart update with a rising update id,
-sees it turn ``stale`` while the fake venue stalls the market, and signs out; the operator then
+sees it turn ``stale`` while the fake venue withholds the market's events, and signs out; the operator then
 finds the stale replica in its books view. Any error the page
 logs (a script error, a refused resource, a Content-Security-Policy violation) fails the test.
 Screenshots of the main views go to ``LADDER_SCREENSHOT_DIR`` (the README's come from there) or
@@ -181,7 +181,9 @@ def test_operator_and_tenant_use_the_console(stack: Stack, browser: Any, shots: 
     assert later > first and "bid" in one("#ladder").get_attribute("innerHTML")
     browser.save_screenshot(str(shots / "console-tenant-book.png"))
 
-    stack.fault(action="stall", venue="spot", symbol=MARKET, seconds=20)
+    # the venue withholds the market's events while its book keeps changing: the node's stall
+    # check marks the replica stale
+    stack.fault(action="withhold", venue="spot", symbol=MARKET, seconds=20, resume="gap")
     wait_for("the book shown as stale", lambda: present('#live-status[data-status="stale"]'), 15)
     assert one("#depth-chart").get_attribute("data-live") == "false"
     assert "not live: stale" in one("#not-live-notice").text
