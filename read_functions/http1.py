@@ -252,6 +252,7 @@ class Http1Connection(asyncio.Protocol):
         self._written = 0  # bytes handed to the transport, for the write timeout
         self._sent = 0  # of those, the bytes the transport had sent at the last tick
         self._sent_at = server.now  # when the transport last sent something (or had nothing to)
+        self._peer = ""  # the client's IP address
         # The request being parsed:
         self._requests = 0  # requests begun on this connection: which one a read belonged to
         self._started: float | None = None  # coarse time its first byte came; None between requests
@@ -268,6 +269,9 @@ class Http1Connection(asyncio.Protocol):
     # -- asyncio.Protocol --------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
+        peername = transport.get_extra_info("peername")
+        if isinstance(peername, tuple):
+            self._peer = str(peername[0])
         self._server.connections.add(self)
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -399,6 +403,7 @@ class Http1Connection(asyncio.Protocol):
             request_id=request_id(headers.get("x-request-id")),
             origin=self._server.scheme + headers.get("host", ""),
             query_string=query_string,
+            peer=self._peer,
         )
         connection = None
         if not parser.should_keep_alive():

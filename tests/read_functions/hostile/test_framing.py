@@ -151,7 +151,7 @@ async def test_head_answers_a_get_route_without_its_body(target: Target, path: s
     [
         ("DELETE", "/healthz", "GET, HEAD"),
         ("POST", BOOK, "GET, HEAD"),
-        ("PUT", "/v1/subscriptions", "GET, HEAD, POST"),
+        ("PUT", "/v1/subscriptions", "DELETE, GET, HEAD, POST"),
         ("PROPFIND", "/v1/subscriptions/binance.com/ETHBTC", "DELETE"),
     ],
 )
