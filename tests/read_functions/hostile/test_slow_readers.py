@@ -21,7 +21,8 @@ _TCP_CLOSED = frozenset({7, 8})  # TCP_CLOSE (a reset came), TCP_CLOSE_WAIT (a F
 
 def tcp_state(sock: socket.socket) -> int:
     """The kernel's state of this end (``struct tcp_info``'s first byte)."""
-    return struct.unpack("B", sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 1))[0]
+    state: int = struct.unpack("B", sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 1))[0]
+    return state
 
 
 async def test_a_client_that_never_reads_is_dropped_after_the_write_timeout(target: Target) -> None:
