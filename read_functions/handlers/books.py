@@ -46,7 +46,7 @@ async def _read(request: Request, deps: Deps, side: Side) -> Response:
     # Past this point only the entry and its view are touched, not the snapshot: see Entry.served.
     head = synced_replica(deps, entry, now)
     view = view_of(entry, head, depth, side)
-    since = view.publish_time
+    since = view.known_time
     served = head
     if view.truncated:
         view, since, served = deeper_view(deps, entry, head, view, depth, side, now)
