@@ -98,6 +98,10 @@ API_KEY = {
     "last_used_at": NULLABLE_INT,
     "expires_at": NULLABLE_INT,
     "revoked_at": NULLABLE_INT,
+    "parent_id": {
+        "type": ["string", "null"],
+        "description": "The key that minted this one (null when the operator did); it never outlives it.",
+    },
 }
 SUBSCRIPTION = {"exchange": STR, "market": STR, "replicas": INT, "depth": DEPTH, "created_at": INT}
 REPLICA_COUNTERS = ("restarts", "handovers", "stale_episodes", "stall_checks", "quiet_checks", "stalls",
