@@ -1,7 +1,7 @@
 """Everything one exchange needs on a node: its weight budget, REST client, snapshot scheduler, feed.
 
 Built once per configured exchange from the settings; the node starts the scheduler's dispatcher
-and places every replica of the exchange on the feed.
+and the stall checker, and places every replica of the exchange on the feed and under the checker.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from ingest_nodes.feed import ExchangeFeed
 from ingest_nodes.rest import VenueRestClient
 from ingest_nodes.settings import IngestSettings
 from ingest_nodes.snapshots import SnapshotScheduler
+from ingest_nodes.stall_checks import StallChecker
 from ingest_nodes.stats import SnapshotStats
 from ingest_nodes.venues.binance.limits import depth_weight
 
@@ -30,6 +31,7 @@ class ExchangeRuntime:
     scheduler: SnapshotScheduler
     feed: ExchangeFeed
     stats: SnapshotStats
+    stall_checker: StallChecker
 
 
 def build_exchange(
@@ -49,6 +51,7 @@ def build_exchange(
         weight_of=partial(depth_weight, spec.depth_tiers),
         concurrency=settings.snapshot_concurrency,
         background_share=settings.background_weight_share,
+        check_share=settings.stall_check_share,
         stats=stats,
         exchange=spec.id,
     )
@@ -66,4 +69,5 @@ def build_exchange(
         scheduler=scheduler,
         feed=feed,
         stats=stats,
+        stall_checker=StallChecker(scheduler),
     )

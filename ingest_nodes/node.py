@@ -6,9 +6,12 @@ The control plane decides which book replicas each node keeps; the node only fol
 heartbeats every ``heartbeat_ms``, and reconciles its running replicas with its assignment set
 whenever that set changes (starting what is new, stopping what was taken away). A node that stops
 heartbeating loses its assignments to other nodes within a few seconds, so a crash costs no reads
-where a book has a second replica. On SIGTERM the node asks to be drained: the scheduler moves its
-replicas away make-before-break, the node keeps serving them until they are gone (or
-``drain_timeout_s``), then leaves.
+where a book has a second replica. A node cut off from the control store for half a node timeout
+(it may be declared dead and its replicas moved) fences its book writer: it keeps its books but
+publishes nothing until a heartbeat gets through and it has re-read its assignments, so a node
+that comes back never republishes a replica that was taken from it. On SIGTERM the node asks to be
+drained: the scheduler moves its replicas away make-before-break, the node keeps serving them until
+they are gone (or ``drain_timeout_s``), then leaves.
 
 Per exchange the node runs one snapshot scheduler (every snapshot inside the weight budget shared
 through the store) and one feed (the venue connections and their rollovers). Alongside: the
@@ -55,6 +58,7 @@ log = logging.getLogger(__name__)
 
 ReplicaId = tuple[BookKey, int]
 SHUTDOWN_STEP_S = 5.0
+CATALOG_CHECK_S = 5.0
 
 
 def _replica_order(key: ReplicaId) -> tuple[str, str, int]:
@@ -64,11 +68,21 @@ def _replica_order(key: ReplicaId) -> tuple[str, str, int]:
 class IngestNode:
     """One ingest process: the replicas it was assigned, and the connections that feed them."""
 
-    def __init__(self, settings: IngestSettings, client: redis.Redis, session: aiohttp.ClientSession) -> None:
+    def __init__(
+        self,
+        settings: IngestSettings,
+        client: redis.Redis,
+        session: aiohttp.ClientSession,
+        *,
+        control_client: redis.Redis | None = None,
+    ) -> None:
+        """``client`` is the book store; ``control_client`` the control store, if kept apart."""
         self.settings = settings
         self.node_id = settings.node_id
         self._client = client
-        self._assignments = AssignmentClient(client)
+        self._assignments = AssignmentClient(control_client or client)
+        self._reached_at = 0.0
+        """When the last heartbeat that got through was sent (loop time)."""
         self._writer = BookWriter(client, on_flush=telemetry.current().flushed)
         self.publisher = Publisher(
             self._writer,
@@ -107,6 +121,7 @@ class IngestNode:
             "checks": self._every(self.settings.replica_check_interval_s, self._check_replicas),
             "stats": self._every(self.settings.stats_interval_s, self.report),
             **{f"snapshots-{e}": x.scheduler.run() for e, x in self.exchanges.items()},
+            **{f"stall-checks-{e}": x.stall_checker.run() for e, x in self.exchanges.items()},
         }
         if self.settings.resnapshot_interval_s:
             loops["resnapshot"] = self._every(1.0, self._resnapshot_due)
@@ -162,14 +177,52 @@ class IngestNode:
     # -- assignments ----------------------------------------------------------------------------
 
     async def _heartbeat(self) -> None:
+        loop = asyncio.get_running_loop()
         period = self.settings.heartbeat_ms / 1000
-        while True:
-            try:
-                await self._assignments.heartbeat(self.node_id, load=len(self.replicas))
-            except StoreError as exc:
-                log.warning("control plane unreachable (%s); keeping current replicas", type(exc).__name__)
-            if not await self._pause(period):
-                return
+        fence_after = self.settings.node_timeout_ms / 2000
+        self._reached_at = loop.time()
+        watchdog = loop.create_task(self._fence_when_cut_off(fence_after, min(period, fence_after / 4)))
+        try:
+            while True:
+                sent_at = loop.time()
+                try:
+                    # A store that does not answer at all (a partition) must not hold the loop forever.
+                    heartbeat = self._assignments.heartbeat(self.node_id, load=len(self.replicas))
+                    await asyncio.wait_for(heartbeat, fence_after)
+                except (StoreError, TimeoutError) as exc:
+                    log.warning(
+                        "control plane unreachable (%s); keeping current replicas", type(exc).__name__
+                    )
+                else:
+                    self._reached_at = sent_at
+                    if self._writer.fenced:
+                        await self._confirm_assignments()
+                if not await self._pause(period):
+                    return
+        finally:
+            watchdog.cancel()
+
+    async def _fence_when_cut_off(self, fence_after: float, every: float) -> None:
+        """Fence the writer once no heartbeat sent in the last ``fence_after`` got through."""
+        loop = asyncio.get_running_loop()
+        while await self._pause(every):
+            silent = loop.time() - self._reached_at
+            if silent > fence_after and not self._writer.fenced:
+                log.warning(
+                    "control plane unreachable for %.1f s: publishing nothing until assignments are re-read",
+                    silent,
+                )
+                self._writer.fence()
+
+    async def _confirm_assignments(self) -> None:
+        """Back from a fence: apply the assignment set as it is now, then publish again."""
+        try:
+            await asyncio.wait_for(self.reconcile(), self.settings.node_timeout_ms / 1000)
+        except (StoreError, TimeoutError) as exc:
+            log.warning("assignments not re-read yet (%s); still fenced", type(exc).__name__)
+            return
+        self._writer.unfence()
+        log.info("control plane reached again and assignments re-read: publishing again")
 
     async def _follow_assignments(self) -> None:
         """Apply the assignment set whenever it changes (notified, and re-read every few seconds).
@@ -217,17 +270,21 @@ class IngestNode:
             depth=depth,
             depth_tiers=exchange.spec.depth_tiers,
             checkpoints=self.checkpoints,
+            stall_policy=self.settings.stall_policy,
         )
         self.replicas[(book, replica)] = runner
         runner.start()
         exchange.feed.attach(runner)
+        exchange.stall_checker.watch(runner)
         log.debug("started %s/%s replica %d", book.exchange, book.market, replica)
 
     async def _stop_replica(self, key: ReplicaId) -> None:
         runner = self.replicas.pop(key)
         if not self.replicas:
             self._emptied.set()
-        await self.exchanges[key[0].exchange].feed.detach(runner)
+        exchange = self.exchanges[key[0].exchange]
+        exchange.stall_checker.forget(runner)
+        await exchange.feed.detach(runner)
         await runner.stop()
         log.debug("stopped %s/%s replica %d", key[0].exchange, key[0].market, key[1])
 
@@ -290,27 +347,24 @@ class IngestNode:
         catalog = MarketCatalog(self._client)
         while True:
             try:
-                complete = [await self._refresh_catalog(catalog, x) for x in self.exchanges.values()]
+                for exchange in self.exchanges.values():
+                    await self._refresh_catalog(catalog, exchange)
             except (RedisError, OSError) as exc:
                 log.warning("market catalog not refreshed: store unreachable (%s)", type(exc).__name__)
-                complete = [False]
-            await asyncio.sleep(self.settings.catalog_refresh_s if all(complete) else 5.0)
+            # A catalog another node refreshed within the interval costs one SET NX to skip, and a
+            # book store that restarted empty gets its catalog back within seconds, not an interval.
+            await asyncio.sleep(min(self.settings.catalog_refresh_s, CATALOG_CHECK_S))
 
-    async def _refresh_catalog(self, catalog: MarketCatalog, exchange: ExchangeRuntime) -> bool:
-        """Refresh one exchange's markets unless another node did within the interval.
-
-        Returns False while the exchange still has no catalog at all.
-        """
+    async def _refresh_catalog(self, catalog: MarketCatalog, exchange: ExchangeRuntime) -> None:
+        """Refresh one exchange's markets unless another node did within the interval."""
         spec = exchange.spec
         lock = f"ladder:catalog-lock:{spec.id}"
         ttl = max(1, int(self.settings.catalog_refresh_s))
         taken = await self._client.set(lock, self.node_id, nx=True, ex=ttl)
         if not taken and await catalog.count(spec.id):
-            return True
+            return
         try:
             await catalog.replace(spec.id, await exchange.rest.markets())
         except (VenueRequestError, VenuePayloadError) as exc:
             log.warning("%s: exchangeInfo failed: %s", spec.id, exc)
             await self._client.delete(lock)
-            return bool(await catalog.count(spec.id))
-        return True

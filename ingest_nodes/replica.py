@@ -34,6 +34,13 @@ served engine. The served book keeps serving all the while. Two things start one
 
 A depth change (a deeper or shallower subscriber) takes effect at the next publish; a deeper
 depth than the trusted window covers starts a refresh at once.
+
+Silent stalls: the replica keeps its book's rhythm (``watch``, see ``stall_watch``), and the
+exchange's :class:`~ingest_nodes.stall_checks.StallChecker` checks a suspect silence against the
+venue. A quiet market is ``confirmed`` (published as ``confirmed_time``); a stalled stream makes
+the replica ``stalled``: published ``stale`` at once, and thrown away for a fresh snapshot on its
+next event, since the events it missed are gone (or, replayed late, prove nothing a snapshot
+would not).
 """
 
 from __future__ import annotations
@@ -56,6 +63,7 @@ from ingest_nodes.lane import Lane
 from ingest_nodes.publisher import Publisher
 from ingest_nodes.rest import now_ms
 from ingest_nodes.snapshots import SnapshotScheduler
+from ingest_nodes.stall_watch import Rhythm, StallPolicy
 from ingest_nodes.stats import ReplicaStats
 from ingest_nodes.sync import FuturesSyncMachine, SpotSyncMachine
 from ingest_nodes.trusted_window import WindowKeeper
@@ -93,6 +101,7 @@ class BookReplica:
         depth: int,
         depth_tiers: tuple[tuple[int, int], ...],
         checkpoints: CheckpointLog | None = None,
+        stall_policy: StallPolicy | None = None,
     ) -> None:
         """``depth`` is the levels a side to publish; ``depth_tiers`` the venue's snapshot weights."""
         self.book = book
@@ -100,6 +109,10 @@ class BookReplica:
         self.stats = ReplicaStats()
         self.source: StreamConnection | None = None
         self.last_event_ms = now_ms()
+        self.watch = Rhythm(self.last_event_ms, stall_policy)
+        """The book's rhythm of events, and its confirmations (see ``stall_watch``)."""
+        self.stalled = False
+        """A check found events missing: published stale until the next event starts a resync."""
         self.last_publish_ms = 0
         self.last_status: BookStatus | None = None
         self.synced_since: float | None = None
@@ -150,6 +163,7 @@ class BookReplica:
 
     def start(self) -> None:
         self._publisher.track(self)
+        telemetry.current().started(self)
 
     async def stop(self) -> None:
         self.main.close()
@@ -163,6 +177,10 @@ class BookReplica:
         if source is self.source:
             self.last_event_ms = update.ingest_time
             telemetry.current().event(self.book.exchange)
+            if self.stalled:
+                self._resume_after_stall(update.ingest_time)
+            else:
+                self.watch.event(update.ingest_time)
             self.main.feed(update)
             if self._shadow is not None:
                 self._shadow.feed(update)
@@ -190,6 +208,24 @@ class BookReplica:
         """Throw the served book away (a replica mismatch, say): it resyncs."""
         self._drop_shadow()
         self.main.invalidate(reason)
+
+    # -- silent stalls (see stall_checks) --------------------------------------------------------
+
+    def confirmed(self, at_ms: int) -> None:
+        """A check found the venue where the book is: publish that it was current at ``at_ms``."""
+        self.watch.quiet(at_ms)
+        self._publisher.mark(self)
+
+    def stall(self) -> None:
+        """A check found events missing: stale at once, a fresh snapshot when events flow again."""
+        self.stalled = True
+        self._drop_shadow()
+        self._publisher.mark(self)
+
+    def _resume_after_stall(self, now: int) -> None:
+        self.stalled = False
+        self.watch.restart(now)
+        self.invalidate("stall")
 
     # -- handover --------------------------------------------------------------------------------
 
@@ -329,6 +365,7 @@ class BookReplica:
         if engine.synced:
             if self.synced_since is None:
                 self.synced_since = asyncio.get_running_loop().time()
+                self.watch.restart(now_ms())  # the wait for the snapshot was no gap of the market's
             if result.changed and self._checkpoints is not None:
                 self._checkpoints.offer(self.book, self.replica, engine)
         if result.changed or reason is not None:

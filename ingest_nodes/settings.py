@@ -9,6 +9,8 @@ import socket
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from ingest_nodes.stall_watch import StallPolicy
+
 
 def _default_node_id() -> str:
     return f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(2)}"
@@ -21,6 +23,9 @@ class IngestSettings(BaseSettings):
 
     redis_url: str = Field(description="The book store (Valkey/Redis); required for this process.")
     redis_password: SecretStr | None = Field(default=None, description="AUTH token, when not in the URL.")
+    control_redis_url: str | None = Field(
+        default=None, description="The control store (assignments), when it is not the book store."
+    )
     node_id: str = Field(default_factory=_default_node_id)
     capacity: int = Field(default=5000, ge=1, description="Most book replicas this node keeps.")
     exchanges: str = Field(
@@ -56,7 +61,9 @@ class IngestSettings(BaseSettings):
         default=4000, ge=50, description="Republish a book that is not synced this often."
     )
     stale_after_ms: int = Field(
-        default=60_000, ge=100, description="No event this long while the socket is open -> stale."
+        default=60_000,
+        ge=100,
+        description="Suspect silence whose stall check failed (venue unreachable) this long -> stale.",
     )
     streams_per_connection: int = Field(default=200, ge=1, le=1024)
     connection_max_age_s: float = Field(
@@ -95,9 +102,45 @@ class IngestSettings(BaseSettings):
     background_weight_share: float = Field(
         default=0.5, gt=0, le=1, description="Part of that budget refreshes and audits may use."
     )
+    stall_check_share: float = Field(
+        default=0.1, gt=0, le=1, description="Part of that budget stall checks may use (see stall_checks)."
+    )
+    stall_factor: int = Field(
+        default=3, ge=1, description="Silence this many times a book's rhythm is suspect."
+    )
+    stall_floor_ms: int = Field(default=1000, ge=10, description="Never suspect before this much silence.")
+    stall_unknown_ms: int = Field(
+        default=10_000, ge=10, description="Suspect silence of a book with no gap yet."
+    )
+    stall_ceiling_ms: int = Field(
+        default=1_800_000,
+        ge=10,
+        description="Always suspect after this much silence, however quiet the book.",
+    )
+    stall_grace_ms: int = Field(
+        default=300, ge=0, description="A venue id ahead of ours has this long to arrive."
+    )
     egress_id: str = Field(default="default", description="Nodes with one egress IP share one budget.")
     heartbeat_ms: int = Field(default=500, ge=50)
+    node_timeout_ms: int = Field(
+        default=3000,
+        ge=100,
+        description=(
+            "The control plane's node timeout (the same variable): a node that could not heartbeat "
+            "for half of it stops publishing until it has re-read its assignments."
+        ),
+    )
     drain_timeout_s: float = Field(default=30.0, ge=0)
+
+    @property
+    def stall_policy(self) -> StallPolicy:
+        return StallPolicy(
+            factor=self.stall_factor,
+            floor_ms=self.stall_floor_ms,
+            unknown_ms=self.stall_unknown_ms,
+            ceiling_ms=self.stall_ceiling_ms,
+            grace_ms=self.stall_grace_ms,
+        )
 
     @property
     def exchange_ids(self) -> list[str]:

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from book_store.telemetry import ladder_version
 from read_functions.routing import Access, Reply, Route
 from read_functions.schemas import COMPONENTS, Schema, ref
-from read_functions.ubdcc import ladder_version
 
 _ERROR_TEXT = {
     400: "Invalid request (invalid_request).",

@@ -99,7 +99,15 @@ _UBDCC_CREATE = (
 _UBDCC_REPLY = {200: Reply("UBDCC envelope (application errors too: result ERROR).", ref("Ubdcc"))}
 
 
-def _ubdcc(method: str, name: str, handler: Handler, params: tuple[Param, ...], summary: str) -> Route:
+def _ubdcc(
+    method: str,
+    name: str,
+    handler: Handler,
+    params: tuple[Param, ...],
+    summary: str,
+    *,
+    mutates: bool = False,
+) -> Route:
     body = ref("UbdccCreate") if method == "POST" else None
     return Route(
         method,
@@ -112,6 +120,7 @@ def _ubdcc(method: str, name: str, handler: Handler, params: tuple[Param, ...], 
         body=body,
         replies=_UBDCC_REPLY,
         operation_id=f"ubdcc_{name}_{method.lower()}",
+        mutates=mutates,
     )
 
 
@@ -126,9 +135,23 @@ UBDCC_ROUTES: tuple[Route, ...] = (
         replies=_UBDCC_REPLY,
         operation_id="ubdcc_test",
     ),
-    _ubdcc("GET", "create_depthcache", ubdcc.create_depthcache, _UBDCC_CREATE, "Subscribe to one book"),
+    _ubdcc(
+        "GET",
+        "create_depthcache",
+        ubdcc.create_depthcache,
+        _UBDCC_CREATE,
+        "Subscribe to one book",
+        mutates=True,
+    ),
     _ubdcc("POST", "create_depthcache", ubdcc.create_depthcache, (), "Subscribe to one book"),
-    _ubdcc("GET", "create_depthcaches", ubdcc.create_depthcaches, _UBDCC_CREATE, "Subscribe to many books"),
+    _ubdcc(
+        "GET",
+        "create_depthcaches",
+        ubdcc.create_depthcaches,
+        _UBDCC_CREATE,
+        "Subscribe to many books",
+        mutates=True,
+    ),
     _ubdcc("POST", "create_depthcaches", ubdcc.create_depthcaches, (), "Subscribe to many books"),
     _ubdcc("GET", "get_asks", ubdcc.get_asks, _UBDCC_READ, "Asks as numbers"),
     _ubdcc("GET", "get_bids", ubdcc.get_bids, _UBDCC_READ, "Bids as numbers"),
@@ -136,7 +159,14 @@ UBDCC_ROUTES: tuple[Route, ...] = (
     _ubdcc(
         "GET", "get_depthcache_info", ubdcc.get_depthcache_info, (*_UBDCC_BOOK, *_UBDCC_DEBUG), "One book"
     ),
-    _ubdcc("GET", "stop_depthcache", ubdcc.stop_depthcache, (*_UBDCC_BOOK, *_UBDCC_DEBUG), "Unsubscribe"),
+    _ubdcc(
+        "GET",
+        "stop_depthcache",
+        ubdcc.stop_depthcache,
+        (*_UBDCC_BOOK, *_UBDCC_DEBUG),
+        "Unsubscribe",
+        mutates=True,
+    ),
     _ubdcc("GET", "get_cluster_info", ubdcc.get_cluster_info, _UBDCC_DEBUG, "Service overview"),
     _ubdcc("POST", "add_credentials", ubdcc.add_credentials, (), "Not needed by Ladder (error #8002)"),
     _ubdcc("POST", "remove_credentials", ubdcc.remove_credentials, (), "Not needed by Ladder (error #8002)"),

@@ -73,10 +73,16 @@ class Route:
     operation_id: str = ""
     query_key: bool = False  # the key may come as ?api_key= (the WebSocket stream only)
     websocket: bool = False  # answered over a WebSocket: the one kind of route a connection may upgrade on
+    mutates: bool = False  # a GET that changes state (UBDCC's create and stop); see changes_state
     segments: tuple[str, ...] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "segments", tuple(self.path.split("/")))
+
+    @property
+    def changes_state(self) -> bool:
+        """True for a route that may change what is stored (every method but GET, and some GETs)."""
+        return self.method != "GET" or self.mutates
 
     @property
     def path_params(self) -> tuple[str, ...]:

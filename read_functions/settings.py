@@ -20,6 +20,9 @@ class ReadSettings(BaseSettings):
         description="The book store (Valkey/Redis) URL; books, usage and limits live there."
     )
     redis_password: SecretStr | None = Field(default=None, description="AUTH token, when not in the URL.")
+    control_redis_url: str | None = Field(
+        default=None, description="The redis control store, when it is not the book store."
+    )
     control_store: Literal["redis", "dynamodb"] = "redis"
     control_prefix: str = "ladder:"
     dynamodb_table: str = "ladder-control"
@@ -69,6 +72,14 @@ class ReadSettings(BaseSettings):
     compat_max_markets: int = Field(default=5000, ge=1)
     compat_max_replicas: int = Field(default=2, ge=1)
     compat_rate_limit_rps: float = Field(default=100_000.0, gt=0)
+    compat_keyless_changes: bool = Field(
+        default=False,
+        description="Let keyless compat requests create and stop books (a loopback listener only).",
+    )
+    compat_hosts: list[str] = Field(
+        default_factory=list,
+        description="Host names (besides localhost and IP addresses) the compat listener answers to.",
+    )
 
     # The same checks as the control plane's, so that a bad secret is refused at start-up.
     _usable_admin_key = field_validator("admin_key")(admin_key_length)
@@ -79,6 +90,7 @@ class ReadSettings(BaseSettings):
         return ControlSettings(
             redis_url=self.redis_url,
             redis_password=self.redis_password,
+            control_redis_url=self.control_redis_url,
             control_store=self.control_store,
             control_prefix=self.control_prefix,
             dynamodb_table=self.dynamodb_table,

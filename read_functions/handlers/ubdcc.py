@@ -17,6 +17,7 @@ from book_store.codec import Snapshot
 from book_store.errors import StoreError
 from book_store.keys import BookKey, InvalidBookIdError
 from book_store.reader import choose_replica
+from book_store.telemetry import ladder_version
 from control_plane.auth import require_tenant
 from control_plane.errors import (
     ForbiddenError,
@@ -38,7 +39,6 @@ from read_functions.ubdcc import (
     Call,
     ErrorId,
     UbdccError,
-    ladder_version,
     levels_as_numbers,
 )
 
@@ -159,7 +159,7 @@ async def _levels(call: Call, deps: Deps, side: str) -> Response:
     call.used.append(f"{exchange}/{market}#{snapshot.replica}")
     levels = levels_as_numbers(snapshot, side, limit_count, threshold)
     extra = {"update_id": snapshot.update_id, "publish_time": snapshot.publish_time,
-             "age_ms": max(0, now - snapshot.publish_time), "replica": snapshot.replica}  # fmt: skip
+             "age_ms": max(0, now - snapshot.known_time), "replica": snapshot.replica}  # fmt: skip
     return call.ok(extra, raw=b'"%b":[%b]' % (side.encode(), levels))
 
 
