@@ -310,6 +310,7 @@ ROUTES: tuple[Route, ...] = (
         ),
         replies={101: Reply("Switching to WebSocket: one JSON book per published snapshot.", None)},
         query_key=True,
+        websocket=True,
     ),
     Route(
         "GET",

@@ -36,7 +36,7 @@ from control_plane.errors import ConfigurationError
 from read_functions.compat import CompatTenant, is_loopback
 from read_functions.deps import Deps
 from read_functions.dispatch import Dispatcher, reset_request_ids
-from read_functions.http1 import Http1Server
+from read_functions.http1 import LISTEN_BACKLOG, Http1Server
 from read_functions.huge_pages import restart_with_huge_pages
 from read_functions.routes import COMPAT_ROUTES, ROUTES
 from read_functions.routing import Router
@@ -79,7 +79,7 @@ def bind(name: str, host: str, port: int, workers: int, tls: ssl.SSLContext | No
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         sock.bind((host, port))
         port = sock.getsockname()[1]
-        sock.listen(1024)
+        sock.listen(LISTEN_BACKLOG)
         sock.setblocking(False)
         sockets.append(sock)
     return Listener(name, host, port, tuple(sockets), tls)

@@ -49,6 +49,12 @@ class ReadSettings(BaseSettings):
     book_idle_s: float = Field(default=60.0, gt=0, description="Unsubscribe books not read for this long.")
     rate_lease_ms: int = Field(default=50, ge=1, description="A rate-limit lease is this much of the rate.")
     max_body_bytes: int = Field(default=64 * 1024, ge=1024)
+    # Connection timeouts; unset, the protocol's own defaults (read_functions/http1.py) hold.
+    keepalive_timeout_s: float | None = Field(default=None, gt=0, description="Close an idle connection.")
+    request_timeout_s: float | None = Field(default=None, gt=0, description="408 a slower request.")
+    write_timeout_s: float | None = Field(
+        default=None, gt=0, description="Abort a connection whose client reads nothing this long."
+    )
     max_in_flight: int = Field(
         default=256, ge=1, description="Requests a worker holds at most; past it, 503 overloaded."
     )
