@@ -10,6 +10,7 @@ every replica of a book with one HGETALL, and a writer's pipeline for one book n
     ladder:{binance.com|BTCUSDT}:stats    hash  replica id -> that replica's counters (JSON, from its node)
     ladder:catalog:binance.com            hash  market -> market info JSON (book_store.catalog)
     ladder:catalog-digest:binance.com     string  digest of that hash's content
+    ladder:unplaced                       hash  "exchange|market" -> why replicas are unplaced
 """
 
 from __future__ import annotations
@@ -87,3 +88,7 @@ def catalog_digest_key(exchange: str) -> str:
 
 CATALOG_INDEX = f"{KEY_PREFIX}:catalog:exchanges"
 """The set of exchanges that have a catalog."""
+
+
+UNPLACED_KEY = f"{KEY_PREFIX}:unplaced"
+"""Books whose wanted replicas the scheduler could not place, and why (book_store.unplaced)."""

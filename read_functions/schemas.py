@@ -97,7 +97,7 @@ REPLICA_COUNTERS = ("restarts", "handovers", "stale_episodes", "refreshes", "aud
 _STORED_LEVELS = {"bids": INT, "asks": INT, "more_bids": BOOL, "more_asks": BOOL}
 _REPLICA_INFO = {
     "replica": INT,
-    "status": {"type": "string", "enum": ["synced", "resyncing", "stale"]},
+    "status": {"type": "string", "enum": ["synced", "resyncing", "stale", "refused"]},
     "update_id": INT,
     "publish_time": INT,
     "age_ms": INT,
@@ -105,6 +105,13 @@ _REPLICA_INFO = {
     "deep": {"oneOf": [{"type": "null"}, obj({**_STORED_LEVELS, "update_id": INT, "publish_time": INT})]},
     "resyncs": {"type": ["object", "null"], "additionalProperties": INT},
     **{name: NULLABLE_INT for name in REPLICA_COUNTERS},
+}
+
+BOOK_STATUS: Schema = {
+    "type": "string",
+    "enum": ["synced", "resyncing", "stale", "refused", "unplaced", "starting"],
+    "description": "refused: the venue refuses Ladder's key; unplaced: no replica could be placed "
+    "(see reason)",
 }
 
 COMPONENTS: dict[str, Schema] = {
@@ -117,9 +124,10 @@ COMPONENTS: dict[str, Schema] = {
         {
             "exchange": STR,
             "market": STR,
-            "status": {"type": "string", "enum": ["synced", "resyncing", "stale", "starting"]},
+            "status": BOOK_STATUS,
             "replicas": array_of(obj(_REPLICA_INFO)),
-        }
+        },
+        {"reason": STR},
     ),
     "Market": obj({"exchange": STR, "market": STR, "status": STR, "base": STR, "quote": STR}),
     "Markets": obj({"markets": array_of(ref("Market"))}),
@@ -132,10 +140,8 @@ COMPONENTS: dict[str, Schema] = {
         {
             "subscriptions": array_of(
                 obj(
-                    {
-                        **SUBSCRIPTION,
-                        "status": {"type": "string", "enum": ["synced", "resyncing", "stale", "starting"]},
-                    }
+                    {**SUBSCRIPTION, "status": BOOK_STATUS},
+                    {"reason": STR},
                 )
             )
         }

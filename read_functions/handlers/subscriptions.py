@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from book_store.keys import BookKey
+from book_store.unplaced import UnplacedBooks
 from control_plane.auth import require_tenant
 from control_plane.depth import DEFAULT_DEPTH
 from read_functions.access import subscriptions_changed
@@ -36,11 +37,13 @@ async def list_subscriptions(request: Request, deps: Deps) -> Response:
     subscriptions = await deps.control.subscriptions(require_tenant(request.principal))
     books = [BookKey(s.exchange, s.market) for s in subscriptions]
     replicas = await deps.books.peek_many(books)
+    unplaced = await UnplacedBooks(deps.redis).reasons([b for b in books if not replicas[b]])
     now = now_ms()
     silence = deps.settings.max_silence_ms
     return json_response({
         "subscriptions": [
-            {**s.to_json(), "status": best_status(replicas[book], now, silence)}
+            {**s.to_json(), "status": best_status(replicas[book], now, silence, unplaced.get(book)),
+             **({"reason": unplaced[book]} if book in unplaced else {})}
             for s, book in zip(subscriptions, books, strict=True)
         ]
     })  # fmt: skip
