@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 
 from book_store.server import EmbeddedValkey
-from control_plane.cli import fake_venue_env
+from control_plane.cli import FAKE_ALPACA_ARGS, fake_venue_env
 from control_plane.supervisor import Child, Supervisor, child_env
 
 ADMIN_KEY = "ldr_admin_e2e_" + "x" * 20
@@ -130,6 +130,7 @@ def start_stack(
             "30",
             "--alpaca-symbols",
             "5",
+            *FAKE_ALPACA_ARGS,
         ]
         venue = supervisor.start(
             child(
