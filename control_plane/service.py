@@ -23,7 +23,7 @@ from control_plane.keys import KeyAdmin
 from control_plane.markets import MarketValidator
 from control_plane.models import ApiKey, AuditEvent, JsonScalar, Principal, Subscription, Tenant
 from control_plane.stores.base import ControlStore
-from control_plane.subscriptions import SubscriptionDesk
+from control_plane.subscriptions import BulkOutcome, SubscriptionDesk
 from control_plane.tenants import TenantAdmin
 
 
@@ -99,10 +99,29 @@ class ControlService:
     ) -> tuple[Subscription, bool]:
         return await self._subscriptions.subscribe(tenant_id, exchange, market, replicas, depth, actor=actor)
 
+    async def subscribe_many(
+        self,
+        tenant_id: str,
+        exchange: object,
+        markets: object,
+        replicas: object = 1,
+        depth: object = DEFAULT_DEPTH,
+        *,
+        actor: Principal,
+    ) -> list[BulkOutcome]:
+        return await self._subscriptions.subscribe_many(
+            tenant_id, exchange, markets, replicas, depth, actor=actor
+        )
+
     async def unsubscribe(
         self, tenant_id: str, exchange: object, market: object, *, actor: Principal
     ) -> None:
         await self._subscriptions.unsubscribe(tenant_id, exchange, market, actor=actor)
+
+    async def unsubscribe_many(
+        self, tenant_id: str, exchange: object, markets: object, *, actor: Principal
+    ) -> list[BulkOutcome]:
+        return await self._subscriptions.unsubscribe_many(tenant_id, exchange, markets, actor=actor)
 
     async def subscriptions(self, tenant_id: str) -> list[Subscription]:
         return await self._subscriptions.list_for(tenant_id)

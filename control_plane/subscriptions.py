@@ -14,10 +14,14 @@ on every request.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from control_plane.audit import AuditLog
 from control_plane.clock import Clock
 from control_plane.depth import DEFAULT_DEPTH
 from control_plane.errors import (
+    ApiError,
+    InvalidRequestError,
     LimitExceededError,
     NotFoundError,
     UnknownExchangeError,
@@ -25,7 +29,7 @@ from control_plane.errors import (
 )
 from control_plane.ids import TENANT_ID_PREFIX
 from control_plane.markets import MarketValidator
-from control_plane.models import BookRef, Principal, Subscription
+from control_plane.models import BookRef, Principal, Subscription, Tenant
 from control_plane.stores.base import ControlStore
 from control_plane.tenants import MAX_REPLICAS_LIMIT
 from control_plane.validation import (
@@ -35,6 +39,29 @@ from control_plane.validation import (
     require_int,
     require_market,
 )
+
+MAX_BULK_MARKETS = 5000
+"""The most markets one bulk call may name (more than any venue lists)."""
+
+
+@dataclass(frozen=True, slots=True)
+class BulkOutcome:
+    """What a bulk call did to one market: ``error`` is None when it succeeded."""
+
+    exchange: str
+    market: str
+    subscription: Subscription | None = None
+    created: bool = False
+    error: ApiError | None = None
+
+
+def _market_list(markets: object) -> list[str]:
+    """The distinct names of a bulk call's market list, first occurrence first (each checked later)."""
+    if not isinstance(markets, list) or not all(isinstance(m, str) for m in markets):
+        raise InvalidRequestError("markets must be a list of market names")
+    if len(markets) > MAX_BULK_MARKETS:
+        raise InvalidRequestError(f"markets may name at most {MAX_BULK_MARKETS} markets")
+    return list(dict.fromkeys(markets))
 
 
 class SubscriptionDesk:
@@ -66,19 +93,11 @@ class SubscriptionDesk:
     ) -> tuple[Subscription, bool]:
         """Create or update (replicas and depth) the subscription: ``(subscription, created)``."""
         book = BookRef(require_exchange(exchange), require_market(market))
-        count = require_int("replicas", replicas, lo=1, hi=MAX_REPLICAS_LIMIT)
-        tenant = await self._store.get_tenant(require_id("tenant", tenant_id, TENANT_ID_PREFIX))
-        if tenant is None:
-            raise NotFoundError("no such tenant")
-        if not await self._markets.known_exchange(book.exchange):
-            raise UnknownExchangeError(f"unknown exchange {book.exchange!r}")
+        tenant = await self._tenant(tenant_id)
+        await self._require_exchange(book.exchange)
         if not await self._markets.tradable(book.exchange, book.market):
             raise UnknownMarketError(f"{book.exchange} has no trading market {book.market!r}")
-        levels = require_depth(book.exchange, depth)  # after the exchange check: its limit is known
-        if count > tenant.max_replicas:
-            raise LimitExceededError(f"replicas may be at most {tenant.max_replicas} for this tenant")
-        if levels > tenant.max_depth:
-            raise LimitExceededError(f"depth may be at most {tenant.max_depth} for this tenant")
+        count, levels = self._wish(tenant, book.exchange, replicas, depth)
         wanted = Subscription(tenant.id, book.exchange, book.market, count, self._clock(), levels)
         stored, created = await self._store.put_subscription(wanted)
         self._entitled.pop(tenant.id, None)
@@ -93,6 +112,54 @@ class SubscriptionDesk:
         )
         return stored, created
 
+    async def subscribe_many(
+        self,
+        tenant_id: str,
+        exchange: object,
+        markets: object,
+        replicas: object = 1,
+        depth: object = DEFAULT_DEPTH,
+        *,
+        actor: Principal,
+    ) -> list[BulkOutcome]:
+        """Subscribe to many markets of one exchange at once, one outcome per distinct market.
+
+        The exchange, ``replicas`` and ``depth`` apply to every market, so a bad one refuses the
+        whole call; a market that is malformed or not trading fails on its own and the others
+        go ahead. The markets that would be new count against ``max_markets`` together: all fit,
+        or LimitExceededError and nothing changes.
+        """
+        venue = require_exchange(exchange)
+        names = _market_list(markets)
+        tenant = await self._tenant(tenant_id)
+        await self._require_exchange(venue)
+        count, levels = self._wish(tenant, venue, replicas, depth)
+        now = self._clock()
+        outcomes: dict[str, BulkOutcome] = {}
+        wanted: list[Subscription] = []
+        for name in names:
+            try:
+                market = require_market(name)
+                if not await self._markets.tradable(venue, market):
+                    raise UnknownMarketError(f"{venue} has no trading market {market!r}")
+            except ApiError as error:
+                outcomes[name] = BulkOutcome(venue, name, error=error)
+                continue
+            wanted.append(Subscription(tenant.id, venue, market, count, now, levels))
+        for stored, created in await self._store.put_subscriptions(wanted):
+            outcomes[stored.market] = BulkOutcome(venue, stored.market, stored, created)
+        self._entitled.pop(tenant.id, None)
+        await self._audit.record(
+            actor,
+            "subscription.put_many",
+            tenant.id,
+            exchange=venue,
+            markets=len(wanted),
+            replicas=count,
+            depth=levels,
+        )
+        return [outcomes[name] for name in names]
+
     async def unsubscribe(
         self, tenant_id: str, exchange: object, market: object, *, actor: Principal
     ) -> None:
@@ -103,6 +170,53 @@ class SubscriptionDesk:
         await self._audit.record(
             actor, "subscription.delete", tenant_id, exchange=book.exchange, market=book.market
         )
+
+    async def unsubscribe_many(
+        self, tenant_id: str, exchange: object, markets: object, *, actor: Principal
+    ) -> list[BulkOutcome]:
+        """Unsubscribe from many markets of one exchange, one outcome per distinct market (a
+        market the tenant does not subscribe to fails with ``not_found``; the others go ahead)."""
+        venue = require_exchange(exchange)
+        names = _market_list(markets)
+        outcomes: dict[str, BulkOutcome] = {}
+        books: list[BookRef] = []
+        for name in names:
+            try:
+                books.append(BookRef(venue, require_market(name)))
+            except ApiError as error:
+                outcomes[name] = BulkOutcome(venue, name, error=error)
+        for book, removed in zip(
+            books, await self._store.delete_subscriptions(tenant_id, books), strict=True
+        ):
+            missing = NotFoundError(f"no subscription to {book.exchange} {book.market}")
+            outcomes[book.market] = BulkOutcome(venue, book.market, error=None if removed else missing)
+        self._entitled.pop(tenant_id, None)
+        removed_count = sum(1 for o in outcomes.values() if o.error is None)
+        await self._audit.record(
+            actor, "subscription.delete_many", tenant_id, exchange=venue, markets=removed_count
+        )
+        return [outcomes[name] for name in names]
+
+    async def _tenant(self, tenant_id: str) -> Tenant:
+        tenant = await self._store.get_tenant(require_id("tenant", tenant_id, TENANT_ID_PREFIX))
+        if tenant is None:
+            raise NotFoundError("no such tenant")
+        return tenant
+
+    async def _require_exchange(self, exchange: str) -> None:
+        if not await self._markets.known_exchange(exchange):
+            raise UnknownExchangeError(f"unknown exchange {exchange!r}")
+
+    @staticmethod
+    def _wish(tenant: Tenant, exchange: str, replicas: object, depth: object) -> tuple[int, int]:
+        """``(replicas, depth)`` checked against the venue's and the tenant's limits."""
+        count = require_int("replicas", replicas, lo=1, hi=MAX_REPLICAS_LIMIT)
+        levels = require_depth(exchange, depth)  # after the exchange check: its limit is known
+        if count > tenant.max_replicas:
+            raise LimitExceededError(f"replicas may be at most {tenant.max_replicas} for this tenant")
+        if levels > tenant.max_depth:
+            raise LimitExceededError(f"depth may be at most {tenant.max_depth} for this tenant")
+        return count, levels
 
     async def list_for(self, tenant_id: str) -> list[Subscription]:
         return await self._store.list_subscriptions(tenant_id)

@@ -26,8 +26,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Coroutine, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import redis.asyncio as redis
 
@@ -40,6 +40,7 @@ from read_functions.change_feed import ChangeFeed
 from read_functions.telemetry import book_cache_hit
 
 if TYPE_CHECKING:
+    from read_functions.book_tops import TopView
     from read_functions.book_view import BookView, Side
 
 log = logging.getLogger(__name__)
@@ -59,7 +60,7 @@ class Entry:
 
     __slots__ = ("__weakref__", "_chosen", "_chosen_silence", "_chosen_until", "book", "channel",
                  "deep_views", "deep_views_of", "deeps", "live", "loaded", "names_json", "replicas",
-                 "touched", "views", "views_of", "views_read", "watchers")  # fmt: skip
+                 "top", "touched", "views", "views_of", "views_read", "watchers")  # fmt: skip
 
     def __init__(self, book: BookKey, loaded: asyncio.Future[None]) -> None:
         self.book = book
@@ -80,6 +81,8 @@ class Entry:
         self.deep_views: dict[tuple[int, Side], BookView] = {}
         self.deep_views_of: Snapshot | None = None
         self.names_json: bytes | None = None
+        # The book's rendered top of book (see read_functions.book_tops), with the snapshot it shows.
+        self.top: TopView | None = None
         # The replica choice, kept until a replica changes or the chosen one falls silent.
         self._chosen: Snapshot | None = None
         self._chosen_until = -1
@@ -206,6 +209,27 @@ class BookCache:
         await asyncio.shield(entry.loaded)
         return entry
 
+    async def entries(self, books: Sequence[BookKey]) -> list[Entry]:
+        """The live entries of many books, in order (a bulk read): the cached ones at once, and
+        every other one registered in this same turn, so that all of them load in one batch."""
+        found = [self._entries.get(book) for book in books]
+        missing = [i for i, entry in enumerate(found) if entry is None or not entry.live]
+        for entry in found:
+            if entry is not None:
+                entry.touched = True
+        self.hits += len(books) - len(missing)
+        if not missing:
+            return cast(list[Entry], found)
+        if self.feed is None or not self.feed.connected:
+            self.misses += len(missing)
+            stored = await self._fetch([books[i] for i in missing])  # one pipeline, nothing kept
+            loaded = [self._uncached_entry(books[i], s) for i, s in zip(missing, stored, strict=True)]
+        else:
+            loaded = await asyncio.gather(*(self.entry(books[i], found[i]) for i in missing))
+        for i, entry in zip(missing, loaded, strict=True):
+            found[i] = entry
+        return cast(list[Entry], found)
+
     async def peek_many(self, books: Iterable[BookKey]) -> dict[BookKey, dict[int, Snapshot]]:
         """Replicas of many books for a listing: live entries as they are, the rest in one pipeline.
 
@@ -277,8 +301,12 @@ class BookCache:
         return [fetched[book] for book in books]
 
     async def _uncached(self, book: BookKey) -> Entry:
+        return self._uncached_entry(book, await self._reader.stored(book))
+
+    def _uncached_entry(self, book: BookKey, stored: StoredBook) -> Entry:
+        """An entry for one read, outside the cache (the feed is down, or there is none)."""
         entry = Entry(book, asyncio.get_running_loop().create_future())
-        entry.replicas, entry.deeps = await self._reader.stored(book)
+        entry.replicas, entry.deeps = stored
         return entry
 
     def _forget(self, entry: Entry) -> None:

@@ -76,7 +76,7 @@ def _cached(
     if view is None:
         if len(views) >= MAX_VIEWS:
             views.clear()
-        view = views[key] = render(_names_of(entry), snapshot, depth, side)
+        view = views[key] = render(names_of(entry), snapshot, depth, side)
     return view
 
 
@@ -102,7 +102,7 @@ def rerender(entry: Entry, now_ms: int, max_silence_ms: int) -> None:
     if snapshot is None or not keys:
         return
     entry.views_of = snapshot
-    names = _names_of(entry)
+    names = names_of(entry)
     for depth, side in keys:
         entry.views[depth, side] = render(names, snapshot, depth, side)
 
@@ -151,7 +151,7 @@ def names_json(book: BookKey) -> bytes:
     return b'{"exchange":%b,"market":%b,' % (orjson.dumps(book.exchange), orjson.dumps(book.market))
 
 
-def _names_of(entry: Entry) -> bytes:
+def names_of(entry: Entry) -> bytes:
     """The entry's :func:`names_json`, rendered on its first view and kept with it."""
     names = entry.names_json
     if names is None:

@@ -10,7 +10,17 @@ import orjson
 
 from read_functions import openapi
 from read_functions.deps import Deps
-from read_functions.handlers import account, admin, book_info, books, catalog, service, subscriptions, ubdcc
+from read_functions.handlers import (
+    account,
+    admin,
+    book_info,
+    books,
+    bulk_reads,
+    catalog,
+    service,
+    subscriptions,
+    ubdcc,
+)
 from read_functions.messages import JSON, Request, Response
 from read_functions.routing import Access, Handler, Param, Reply, Route
 from read_functions.schemas import ref
@@ -146,6 +156,35 @@ ROUTES: tuple[Route, ...] = (
     _book_route("/asks", books.get_asks, "BookAsks", "the asks"),
     Route(
         "GET",
+        "/v1/books",
+        bulk_reads.get_books,
+        TENANT,
+        "Read several books of one exchange at once, each its own atomic snapshot",
+        "books",
+        (
+            Param("exchange", {"type": "string"}, "Exchange id.", required=True),
+            Param(
+                "markets",
+                {"type": "string"},
+                f"Comma-separated markets, at most {bulk_reads.MAX_BOOKS_PER_READ}.",
+                required=True,
+            ),
+            _DEPTH,
+        ),
+        replies=_ok("Books"),
+    ),
+    Route(
+        "GET",
+        "/v1/tops",
+        bulk_reads.get_tops,
+        TENANT,
+        "The best bid and ask of every book the tenant subscribes to",
+        "books",
+        (Param("exchange", {"type": "string"}, "Only this exchange."),),
+        replies=_ok("Tops"),
+    ),
+    Route(
+        "GET",
         "/v1/books/{exchange}/{market}/info",
         book_info.get_book_info,
         TENANT,
@@ -190,6 +229,31 @@ ROUTES: tuple[Route, ...] = (
         "The tenant's subscriptions",
         "subscriptions",
         replies=_ok("Subscriptions"),
+    ),
+    Route(
+        "POST",
+        "/v1/subscriptions/bulk",
+        subscriptions.subscribe_bulk,
+        TENANT,
+        "Subscribe to many books of one exchange at once (a list, or a filter), one result per market",
+        "subscriptions",
+        body=ref("BulkSubscriptionRequest"),
+        replies=_ok("BulkSubscriptionResult"),
+    ),
+    Route(
+        "DELETE",
+        "/v1/subscriptions",
+        subscriptions.unsubscribe_bulk,
+        TENANT,
+        "Unsubscribe from many books of one exchange at once, one result per market",
+        "subscriptions",
+        (
+            Param("exchange", {"type": "string"}, "Exchange id.", required=True),
+            Param("markets", {"type": "string"}, "Comma-separated markets (default: every subscribed one)."),
+            Param("quote", {"type": "string"}, "Only markets quoted in this asset."),
+            Param("base", {"type": "string"}, "Only markets of this base asset."),
+        ),
+        replies=_ok("BulkUnsubscribeResult"),
     ),
     Route(
         "DELETE",

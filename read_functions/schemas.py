@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from control_plane.depth import DEFAULT_DEPTH, DEFAULT_MAX_DEPTH, MAX_DEPTH_LIMIT, VENUE_MAX_DEPTH
+from control_plane.subscriptions import MAX_BULK_MARKETS
 
 Schema = dict[str, Any]
 
@@ -114,12 +115,58 @@ BOOK_STATUS: Schema = {
     "(see reason)",
 }
 
+ERROR_DETAIL = obj({"code": STR, "message": STR})
+
+
+def _bulk_result(done: tuple[str, ...]) -> Schema:
+    """A bulk call's answer: how many markets ended each way, and each market's result."""
+    item = obj(
+        {"market": STR, "result": {"type": "string", "enum": [*done, "failed"]}},
+        {"subscription": obj(SUBSCRIPTION), "error": ERROR_DETAIL},
+    )
+    return obj({"exchange": STR, **{name: INT for name in (*done, "failed")}, "results": array_of(item)})
+
+
 COMPONENTS: dict[str, Schema] = {
     "Error": obj({"error": obj({"code": STR, "message": STR, "request_id": STR})}),
     "Level": LEVEL,
     "Book": obj({**_BOOK_META, "bids": array_of(ref("Level")), "asks": array_of(ref("Level"))}),
     "BookBids": obj({**_BOOK_META, "bids": array_of(ref("Level"))}),
     "BookAsks": obj({**_BOOK_META, "asks": array_of(ref("Level"))}),
+    "BookError": obj({"exchange": STR, "market": STR, "error": ERROR_DETAIL}),
+    "Books": obj({"books": array_of({"oneOf": [ref("Book"), ref("BookError")]})}),
+    "Top": {
+        "oneOf": [
+            obj(
+                {
+                    "exchange": STR,
+                    "market": STR,
+                    "status": {"type": "string", "enum": ["synced"]},
+                    "update_id": INT,
+                    "publish_time": INT,
+                    "replica": INT,
+                    "age_ms": INT,
+                    "truncated": _BOOK_META["truncated"],
+                    "bid": {
+                        "oneOf": [{"type": "null"}, ref("Level")],
+                        "description": "best bid (null: none)",
+                    },
+                    "ask": {
+                        "oneOf": [{"type": "null"}, ref("Level")],
+                        "description": "best ask (null: none)",
+                    },
+                }
+            ),
+            obj(
+                {
+                    "exchange": STR,
+                    "market": STR,
+                    "status": {"type": "string", "enum": ["resyncing", "stale", "refused", "starting"]},
+                }
+            ),
+        ]
+    },
+    "Tops": obj({"tops": array_of(ref("Top"))}),
     "BookInfo": obj(
         {
             "exchange": STR,
@@ -136,6 +183,28 @@ COMPONENTS: dict[str, Schema] = {
         {"exchange": STR, "market": STR}, {"replicas": {"type": "integer", "minimum": 1}, "depth": DEPTH}
     ),
     "Subscription": obj(SUBSCRIPTION),
+    "BulkSubscriptionRequest": obj(
+        {"exchange": STR},
+        {
+            "markets": {
+                "type": "array",
+                "items": STR,
+                "maxItems": MAX_BULK_MARKETS,
+                "description": "The markets; without it, every trading market that matches quote and base.",
+            },
+            "quote": {"type": "string", "description": "Only markets quoted in this asset (e.g. USDT)."},
+            "base": {"type": "string", "description": "Only markets of this base asset."},
+            "status": {
+                "type": "string",
+                "enum": ["TRADING"],
+                "description": "Only trading markets (the default).",
+            },
+            "replicas": {"type": "integer", "minimum": 1},
+            "depth": DEPTH,
+        },
+    ),
+    "BulkSubscriptionResult": _bulk_result(("created", "updated")),
+    "BulkUnsubscribeResult": _bulk_result(("deleted",)),
     "Subscriptions": obj(
         {
             "subscriptions": array_of(

@@ -14,6 +14,7 @@ from typing import Any, ParamSpec, TypeVar
 
 from book_store.errors import StoreError, StoreUnavailableError
 from control_plane.depth import DEFAULT_DEPTH
+from control_plane.errors import LimitExceededError
 from control_plane.models import BookRef, BookWish, ReplicaAssignment, Tenant
 
 SEPARATOR = "|"
@@ -44,6 +45,16 @@ def error_boundary(
         return wrapper
 
     return decorate
+
+
+def max_markets_reached(adding: int, room: int) -> LimitExceededError:
+    """The refusal of a put that would add ``adding`` markets where only ``room`` more fit."""
+    if adding == 1:
+        return LimitExceededError("the tenant's max_markets is reached; unsubscribe from a market first")
+    return LimitExceededError(
+        f"this would add {adding} markets but the tenant's max_markets leaves room for {room}; "
+        "nothing was subscribed"
+    )
 
 
 def book_id(book: BookRef) -> str:

@@ -30,34 +30,56 @@ redis.call('HSET', KEYS[1], unpack(ARGV, 3))
 return 1
 """
 
-# KEYS: tenant hash, tenant's subscriptions hash, book's subscribers hash, books set.
-# ARGV: book id, tenant id, the wish ("replicas:depth"), created_at. created_at stays last in the
-# subscription's value, so that values written before depth existed are read the same way.
-# Returns {1 created | 0 updated, created_at}, {-1} unknown tenant, {-2} max_markets reached.
-PUT_SUBSCRIPTION = """
+# KEYS: tenant hash, tenant's subscriptions hash, books set, then one subscribers hash per book.
+# ARGV: tenant id, then per book: book id, the wish ("replicas:depth"), created_at. created_at
+# stays last in the subscription's value, so that values written before depth existed are read
+# the same way. The markets the call would add are counted against max_markets once, before
+# anything is written: all of them fit, or nothing changes.
+# Returns {1, created 1|0, created_at, ...} per book, {-1} unknown tenant, or
+# {-2, markets it would add, markets the tenant may still add} when max_markets is in the way.
+PUT_SUBSCRIPTIONS = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return {-1} end
-local existing = redis.call('HGET', KEYS[2], ARGV[1])
-local created_at = ARGV[4]
-local created = 1
-if existing then
-  created_at = string.match(existing, ':(%d+)$')
-  created = 0
-else
-  local limit = tonumber(redis.call('HGET', KEYS[1], 'max_markets'))
-  if redis.call('HLEN', KEYS[2]) >= limit then return {-2} end
+local books = #KEYS - 3
+local adding = 0
+for i = 1, books do
+  if redis.call('HEXISTS', KEYS[2], ARGV[3 * i - 1]) == 0 then adding = adding + 1 end
 end
-redis.call('HSET', KEYS[2], ARGV[1], ARGV[3] .. ':' .. created_at)
-redis.call('HSET', KEYS[3], ARGV[2], ARGV[3])
-redis.call('SADD', KEYS[4], ARGV[1])
-return {created, created_at}
+if adding > 0 then
+  local room = tonumber(redis.call('HGET', KEYS[1], 'max_markets')) - redis.call('HLEN', KEYS[2])
+  if adding > room then return {-2, adding, math.max(room, 0)} end
+end
+local reply = {1}
+for i = 1, books do
+  local ref, wish, created_at = ARGV[3 * i - 1], ARGV[3 * i], ARGV[3 * i + 1]
+  local existing = redis.call('HGET', KEYS[2], ref)
+  local created = 1
+  if existing then
+    created_at = string.match(existing, ':(%d+)$')
+    created = 0
+  end
+  redis.call('HSET', KEYS[2], ref, wish .. ':' .. created_at)
+  redis.call('HSET', KEYS[3 + i], ARGV[1], wish)
+  redis.call('SADD', KEYS[3], ref)
+  reply[#reply + 1] = created
+  reply[#reply + 1] = created_at
+end
+return reply
 """
 
-# KEYS: tenant's subscriptions hash, book's subscribers hash, books set. ARGV: book id, tenant id.
-DELETE_SUBSCRIPTION = """
-if redis.call('HDEL', KEYS[1], ARGV[1]) == 0 then return 0 end
-redis.call('HDEL', KEYS[2], ARGV[2])
-if redis.call('HLEN', KEYS[2]) == 0 then redis.call('SREM', KEYS[3], ARGV[1]) end
-return 1
+# KEYS: tenant's subscriptions hash, books set, then one subscribers hash per book.
+# ARGV: tenant id, then one book id per book. Returns 1 (removed) or 0 (there was none) per book.
+DELETE_SUBSCRIPTIONS = """
+local reply = {}
+for i = 1, #KEYS - 2 do
+  local ref = ARGV[i + 1]
+  local removed = redis.call('HDEL', KEYS[1], ref)
+  if removed == 1 then
+    redis.call('HDEL', KEYS[2 + i], ARGV[1])
+    if redis.call('HLEN', KEYS[2 + i]) == 0 then redis.call('SREM', KEYS[2], ref) end
+  end
+  reply[i] = removed
+end
+return reply
 """
 
 # KEYS: key hash. ARGV: revocation time. Only ever moves the revocation earlier.

@@ -4,7 +4,7 @@ Two implementations pass one contract test suite: Redis/Valkey (the default, one
 ElastiCache) and DynamoDB (the serverless deployment). Whatever must not race is one atomic
 operation of the store itself, never a read-then-write in Python:
 
-- ``put_subscription`` checks the tenant's ``max_markets`` in the same step that adds a market;
+- ``put_subscription(s)`` checks the tenant's ``max_markets`` in the same step that adds markets;
 - ``create_tenant`` / ``update_tenant`` claim the tenant's name in the same step;
 - ``replace_assignments`` swaps a node's whole replica set at once;
 - ``revoke_key`` only ever moves a revocation time earlier; ``touch_keys`` only later;
@@ -17,7 +17,7 @@ Stores raise ``control_plane.errors`` for the caller's mistakes they detect atom
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from typing import Protocol
 
 from control_plane.models import (
@@ -72,8 +72,20 @@ class ControlStore(Protocol):
         An update keeps ``created_at``.
         """
 
+    async def put_subscriptions(
+        self, subscriptions: Sequence[Subscription]
+    ) -> list[tuple[Subscription, bool]]:
+        """``put_subscription`` for many books of one tenant (distinct books), in order.
+
+        The markets it would create are checked against ``max_markets`` together, in one atomic
+        step: all of them fit, or LimitExceededError and nothing is created or updated.
+        """
+
     async def delete_subscription(self, tenant_id: str, book: BookRef) -> bool:
         """Remove a subscription; False if there was none."""
+
+    async def delete_subscriptions(self, tenant_id: str, books: Sequence[BookRef]) -> list[bool]:
+        """``delete_subscription`` for many books of one tenant, in order."""
 
     async def list_subscriptions(self, tenant_id: str) -> list[Subscription]:
         """The tenant's subscriptions, ordered by book."""

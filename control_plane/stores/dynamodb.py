@@ -35,14 +35,14 @@ import json
 import random
 import secrets
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, TypeVar
 
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
 
 from book_store.errors import StoreError
-from control_plane.errors import ConflictError, LimitExceededError, NotFoundError
+from control_plane.errors import ConflictError, NotFoundError
 from control_plane.models import (
     ApiKey,
     AuditEvent,
@@ -58,6 +58,7 @@ from control_plane.stores._common import (
     book_id,
     desired_from,
     error_boundary,
+    max_markets_reached,
     name_key,
     parse_replica_id,
     replica_id,
@@ -107,6 +108,21 @@ class _Cancelled(StoreError):
 
 def _error_code(exc: ClientError) -> str:
     return str(exc.response.get("Error", {}).get("Code", ""))
+
+
+def _subscription_item(sub: Subscription) -> Item:
+    ref = book_id(sub.book)
+    return {
+        **primary_key(f"TENANT#{sub.tenant_id}", f"SUB#{ref}"),
+        "gsi1pk": str_attr("SUBS"),
+        "gsi1sk": str_attr(f"{ref}{SEPARATOR}{sub.tenant_id}"),
+        "tenant_id": str_attr(sub.tenant_id),
+        "exchange": str_attr(sub.exchange),
+        "market": str_attr(sub.market),
+        "replicas": num_attr(sub.replicas),
+        "depth": num_attr(sub.depth),
+        "created_at": num_attr(sub.created_at),
+    }
 
 
 class DynamoControlStore:
@@ -337,20 +353,14 @@ class DynamoControlStore:
     async def put_subscription(self, subscription: Subscription) -> tuple[Subscription, bool]:
         return await self._run(self._put_subscription, subscription)
 
+    @_translated
+    async def put_subscriptions(
+        self, subscriptions: Sequence[Subscription]
+    ) -> list[tuple[Subscription, bool]]:
+        return await self._run(self._put_subscriptions, subscriptions) if subscriptions else []
+
     def _put_subscription(self, sub: Subscription) -> tuple[Subscription, bool]:
-        ref = book_id(sub.book)
-        pk, sk = f"TENANT#{sub.tenant_id}", f"SUB#{ref}"
-        item = {
-            **primary_key(pk, sk),
-            "gsi1pk": str_attr("SUBS"),
-            "gsi1sk": str_attr(f"{ref}{SEPARATOR}{sub.tenant_id}"),
-            "tenant_id": str_attr(sub.tenant_id),
-            "exchange": str_attr(sub.exchange),
-            "market": str_attr(sub.market),
-            "replicas": num_attr(sub.replicas),
-            "depth": num_attr(sub.depth),
-            "created_at": num_attr(sub.created_at),
-        }
+        pk = f"TENANT#{sub.tenant_id}"
         count_it = {
             "Update": {
                 "Key": primary_key(pk, "TENANT"),
@@ -359,80 +369,126 @@ class DynamoControlStore:
                 "ExpressionAttributeValues": {":one": num_attr(1)},
             }
         }
+        create = {"Put": {"Item": _subscription_item(sub), "ConditionExpression": "attribute_not_exists(pk)"}}
         for _ in range(_TRANSACTION_ATTEMPTS):
             try:
-                self._retrying(
-                    lambda: self._transact(
-                        {"Put": {"Item": item, "ConditionExpression": "attribute_not_exists(pk)"}}, count_it
-                    )
-                )
+                self._retrying(lambda: self._transact(create, count_it))
                 return sub, True
             except _Cancelled as exc:
                 if not exc.failed(0) and exc.failed(1):
                     if self._get(pk, "TENANT") is None:
                         raise NotFoundError("no such tenant") from None
-                    raise LimitExceededError(
-                        "the tenant's max_markets is reached; unsubscribe from a market first"
-                    ) from None
+                    raise max_markets_reached(1, 0) from None
                 if not exc.failed(0):
                     raise
-            reply = self._conditional(
-                self._client.update_item,
-                Key=primary_key(pk, sk),
-                UpdateExpression="SET replicas = :replicas, #depth = :depth",
-                ConditionExpression="attribute_exists(pk)",
-                ExpressionAttributeNames={"#depth": "depth"},  # DEPTH is a DynamoDB reserved word
-                ExpressionAttributeValues={
-                    ":replicas": num_attr(sub.replicas),
-                    ":depth": num_attr(sub.depth),
-                },
-                ReturnValues="ALL_NEW",
-            )
-            if reply is not None:
-                return subscription_from(reply["Attributes"]), False
+            stored = self._update_wish(sub)
+            if stored is not None:
+                return stored, False
             # Deleted between our two steps: try to create it again.
         raise ConflictError("the subscription is being changed concurrently; try again")
 
+    def _put_subscriptions(self, subs: Sequence[Subscription]) -> list[tuple[Subscription, bool]]:
+        """Reserve room for every market the call adds in one conditional write of the tenant's
+        ``market_count`` (the atomic check), then write the items; a market another call created
+        in between gives its reservation back and is updated instead."""
+        pk = f"TENANT#{subs[0].tenant_id}"
+        existing = {item["sk"]["S"] for item in self._subscription_items(pk)}
+        adding = {s.book for s in subs if f"SUB#{book_id(s.book)}" not in existing}
+        self._reserve_markets(pk, len(adding))
+        results: list[tuple[Subscription, bool]] = []
+        for sub in subs:
+            if sub.book in adding:
+                item = _subscription_item(sub)
+                if self._conditional(
+                    self._client.put_item, Item=item, ConditionExpression="attribute_not_exists(pk)"
+                ):
+                    results.append((sub, True))
+                    continue
+                self._reserve_markets(pk, -1)
+            stored = self._update_wish(sub)
+            results.append((stored, False) if stored is not None else self._put_subscription(sub))
+        return results
+
+    def _reserve_markets(self, pk: str, markets: int) -> None:
+        """Move the tenant's ``market_count`` by ``markets`` if it stays within ``max_markets``
+        (a negative move always fits); NotFoundError for an unknown tenant."""
+        for tries in range(1, _TRANSACTION_ATTEMPTS + 1):
+            tenant = self._get(pk, "TENANT")
+            if tenant is None:
+                raise NotFoundError("no such tenant")
+            if markets == 0:
+                return
+            limit, count = int(tenant["max_markets"]["N"]), int(tenant["market_count"]["N"])
+            if markets > 0 and count + markets > limit:
+                raise max_markets_reached(markets, max(limit - count, 0))
+            if self._conditional(
+                self._client.update_item,
+                Key=primary_key(pk, "TENANT"),
+                UpdateExpression="SET market_count = :moved",
+                ConditionExpression="max_markets = :limit AND market_count = :count",
+                ExpressionAttributeValues={
+                    ":moved": num_attr(count + markets),
+                    ":limit": num_attr(limit),
+                    ":count": num_attr(count),
+                },
+            ):
+                return
+            time.sleep(random.uniform(0.005, 0.02) * tries)  # in a worker thread, never on the loop
+        raise ConflictError("the tenant's subscriptions are being changed concurrently; try again")
+
+    def _update_wish(self, sub: Subscription) -> Subscription | None:
+        """Set an existing subscription's replicas and depth; None if it does not exist."""
+        reply = self._conditional(
+            self._client.update_item,
+            Key=primary_key(f"TENANT#{sub.tenant_id}", f"SUB#{book_id(sub.book)}"),
+            UpdateExpression="SET replicas = :replicas, #depth = :depth",
+            ConditionExpression="attribute_exists(pk)",
+            ExpressionAttributeNames={"#depth": "depth"},  # DEPTH is a DynamoDB reserved word
+            ExpressionAttributeValues={":replicas": num_attr(sub.replicas), ":depth": num_attr(sub.depth)},
+            ReturnValues="ALL_NEW",
+        )
+        return None if reply is None else subscription_from(reply["Attributes"])
+
+    def _subscription_items(self, pk: str) -> list[Item]:
+        return self._query(
+            KeyConditionExpression="pk = :pk AND begins_with(sk, :sub)",
+            ExpressionAttributeValues={":pk": str_attr(pk), ":sub": str_attr("SUB#")},
+            ConsistentRead=True,
+        )
+
     @_translated
     async def delete_subscription(self, tenant_id: str, book: BookRef) -> bool:
+        return await self._run(self._delete_subscription, tenant_id, book)
+
+    @_translated
+    async def delete_subscriptions(self, tenant_id: str, books: Sequence[BookRef]) -> list[bool]:
+        return await self._run(lambda: [self._delete_subscription(tenant_id, book) for book in books])
+
+    def _delete_subscription(self, tenant_id: str, book: BookRef) -> bool:
         pk, sk = f"TENANT#{tenant_id}", f"SUB#{book_id(book)}"
-
-        def delete() -> bool:
-            try:
-                self._retrying(
-                    lambda: self._transact(
-                        {
-                            "Delete": {
-                                "Key": primary_key(pk, sk),
-                                "ConditionExpression": "attribute_exists(pk)",
-                            }
-                        },
-                        {
-                            "Update": {
-                                "Key": primary_key(pk, "TENANT"),
-                                "UpdateExpression": "SET market_count = market_count - :one",
-                                "ConditionExpression": "attribute_exists(pk)",
-                                "ExpressionAttributeValues": {":one": num_attr(1)},
-                            }
-                        },
-                    )
+        try:
+            self._retrying(
+                lambda: self._transact(
+                    {"Delete": {"Key": primary_key(pk, sk), "ConditionExpression": "attribute_exists(pk)"}},
+                    {
+                        "Update": {
+                            "Key": primary_key(pk, "TENANT"),
+                            "UpdateExpression": "SET market_count = market_count - :one",
+                            "ConditionExpression": "attribute_exists(pk)",
+                            "ExpressionAttributeValues": {":one": num_attr(1)},
+                        }
+                    },
                 )
-                return True
-            except _Cancelled as exc:
-                if exc.failed(0):
-                    return False
-                raise
-
-        return await self._run(delete)
+            )
+            return True
+        except _Cancelled as exc:
+            if exc.failed(0):
+                return False
+            raise
 
     @_translated
     async def list_subscriptions(self, tenant_id: str) -> list[Subscription]:
-        items = await self._run(
-            self._query,
-            KeyConditionExpression="pk = :pk AND begins_with(sk, :sub)",
-            ExpressionAttributeValues={":pk": str_attr(f"TENANT#{tenant_id}"), ":sub": str_attr("SUB#")},
-            ConsistentRead=True,
-        )
+        items = await self._run(self._subscription_items, f"TENANT#{tenant_id}")
         return sorted((subscription_from(item) for item in items), key=lambda s: s.book)
 
     @_translated

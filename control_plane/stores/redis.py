@@ -33,7 +33,7 @@ The store borrows a ``redis.asyncio.Redis`` (bytes or decoded responses) that it
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -44,7 +44,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from book_store.errors import StoreError
 from control_plane.depth import DEFAULT_DEPTH, DEFAULT_MAX_DEPTH
-from control_plane.errors import ConfigurationError, ConflictError, LimitExceededError, NotFoundError
+from control_plane.errors import ConfigurationError, ConflictError, NotFoundError
 from control_plane.models import (
     ApiKey,
     AuditEvent,
@@ -60,6 +60,7 @@ from control_plane.stores._common import (
     book_id,
     desired_from,
     error_boundary,
+    max_markets_reached,
     name_key,
     parse_book_id,
     parse_replica_id,
@@ -203,8 +204,8 @@ class RedisControlStore:
         self._base = f"{prefix}{HASH_TAG}:"
         self._create_tenant = client.register_script(lua.CREATE_TENANT)
         self._update_tenant = client.register_script(lua.UPDATE_TENANT)
-        self._put_subscription = client.register_script(lua.PUT_SUBSCRIPTION)
-        self._delete_subscription = client.register_script(lua.DELETE_SUBSCRIPTION)
+        self._put_subscriptions = client.register_script(lua.PUT_SUBSCRIPTIONS)
+        self._delete_subscriptions = client.register_script(lua.DELETE_SUBSCRIPTIONS)
         self._revoke_key = client.register_script(lua.REVOKE_KEY)
         self._touch_keys = client.register_script(lua.TOUCH_KEYS)
         self._update_if_exists = client.register_script(lua.UPDATE_IF_EXISTS)
@@ -299,34 +300,45 @@ class RedisControlStore:
             await self._touch_keys(keys=keys, args=[last_used[key_id] for key_id in ids])
 
     # -- subscriptions ----------------------------------------------------------------------
-    @_translated
     async def put_subscription(self, subscription: Subscription) -> tuple[Subscription, bool]:
-        tenant_id, book = subscription.tenant_id, book_id(subscription.book)
-        keys = [
-            self._k("tenant", tenant_id),
-            self._k("subs", tenant_id),
-            self._k("book", book),
-            self._k("books"),
-        ]
-        args: list[str | int] = [
-            book,
-            tenant_id,
-            f"{subscription.replicas}:{subscription.depth}",
-            subscription.created_at,
-        ]
-        reply = await self._put_subscription(keys=keys, args=args)
+        return (await self.put_subscriptions([subscription]))[0]
+
+    @_translated
+    async def put_subscriptions(
+        self, subscriptions: Sequence[Subscription]
+    ) -> list[tuple[Subscription, bool]]:
+        if not subscriptions:
+            return []
+        tenant_id = subscriptions[0].tenant_id
+        books = [book_id(s.book) for s in subscriptions]
+        keys = [self._k("tenant", tenant_id), self._k("subs", tenant_id), self._k("books")]
+        keys += [self._k("book", book) for book in books]
+        args: list[str | int] = [tenant_id]
+        for book, s in zip(books, subscriptions, strict=True):
+            args += [book, f"{s.replicas}:{s.depth}", s.created_at]
+        reply = await self._put_subscriptions(keys=keys, args=args)
         status = int(reply[0])
         if status == -1:
             raise NotFoundError("no such tenant")
         if status == -2:
-            raise LimitExceededError("the tenant's max_markets is reached; unsubscribe from a market first")
-        return replace(subscription, created_at=int(_text(reply[1]))), status == 1
+            raise max_markets_reached(int(reply[1]), int(reply[2]))
+        return [
+            (replace(s, created_at=int(_text(reply[2 + 2 * i]))), int(reply[1 + 2 * i]) == 1)
+            for i, s in enumerate(subscriptions)
+        ]
+
+    async def delete_subscription(self, tenant_id: str, book: BookRef) -> bool:
+        return (await self.delete_subscriptions(tenant_id, [book]))[0]
 
     @_translated
-    async def delete_subscription(self, tenant_id: str, book: BookRef) -> bool:
-        ref = book_id(book)
-        keys = [self._k("subs", tenant_id), self._k("book", ref), self._k("books")]
-        return bool(await self._delete_subscription(keys=keys, args=[ref, tenant_id]))
+    async def delete_subscriptions(self, tenant_id: str, books: Sequence[BookRef]) -> list[bool]:
+        if not books:
+            return []
+        refs = [book_id(book) for book in books]
+        keys = [self._k("subs", tenant_id), self._k("books"), *(self._k("book", ref) for ref in refs)]
+        return [
+            bool(removed) for removed in await self._delete_subscriptions(keys=keys, args=[tenant_id, *refs])
+        ]
 
     @_translated
     async def list_subscriptions(self, tenant_id: str) -> list[Subscription]:

@@ -1,11 +1,23 @@
-"""The tenant's subscriptions: ``POST``/``GET /v1/subscriptions`` and ``DELETE .../{exchange}/{market}``."""
+"""The tenant's subscriptions: ``POST``/``GET /v1/subscriptions``, ``DELETE .../{exchange}/{market}``,
+and the bulk forms, ``POST /v1/subscriptions/bulk`` and ``DELETE /v1/subscriptions``.
+
+A bulk call names its markets as a list or selects them with a filter (quote and/or base asset,
+of the exchange's trading markets when subscribing, of the tenant's subscriptions when
+unsubscribing), and answers one result per market, so a bad market never hides the others.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+from book_store.catalog import TRADING, MarketInfo
 from book_store.keys import BookKey
 from book_store.unplaced import UnplacedBooks
 from control_plane.auth import require_tenant
 from control_plane.depth import DEFAULT_DEPTH
+from control_plane.errors import InvalidRequestError
+from control_plane.subscriptions import BulkOutcome
+from control_plane.validation import require_exchange
 from read_functions.access import subscriptions_changed
 from read_functions.book_read import best_status
 from read_functions.deps import Deps, now_ms
@@ -13,6 +25,8 @@ from read_functions.messages import Request, Response, empty_response, json_resp
 from read_functions.params import json_object, require_fields
 
 _FIELDS = frozenset({"exchange", "market", "replicas", "depth"})
+_BULK_FIELDS = frozenset({"exchange", "markets", "quote", "base", "status", "replicas", "depth"})
+_FILTERS = ("quote", "base")
 
 
 async def subscribe(request: Request, deps: Deps) -> Response:
@@ -56,3 +70,94 @@ async def unsubscribe(request: Request, deps: Deps) -> Response:
     await deps.control.unsubscribe(tenant_id, params["exchange"], params["market"], actor=request.principal)
     await deps.announce(subscriptions_changed(tenant_id))
     return empty_response()
+
+
+async def subscribe_bulk(request: Request, deps: Deps) -> Response:
+    """``POST /v1/subscriptions/bulk``: many markets of one exchange, by list or by filter."""
+    assert request.principal is not None
+    tenant_id = require_tenant(request.principal)
+    body = json_object(request)
+    require_fields(body, _BULK_FIELDS)
+    exchange = require_exchange(body.get("exchange"))
+    if body.get("status", TRADING) != TRADING:
+        raise InvalidRequestError(f"status may only be {TRADING!r}: only trading markets can be subscribed")
+    filters = _filters(body)
+    markets = body.get("markets")
+    if markets is None:
+        markets = [
+            m.market for m in await deps.catalog.markets(exchange) if m.tradable and _matches(m, filters)
+        ]
+    elif filters:
+        raise InvalidRequestError("give either markets or a filter (quote, base), not both")
+    outcomes = await deps.control.subscribe_many(
+        tenant_id,
+        exchange,
+        markets,
+        body.get("replicas", 1),
+        body.get("depth", DEFAULT_DEPTH),
+        actor=request.principal,
+    )
+    await deps.announce(subscriptions_changed(tenant_id))
+    return json_response(_bulk_answer(exchange, outcomes, "created", "updated"))
+
+
+async def unsubscribe_bulk(request: Request, deps: Deps) -> Response:
+    """``DELETE /v1/subscriptions?exchange=...``: the listed markets, or every subscription of the
+    exchange that matches the filter (every one, without a filter)."""
+    assert request.principal is not None
+    tenant_id = require_tenant(request.principal)
+    query = request.query
+    exchange = require_exchange(query.get("exchange"))
+    filters = _filters(query)
+    listed = query.get("markets")
+    if listed is not None:
+        if filters:
+            raise InvalidRequestError("give either markets or a filter (quote, base), not both")
+        markets = [m for m in listed.split(",") if m]
+    else:
+        mine = [s.market for s in await deps.control.subscriptions(tenant_id) if s.exchange == exchange]
+        if filters:
+            catalog = {m.market: m for m in await deps.catalog.markets(exchange)}
+            mine = [m for m in mine if m in catalog and _matches(catalog[m], filters)]
+        markets = mine
+    outcomes = await deps.control.unsubscribe_many(tenant_id, exchange, markets, actor=request.principal)
+    await deps.announce(subscriptions_changed(tenant_id))
+    return json_response(_bulk_answer(exchange, outcomes, "deleted", "deleted"))
+
+
+def _filters(fields: Mapping[str, object]) -> dict[str, str]:
+    """The asset filters given (``quote``, ``base``), each a non-empty asset name."""
+    filters: dict[str, str] = {}
+    for name in _FILTERS:
+        value = fields.get(name)
+        if value is None:
+            continue
+        if not isinstance(value, str) or not 1 <= len(value) <= 32 or not value.isalnum():
+            raise InvalidRequestError(f"{name} must be an asset name such as 'USDT'")
+        filters[name] = value.upper()
+    return filters
+
+
+def _matches(market: MarketInfo, filters: Mapping[str, str]) -> bool:
+    return all(getattr(market, name).upper() == value for name, value in filters.items())
+
+
+def _bulk_answer(exchange: str, outcomes: list[BulkOutcome], created: str, updated: str) -> dict[str, object]:
+    """One result per market and how many of each: ``created``/``updated`` (or ``deleted``) and ``failed``."""
+    results: list[dict[str, object]] = []
+    for outcome in outcomes:
+        if outcome.error is not None:
+            error = {"code": outcome.error.code, "message": str(outcome.error)}
+            results.append({"market": outcome.market, "result": "failed", "error": error})
+        else:
+            result: dict[str, object] = {
+                "market": outcome.market,
+                "result": created if outcome.created else updated,
+            }
+            if outcome.subscription is not None:
+                result["subscription"] = outcome.subscription.to_json()
+            results.append(result)
+    counts = {name: 0 for name in dict.fromkeys((created, updated, "failed"))}
+    for result in results:
+        counts[str(result["result"])] += 1
+    return {"exchange": exchange, **counts, "results": results}

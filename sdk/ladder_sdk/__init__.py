@@ -12,7 +12,7 @@ Every error is a `LadderError`; the tree is drawn in `ladder_sdk._errors`.
 """
 
 from ._async_client import AsyncLadder, AsyncLadderAdmin
-from ._book import Book, Level
+from ._book import Book, BookRead, Level, Top
 from ._config import Timeout
 from ._errors import (
     APIConnectionError,
@@ -36,8 +36,10 @@ from ._errors import (
 from ._models import (
     ApiKey,
     AuditEntry,
+    BulkResult,
     CreatedKey,
     Market,
+    MarketResult,
     Node,
     NodeAssignment,
     Subscription,
@@ -62,8 +64,10 @@ __all__ = [
     "BadRequestError",
     "Book",
     "BookNotSyncedError",
+    "BookRead",
     "BookTooOldError",
     "BookUnavailableError",
+    "BulkResult",
     "ConfigurationError",
     "ConflictError",
     "CreatedKey",
@@ -74,6 +78,7 @@ __all__ = [
     "Level",
     "LimitExceededError",
     "Market",
+    "MarketResult",
     "Node",
     "NodeAssignment",
     "NotFoundError",
@@ -83,6 +88,7 @@ __all__ = [
     "Subscription",
     "Tenant",
     "Timeout",
+    "Top",
     "Usage",
     "UsageMinute",
     "__version__",

@@ -8,7 +8,7 @@ Every method takes the same arguments and gives the same result as its `Ladder` 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Iterable
 from types import TracebackType
 from typing import Self, TypeVar, cast
 
@@ -18,12 +18,12 @@ import websockets.asyncio.client
 from . import _admin_endpoints as admin
 from . import _endpoints as tenant
 from ._base_client import DEFAULT_TIMEOUT, Outcome, _BaseClient
-from ._book import Book
+from ._book import Book, BookRead, Top
 from ._call import Call
 from ._config import ADMIN_KEY_ENV, Timeout, Verify
 from ._foreign import STREAM_ERRORS
 from ._logging import STREAM_LOGGER
-from ._models import ApiKey, AuditEntry, CreatedKey, Market, Node, Subscription, Tenant, Usage
+from ._models import ApiKey, AuditEntry, BulkResult, CreatedKey, Market, Node, Subscription, Tenant, Usage
 from ._retry import RetryPolicy
 from ._stream import StreamSession
 
@@ -129,6 +129,18 @@ class AsyncLadder(_AsyncClient):
         """The ask side only (see `Ladder.asks`)."""
         return await self._run(tenant.book(exchange, market, depth, max_age_ms, side="asks"))
 
+    async def tops(self, exchange: str | None = None) -> list[Top]:
+        """The best bid and ask of every book this tenant subscribes to (of one exchange, or all).
+
+        One call however many books: each `Top` is one replica's snapshot with its own `age_ms`;
+        a book not synced right now has only its `status`."""
+        return await self._run(tenant.tops(exchange))
+
+    async def books(self, exchange: str, markets: Iterable[str], depth: int | None = None) -> list[BookRead]:
+        """Up to 100 books of one exchange in one call, in order: each `BookRead` holds what
+        `book()` would return, or the error code it would raise (`book_not_synced`, ...)."""
+        return await self._run(tenant.books(exchange, list(markets), depth))
+
     async def markets(self, exchange: str | None = None) -> list[Market]:
         """What can be subscribed (see `Ladder.markets`)."""
         return await self._run(tenant.markets(exchange))
@@ -143,9 +155,37 @@ class AsyncLadder(_AsyncClient):
         """Subscribe to a book, or change its replicas and depth (see `Ladder.subscribe`)."""
         return await self._run(tenant.subscribe(exchange, market, replicas, depth))
 
+    async def subscribe_many(
+        self, exchange: str, markets: Iterable[str], replicas: int = 1, depth: int | None = None
+    ) -> BulkResult:
+        """Subscribe to many markets of one exchange in one call (see `Ladder.subscribe_many`)."""
+        return await self._run(tenant.subscribe_many(exchange, list(markets), replicas, depth))
+
+    async def subscribe_all(
+        self,
+        exchange: str,
+        *,
+        quote: str | None = None,
+        base: str | None = None,
+        replicas: int = 1,
+        depth: int | None = None,
+    ) -> BulkResult:
+        """Subscribe to every trading market that matches (see `Ladder.subscribe_all`)."""
+        return await self._run(tenant.subscribe_many(exchange, None, replicas, depth, quote, base))
+
     async def unsubscribe(self, exchange: str, market: str) -> None:
         """Drop a subscription (see `Ladder.unsubscribe`)."""
         await self._run(tenant.unsubscribe(exchange, market))
+
+    async def unsubscribe_many(self, exchange: str, markets: Iterable[str]) -> BulkResult:
+        """Drop many subscriptions of one exchange (see `Ladder.unsubscribe_many`)."""
+        return await self._run(tenant.unsubscribe_many(exchange, list(markets)))
+
+    async def unsubscribe_all(
+        self, exchange: str, *, quote: str | None = None, base: str | None = None
+    ) -> BulkResult:
+        """Drop every matching subscription of `exchange` (see `Ladder.unsubscribe_all`)."""
+        return await self._run(tenant.unsubscribe_many(exchange, None, quote, base))
 
     async def subscriptions(self) -> list[Subscription]:
         """This tenant's subscriptions with each book's status."""

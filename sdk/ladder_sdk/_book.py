@@ -85,3 +85,44 @@ class Book:
         if self.best_bid is None or self.best_ask is None:
             return None
         return (self.best_ask.price + self.best_bid.price) / 2
+
+
+@dataclass(frozen=True)
+class Top:
+    """The best bid and ask of one book (one entry of `Ladder.tops`).
+
+    A book no replica of which may be served has only its `status` (`resyncing`, `stale`,
+    `starting`): every other field is None then. `bid` or `ask` is None when that side is empty;
+    `truncated` says that an empty side may hold levels at the venue.
+    """
+
+    exchange: str
+    market: str
+    status: str
+    update_id: int | None = None
+    replica: int | None = None
+    age_ms: int | None = None
+    publish_time_ms: int | None = None
+    truncated: bool = False
+    bid: Level | None = None
+    ask: Level | None = None
+
+    @property
+    def synced(self) -> bool:
+        """True when a replica was served (the prices are there)."""
+        return self.status == "synced"
+
+
+@dataclass(frozen=True)
+class BookRead:
+    """One book of `Ladder.books`: the `book`, or why it could not be served (`error_code`)."""
+
+    market: str
+    book: Book | None = None
+    error_code: str | None = None
+    error_message: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when the book was served."""
+        return self.book is not None

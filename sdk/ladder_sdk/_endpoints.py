@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from . import _parse as parse
-from ._book import Book
+from ._book import Book, BookRead, Top
 from ._call import Call, params, path
-from ._models import ApiKey, CreatedKey, Market, Subscription, Usage
+from ._models import ApiKey, BulkResult, CreatedKey, Market, Subscription, Usage
 
 
 def book(
@@ -14,6 +14,17 @@ def book(
     """GET /v1/books/{exchange}/{market}[/bids|/asks]."""
     segments = ("v1", "books", exchange, market) + ((side,) if side else ())
     return Call("GET", path(*segments), parse.book, params(depth=depth, max_age_ms=max_age_ms))
+
+
+def tops(exchange: str | None) -> Call[list[Top]]:
+    """GET /v1/tops[?exchange=...]."""
+    return Call("GET", path("v1", "tops"), parse.tops, params(exchange=exchange))
+
+
+def books(exchange: str, markets: list[str], depth: int | None) -> Call[list[BookRead]]:
+    """GET /v1/books?exchange=...&markets=A,B,C[&depth=N]."""
+    query: dict[str, str | int] = {"exchange": exchange, "markets": ",".join(markets)} | params(depth=depth)
+    return Call("GET", path("v1", "books"), parse.books, query)
 
 
 def markets(exchange: str | None) -> Call[list[Market]]:
@@ -33,6 +44,32 @@ def subscribe(exchange: str, market: str, replicas: int, depth: int | None) -> C
     """
     body = {"exchange": exchange, "market": market, "replicas": replicas} | params(depth=depth)
     return Call("POST", path("v1", "subscriptions"), parse.subscription, body=body)
+
+
+def subscribe_many(
+    exchange: str,
+    markets: list[str] | None,
+    replicas: int,
+    depth: int | None,
+    quote: str | None = None,
+    base: str | None = None,
+) -> Call[BulkResult]:
+    """POST /v1/subscriptions/bulk: the listed markets, or (markets None) every trading market
+    that matches `quote` and `base`. An upsert of every market, so sending it twice is harmless."""
+    body = {"exchange": exchange, "replicas": replicas} | params(
+        markets=markets, depth=depth, quote=quote, base=base
+    )
+    return Call("POST", path("v1", "subscriptions", "bulk"), parse.bulk_result, body=body)
+
+
+def unsubscribe_many(
+    exchange: str, markets: list[str] | None, quote: str | None = None, base: str | None = None
+) -> Call[BulkResult]:
+    """DELETE /v1/subscriptions?exchange=...: the listed markets, or every subscribed one that
+    matches `quote` and `base`."""
+    listed = None if markets is None else ",".join(markets)
+    query = params(exchange=exchange, markets=listed, quote=quote, base=base)
+    return Call("DELETE", path("v1", "subscriptions"), parse.bulk_result, query)
 
 
 def unsubscribe(exchange: str, market: str) -> Call[None]:

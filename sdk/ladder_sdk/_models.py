@@ -34,6 +34,43 @@ class Subscription:
 
 
 @dataclass(frozen=True)
+class MarketResult:
+    """What a bulk call did to one market: `result` is `created`, `updated`, `deleted` or `failed`.
+
+    A failed market carries the server's error `code` (e.g. `unknown_market`) and message; a
+    subscribed one carries its `subscription`.
+    """
+
+    market: str
+    result: str
+    subscription: Subscription | None = None
+    error_code: str | None = None
+    error_message: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True unless the market failed."""
+        return self.result != "failed"
+
+
+@dataclass(frozen=True)
+class BulkResult:
+    """The answer of a bulk subscribe or unsubscribe: one `MarketResult` per market, in order."""
+
+    exchange: str
+    results: tuple[MarketResult, ...]
+
+    @property
+    def failed(self) -> tuple[MarketResult, ...]:
+        """The markets that did not go through (the others did)."""
+        return tuple(r for r in self.results if not r.ok)
+
+    def count(self, result: str) -> int:
+        """How many markets ended as `result` (`created`, `updated`, `deleted`, `failed`)."""
+        return sum(1 for r in self.results if r.result == result)
+
+
+@dataclass(frozen=True)
 class UsageMinute:
     """Requests counted in the minute that starts at `minute`."""
 

@@ -20,13 +20,15 @@ from datetime import datetime
 from decimal import Decimal, InvalidOperation
 from types import MappingProxyType
 
-from ._book import Book, Level, datetime_from_ms
+from ._book import Book, BookRead, Level, Top, datetime_from_ms
 from ._errors import APIResponseError
 from ._models import (
     ApiKey,
     AuditEntry,
+    BulkResult,
     CreatedKey,
     Market,
+    MarketResult,
     Node,
     NodeAssignment,
     Subscription,
@@ -154,6 +156,54 @@ def book(data: object) -> Book:
     )
 
 
+def _level(value: object, what: str) -> Level | None:
+    return None if value is None else _levels([value], what)[0]
+
+
+def tops(data: object) -> list[Top]:
+    """GET /v1/tops: {"tops": [...]}, the prices of the books not synced left out."""
+    result = []
+    for item in _items(data, "tops", "tops"):
+        fields = _Fields(item, "top")
+        status = fields.text("status")
+        synced = status == "synced"
+        result.append(
+            Top(
+                exchange=fields.text("exchange"),
+                market=fields.text("market"),
+                status=status,
+                update_id=fields.integer("update_id") if synced else None,
+                replica=fields.integer("replica") if synced else None,
+                age_ms=fields.integer("age_ms") if synced else None,
+                publish_time_ms=fields.integer("publish_time") if synced else None,
+                truncated=fields.flag("truncated") if synced else False,
+                bid=_level(fields.data.get("bid"), "top bid"),
+                ask=_level(fields.data.get("ask"), "top ask"),
+            )
+        )
+    return result
+
+
+def books(data: object) -> list[BookRead]:
+    """GET /v1/books?markets=...: {"books": [book | {"exchange", "market", "error"}]}."""
+    result = []
+    for item in _items(data, "books", "books"):
+        fields = _Fields(item, "book")
+        raw_error = fields.data.get("error")
+        if raw_error is None:
+            result.append(BookRead(market=fields.text("market"), book=book(item)))
+            continue
+        error = _Fields(raw_error, "book error")
+        result.append(
+            BookRead(
+                market=fields.text("market"),
+                error_code=error.text("code"),
+                error_message=error.text("message"),
+            )
+        )
+    return result
+
+
 def market(data: object) -> Market:
     """One entry of GET /v1/markets."""
     fields = _Fields(data, "market")
@@ -195,6 +245,27 @@ def subscription(data: object) -> Subscription:
 def subscriptions(data: object) -> list[Subscription]:
     """GET /v1/subscriptions: {"subscriptions": [...]}."""
     return [subscription(item) for item in _items(data, "subscriptions", "subscriptions")]
+
+
+def bulk_result(data: object) -> BulkResult:
+    """POST /v1/subscriptions/bulk and DELETE /v1/subscriptions: one result per market."""
+    fields = _Fields(data, "bulk result")
+    results = []
+    for item in fields.array("results"):
+        entry = _Fields(item, "market result")
+        raw_error = entry.data.get("error")
+        error = None if raw_error is None else _Fields(raw_error, "market error")
+        raw_subscription = entry.data.get("subscription")
+        results.append(
+            MarketResult(
+                market=entry.text("market"),
+                result=entry.text("result"),
+                subscription=None if raw_subscription is None else subscription(raw_subscription),
+                error_code=None if error is None else error.text("code"),
+                error_message=None if error is None else error.text("message"),
+            )
+        )
+    return BulkResult(exchange=fields.text("exchange"), results=tuple(results))
 
 
 def usage(data: object) -> Usage:

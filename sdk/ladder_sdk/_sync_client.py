@@ -7,7 +7,7 @@ websockets sync client to stream. Every rule (URLs, auth, errors, retries, resum
 from __future__ import annotations
 
 import time
-from collections.abc import Generator
+from collections.abc import Generator, Iterable
 from types import TracebackType
 from typing import Self, TypeVar, cast
 
@@ -17,12 +17,12 @@ import websockets.sync.client
 from . import _admin_endpoints as admin
 from . import _endpoints as tenant
 from ._base_client import DEFAULT_TIMEOUT, Outcome, _BaseClient
-from ._book import Book
+from ._book import Book, BookRead, Top
 from ._call import Call
 from ._config import ADMIN_KEY_ENV, Timeout, Verify
 from ._foreign import STREAM_ERRORS
 from ._logging import STREAM_LOGGER
-from ._models import ApiKey, AuditEntry, CreatedKey, Market, Node, Subscription, Tenant, Usage
+from ._models import ApiKey, AuditEntry, BulkResult, CreatedKey, Market, Node, Subscription, Tenant, Usage
 from ._retry import RetryPolicy
 from ._stream import StreamSession
 
@@ -138,6 +138,18 @@ class Ladder(_SyncClient):
         """The ask side only (`bids` is empty)."""
         return self._run(tenant.book(exchange, market, depth, max_age_ms, side="asks"))
 
+    def tops(self, exchange: str | None = None) -> list[Top]:
+        """The best bid and ask of every book this tenant subscribes to (of one exchange, or all).
+
+        One call however many books: each `Top` is one replica's snapshot with its own `age_ms`;
+        a book not synced right now has only its `status`."""
+        return self._run(tenant.tops(exchange))
+
+    def books(self, exchange: str, markets: Iterable[str], depth: int | None = None) -> list[BookRead]:
+        """Up to 100 books of one exchange in one call, in order: each `BookRead` holds what
+        `book()` would return, or the error code it would raise (`book_not_synced`, ...)."""
+        return self._run(tenant.books(exchange, list(markets), depth))
+
     def markets(self, exchange: str | None = None) -> list[Market]:
         """What can be subscribed, on one exchange or on all of them."""
         return self._run(tenant.markets(exchange))
@@ -156,9 +168,43 @@ class Ladder(_SyncClient):
         """
         return self._run(tenant.subscribe(exchange, market, replicas, depth))
 
+    def subscribe_many(
+        self, exchange: str, markets: Iterable[str], replicas: int = 1, depth: int | None = None
+    ) -> BulkResult:
+        """Subscribe to many markets of one exchange in one call (or change their replicas and depth).
+
+        Each market has its own result: one the exchange does not trade fails alone while the
+        others go ahead. The markets that are new count against the tenant's `max_markets`
+        together: all of them fit, or `LimitExceededError` and nothing changes.
+        """
+        return self._run(tenant.subscribe_many(exchange, list(markets), replicas, depth))
+
+    def subscribe_all(
+        self,
+        exchange: str,
+        *,
+        quote: str | None = None,
+        base: str | None = None,
+        replicas: int = 1,
+        depth: int | None = None,
+    ) -> BulkResult:
+        """Subscribe to every trading market of `exchange`, or those quoted in `quote` and/or of
+        base asset `base` (e.g. `subscribe_all("binance.com", quote="USDT")`); see `subscribe_many`."""
+        return self._run(tenant.subscribe_many(exchange, None, replicas, depth, quote, base))
+
     def unsubscribe(self, exchange: str, market: str) -> None:
         """Drop a subscription; the book stops being kept once no tenant wants it."""
         self._run(tenant.unsubscribe(exchange, market))
+
+    def unsubscribe_many(self, exchange: str, markets: Iterable[str]) -> BulkResult:
+        """Drop many subscriptions of one exchange; one the tenant does not have fails with `not_found`."""
+        return self._run(tenant.unsubscribe_many(exchange, list(markets)))
+
+    def unsubscribe_all(
+        self, exchange: str, *, quote: str | None = None, base: str | None = None
+    ) -> BulkResult:
+        """Drop every subscription of `exchange`, or those that match `quote` and/or `base`."""
+        return self._run(tenant.unsubscribe_many(exchange, None, quote, base))
 
     def subscriptions(self) -> list[Subscription]:
         """This tenant's subscriptions with each book's status."""

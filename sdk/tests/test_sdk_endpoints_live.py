@@ -15,6 +15,8 @@ from ladder_sdk import (
     AsyncLadderAdmin,
     AuditEntry,
     Book,
+    BookRead,
+    BulkResult,
     ConfigurationError,
     CreatedKey,
     Ladder,
@@ -23,6 +25,7 @@ from ladder_sdk import (
     Node,
     Subscription,
     Tenant,
+    Top,
     Usage,
 )
 
@@ -62,6 +65,29 @@ NODE = {
 USAGE = {"tenant_id": "t1", "requests_total": 3, "minutes": [{"minute": 0, "requests": 3}]}
 AUDIT = {"at": 3, "actor": "operator", "action": "tenant.create", "target": "t1", "detail": {"name": "acme"}}
 SUB = {"exchange": "binance.com", "market": "ETHBTC", "replicas": 2, "depth": 100, "created_at": 1}
+BULK = {
+    "exchange": "binance.com",
+    "created": 1,
+    "updated": 0,
+    "failed": 1,
+    "results": [
+        {"market": "ETHBTC", "result": "created", "subscription": SUB},
+        {"market": "NOPE", "result": "failed", "error": {"code": "unknown_market", "message": "no"}},
+    ],
+}
+UNBULK = {
+    "exchange": "binance.com",
+    "deleted": 1,
+    "failed": 0,
+    "results": [{"market": "ETHBTC", "result": "deleted"}],
+}
+TOPS = {
+    "tops": [
+        {"exchange": "binance.com", "market": "BTCUSDT", "status": "synced", "update_id": 5,
+         "publish_time": 1, "replica": 0, "age_ms": 3, "truncated": False, "bid": ["1.0", "2"], "ask": None},
+        {"exchange": "binance.com", "market": "ETHBTC", "status": "resyncing"},
+    ]
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -97,6 +123,23 @@ TENANT_CASES = [
     Case("subscribe", ("binance.com-futures", "BTCUSDT"), {"depth": 1000},
          "POST", "/v1/subscriptions", 200, SUB | {"depth": 1000}, Subscription,
          body={"exchange": "binance.com-futures", "market": "BTCUSDT", "replicas": 1, "depth": 1000}),
+    Case("subscribe_many", ("binance.com", ("ETHBTC", "NOPE")), {"replicas": 2},
+         "POST", "/v1/subscriptions/bulk", 200, BULK, BulkResult,
+         body={"exchange": "binance.com", "markets": ["ETHBTC", "NOPE"], "replicas": 2}),
+    Case("subscribe_all", ("binance.com",), {"quote": "USDT", "depth": 50},
+         "POST", "/v1/subscriptions/bulk", 200, BULK, BulkResult,
+         body={"exchange": "binance.com", "quote": "USDT", "replicas": 1, "depth": 50}),
+    Case("unsubscribe_many", ("binance.com", ["ETHBTC", "BTCUSDT"]), {},
+         "DELETE", "/v1/subscriptions", 200, UNBULK, BulkResult,
+         query={"exchange": "binance.com", "markets": "ETHBTC,BTCUSDT"}),
+    Case("unsubscribe_all", ("binance.com",), {"base": "ETH"},
+         "DELETE", "/v1/subscriptions", 200, UNBULK, BulkResult,
+         query={"exchange": "binance.com", "base": "ETH"}),
+    Case("tops", (), {"exchange": "binance.com"},
+         "GET", "/v1/tops", 200, TOPS, Top, query={"exchange": "binance.com"}),
+    Case("books", ("binance.com", ["ETHBTC", "NOPE"]), {"depth": 5},
+         "GET", "/v1/books", 200, None, BookRead,
+         query={"exchange": "binance.com", "markets": "ETHBTC,NOPE", "depth": "5"}),
     Case("unsubscribe", ("alpaca", "BTC/USD"), {},
          "DELETE", "/v1/subscriptions/alpaca/BTC%2FUSD", 204, None, None),
     Case("subscriptions", (), {},
@@ -142,6 +185,13 @@ ADMIN_CASES = [
 
 def script(server: Any, case: Case) -> None:
     answer = server.book(7, "alpaca", "BTC/USD") if case.result is Book else case.answer
+    if case.result is BookRead:
+        failed = {
+            "exchange": "binance.com",
+            "market": "NOPE",
+            "error": {"code": "unknown_market", "message": "no"},
+        }
+        answer = {"books": [server.book(7, "binance.com", "ETHBTC"), failed]}
     server.script(case.method, case.raw_path, (case.status, answer))
 
 
@@ -186,6 +236,29 @@ def test_every_client_method_is_covered_by_a_case() -> None:
     admin = {name for name in dir(LadderAdmin) if not name.startswith("_")} - {"close", "base_url"}
     assert tenant == {case.call for case in TENANT_CASES}
     assert admin == {case.call for case in ADMIN_CASES}
+
+
+def test_bulk_and_multi_book_answers_are_read_in_full(server: Any, api_key: str) -> None:
+    server.script("POST", "/v1/subscriptions/bulk", (200, BULK))
+    server.script("GET", "/v1/tops", (200, TOPS))
+    failed = {
+        "exchange": "binance.com",
+        "market": "NOPE",
+        "error": {"code": "unknown_market", "message": "no"},
+    }
+    server.script("GET", "/v1/books", (200, {"books": [server.book(7, "binance.com", "ETHBTC"), failed]}))
+    with Ladder(api_key, base_url=server.url) as client:
+        bulk = client.subscribe_all("binance.com", quote="USDT")
+        synced, resyncing = client.tops()
+        book, missing = client.books("binance.com", ["ETHBTC", "NOPE"])
+    assert (bulk.count("created"), bulk.count("failed")) == (1, 1)
+    assert bulk.results[0].subscription is not None and bulk.results[0].subscription.replicas == 2
+    assert [(r.market, r.error_code) for r in bulk.failed] == [("NOPE", "unknown_market")]
+    assert synced.synced and synced.bid is not None and str(synced.bid.price) == "1.0" and synced.ask is None
+    assert (synced.update_id, synced.age_ms, synced.truncated) == (5, 3, False)
+    assert not resyncing.synced and resyncing.update_id is None and resyncing.bid is None
+    assert book.ok and book.book is not None and book.book.update_id == 7
+    assert not missing.ok and (missing.market, missing.error_code) == ("NOPE", "unknown_market")
 
 
 def test_update_tenant_refuses_unknown_fields_before_sending(server: Any, api_key: str) -> None:

@@ -303,6 +303,80 @@ async def test_concurrent_subscribes_respect_max_markets(service: ControlService
     assert len(await service.subscriptions(tenant_id)) == 4
 
 
+async def test_subscribe_many_answers_per_market_and_refuses_bad_common_fields(
+    service: ControlService,
+) -> None:
+    tenant_id = await new_tenant(service, max_markets=5, max_replicas=2, max_depth=500)
+    actor = Principal(tenant_id, "key_x", False)
+    await service.subscribe(tenant_id, "binance.com", "BTCUSDT", actor=actor)
+
+    markets = ["BTCUSDT", "COIN1USDT", "NOSUCHUSDT", "BAD|NAME", "COIN1USDT", "COIN2USDT"]
+    outcomes = await service.subscribe_many(tenant_id, "binance.com", markets, 2, 300, actor=actor)
+
+    assert [(o.market, o.created, o.error.code if o.error else None) for o in outcomes] == [
+        ("BTCUSDT", False, None),
+        ("COIN1USDT", True, None),
+        ("NOSUCHUSDT", False, "unknown_market"),
+        ("BAD|NAME", False, "invalid_request"),
+        ("COIN2USDT", True, None),  # a repeated market is answered once
+    ]
+    assert all(o.subscription is not None and (o.subscription.replicas, o.subscription.depth) == (2, 300)
+               for o in outcomes if o.error is None)  # fmt: skip
+    assert [(s.market, s.replicas) for s in await service.subscriptions(tenant_id)] == [
+        ("BTCUSDT", 2),
+        ("COIN1USDT", 2),
+        ("COIN2USDT", 2),
+    ]
+    assert await service.is_entitled(tenant_id, "binance.com", "COIN2USDT")
+
+    # What applies to every market refuses the whole call, before anything is written.
+    refusals: list[tuple[type[Exception], object, object, object, object]] = [
+        (UnknownExchangeError, "kraken.com", ["BTCUSD"], 1, 100),
+        (InvalidRequestError, "binance.com", "COIN3USDT", 1, 100),
+        (InvalidRequestError, "binance.com", ["COIN3USDT", 7], 1, 100),
+        (InvalidRequestError, "binance.com", ["COIN3USDT"], 0, 100),
+        (LimitExceededError, "binance.com", ["COIN3USDT"], 3, 100),
+        (LimitExceededError, "binance.com", ["COIN3USDT"], 1, 501),
+        (InvalidRequestError, "binance.com", [f"C{i}" for i in range(5001)], 1, 100),
+        # three new markets where two fit: none of them, and not the update either
+        (LimitExceededError, "binance.com", ["BTCUSDT", "COIN3USDT", "COIN4USDT", "COIN5USDT"], 1, 100),
+    ]
+    for error, exchange, names, replicas, depth in refusals:
+        with pytest.raises(error):
+            await service.subscribe_many(tenant_id, exchange, names, replicas, depth, actor=actor)
+    assert [(s.market, s.replicas) for s in await service.subscriptions(tenant_id)] == [
+        ("BTCUSDT", 2),
+        ("COIN1USDT", 2),
+        ("COIN2USDT", 2),
+    ]
+    assert await service.subscribe_many(tenant_id, "binance.com", [], actor=actor) == []
+    assert (await service.audit(1))[0].action == "subscription.put_many"
+
+
+async def test_unsubscribe_many_answers_per_market(service: ControlService) -> None:
+    tenant_id = await new_tenant(service, max_markets=3)
+    actor = Principal(tenant_id, "key_x", False)
+    await service.subscribe_many(
+        tenant_id, "binance.com", ["COIN1USDT", "COIN2USDT", "COIN3USDT"], actor=actor
+    )
+    assert await service.is_entitled(tenant_id, "binance.com", "COIN1USDT")
+
+    outcomes = await service.unsubscribe_many(
+        tenant_id, "binance.com", ["COIN1USDT", "COIN9USDT", "B|D", "COIN3USDT"], actor=actor
+    )
+
+    assert [(o.market, o.error.code if o.error else None) for o in outcomes] == [
+        ("COIN1USDT", None),
+        ("COIN9USDT", "not_found"),
+        ("B|D", "invalid_request"),
+        ("COIN3USDT", None),
+    ]
+    assert [s.market for s in await service.subscriptions(tenant_id)] == ["COIN2USDT"]
+    assert not await service.is_entitled(tenant_id, "binance.com", "COIN1USDT")
+    # The freed markets count again.
+    await service.subscribe_many(tenant_id, "binance.com", ["COIN5USDT", "COIN6USDT"], actor=actor)
+
+
 # -- tenant isolation ----------------------------------------------------------------------
 
 

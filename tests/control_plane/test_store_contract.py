@@ -198,6 +198,99 @@ async def test_concurrent_creates_of_one_market_count_once(store: ControlStore) 
     assert created
 
 
+async def test_put_subscriptions_creates_and_updates_in_order(store: ControlStore) -> None:
+    tenant = make_tenant(max_markets=3)
+    await store.create_tenant(tenant)
+    await store.put_subscription(sub(tenant.id, BTC, replicas=1, created_at=1_000))
+
+    outcomes = await store.put_subscriptions(
+        [
+            sub(tenant.id, ETH, 2, 7_000, depth=500),
+            sub(tenant.id, BTC, 2, 7_000),
+            sub(tenant.id, ALPACA_BTC, 1, 7_000),
+        ]
+    )
+
+    assert outcomes == [
+        (sub(tenant.id, ETH, 2, 7_000, depth=500), True),
+        (sub(tenant.id, BTC, 2, 1_000), False),  # an update keeps created_at
+        (sub(tenant.id, ALPACA_BTC, 1, 7_000), True),
+    ]
+    assert await store.list_subscriptions(tenant.id) == [
+        sub(tenant.id, ALPACA_BTC, 1, 7_000),
+        sub(tenant.id, BTC, 2, 1_000),
+        sub(tenant.id, ETH, 2, 7_000, depth=500),
+    ]
+    assert await store.put_subscriptions([]) == []
+    assert (await store.desired_books())[ETH] == BookWish(2, 500)
+
+
+async def test_put_subscriptions_checks_max_markets_once_for_all_it_adds(store: ControlStore) -> None:
+    tenant = make_tenant(max_markets=3)
+    await store.create_tenant(tenant)
+    await store.put_subscription(sub(tenant.id, BTC))
+    books = [BookRef("binance.com", f"COIN{i}USDT") for i in range(3)]
+
+    with pytest.raises(LimitExceededError, match=r"add 3 markets .* room for 2"):
+        await store.put_subscriptions([sub(tenant.id, BTC, replicas=2), *(sub(tenant.id, b) for b in books)])
+    # Nothing changed, not even the update that came first.
+    assert await store.list_subscriptions(tenant.id) == [sub(tenant.id, BTC)]
+
+    # Updates need no room; two new markets fit exactly.
+    outcomes = await store.put_subscriptions(
+        [sub(tenant.id, BTC, replicas=2), *(sub(tenant.id, b) for b in books[:2])]
+    )
+    assert [created for _, created in outcomes] == [False, True, True]
+    with pytest.raises(LimitExceededError):
+        await store.put_subscription(sub(tenant.id, books[2]))
+    assert len(await store.list_subscriptions(tenant.id)) == 3
+
+
+async def test_put_subscriptions_needs_an_existing_tenant(store: ControlStore) -> None:
+    with pytest.raises(NotFoundError):
+        await store.put_subscriptions([sub("tnt_missing", BTC), sub("tnt_missing", ETH)])
+
+
+async def test_concurrent_bulk_and_single_subscribes_never_exceed_max_markets(store: ControlStore) -> None:
+    tenant = make_tenant(max_markets=10)
+    await store.create_tenant(tenant)
+    books = [BookRef("binance.com", f"COIN{i}USDT") for i in range(24)]
+    batches = [books[i : i + 4] for i in range(0, 16, 4)]
+
+    outcomes = await asyncio.gather(
+        *(store.put_subscriptions([sub(tenant.id, b) for b in batch]) for batch in batches),
+        *(store.put_subscription(sub(tenant.id, b)) for b in books[16:]),
+        return_exceptions=True,
+    )
+
+    assert all(isinstance(o, list | tuple | LimitExceededError | ConflictError) for o in outcomes), outcomes
+    subscribed = await store.list_subscriptions(tenant.id)
+    assert 8 <= len(subscribed) <= 10 or any(isinstance(o, ConflictError) for o in outcomes)
+    # A bulk call is all or nothing: each of its batches is in entirely or not at all.
+    names = {s.book for s in subscribed}
+    assert all(set(batch) <= names or not set(batch) & names for batch in batches)
+    # What the store counted is what it holds: exactly the room that is left fits.
+    room = 10 - len(subscribed)
+    spare = [BookRef("binance.com", f"SPARE{i}USDT") for i in range(room + 1)]
+    with pytest.raises(LimitExceededError):
+        await store.put_subscriptions([sub(tenant.id, b) for b in spare])
+    await store.put_subscriptions([sub(tenant.id, b) for b in spare[:room]])
+
+
+async def test_delete_subscriptions_answers_per_book(store: ControlStore) -> None:
+    tenant = make_tenant(max_markets=3)
+    await store.create_tenant(tenant)
+    await store.put_subscriptions([sub(tenant.id, BTC), sub(tenant.id, ETH)])
+
+    assert await store.delete_subscriptions(tenant.id, [ETH, ALPACA_BTC, BTC]) == [True, False, True]
+    assert await store.list_subscriptions(tenant.id) == []
+    assert await store.book_subscriber_count(BTC) == 0
+    assert BTC not in await store.desired_books()
+    assert await store.delete_subscriptions(tenant.id, []) == []
+    # The freed markets count again.
+    await store.put_subscriptions([sub(tenant.id, b) for b in (BTC, ETH, ALPACA_BTC)])
+
+
 async def test_desired_replicas_takes_the_largest_capped_wish(store: ControlStore) -> None:
     small = make_tenant(max_replicas=1)
     big = make_tenant(max_replicas=3)

@@ -48,8 +48,8 @@ def test_unknown_paths_methods_and_bad_escapes() -> None:
         ROUTER.match("GET", "/v1/books/binance.com//bids")  # an empty segment names nothing
     with pytest.raises(MethodNotAllowedError, match="GET"):
         ROUTER.match("PUT", "/v1/books/binance.com/ETHBTC")
-    with pytest.raises(MethodNotAllowedError, match="GET, POST"):
-        ROUTER.match("DELETE", "/v1/subscriptions")
+    with pytest.raises(MethodNotAllowedError, match="DELETE, GET, POST"):
+        ROUTER.match("PUT", "/v1/subscriptions")
     with pytest.raises(InvalidRequestError):
         ROUTER.match("GET", "/v1/books/binance.com/%FF%FE")
     assert {r.path for r in COMPAT_ROUTES} < {r.path for r in ROUTES}
