@@ -514,7 +514,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--settle", type=float, default=5.0, help="seconds of smooth load after the sync")
     args = parser.parse_args(argv)
     args.cases = args.cases or CASES_OF_VENUE[args.venue]
-    report = Report("latency", "Ingest -> publish latency (frame received -> subscriber has the snapshot)")
+    name = "latency" if args.venue == "binance" else f"latency-{args.venue}"  # its own report
+    report = Report(name, "Ingest -> publish latency (frame received -> subscriber has the snapshot)")
     harness.run(measure(args, report))
     print(f"report: {report.write()}")
 
