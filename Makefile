@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 PYTHON ?= python3
 
-.PHONY: install up demo test lint typecheck unit bench-tools clean
+.PHONY: install up demo test lint typecheck unit bench-tools image image-offline clean
 
 $(STAMP): pyproject.toml sdk/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -38,6 +38,35 @@ test: lint typecheck
 bench-tools: install
 	command -v wrk >/dev/null || { apt-get update -q && apt-get install -y -q wrk; } \
 		|| { sudo apt-get update -q && sudo apt-get install -y -q wrk; }
+
+## make image: the container image of the Dockerfile, built by buildah (no daemon; chroot isolation,
+## so it builds where containers cannot run). IMAGE names it; BUILD_ARGS adds --build-arg options.
+IMAGE ?= ladder:$(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
+BUILDAH ?= buildah --storage-driver vfs
+BUILD_ARGS ?=
+image:
+	command -v buildah >/dev/null || { apt-get update -q && apt-get install -y -q buildah; }
+	$(BUILDAH) bud --isolation chroot --layers -t $(IMAGE) $(BUILD_ARGS) .
+
+## make image-offline: the same with no registry and no index: the base is Debian's python3 in a root
+## file system made by debootstrap, and pip installs from a wheelhouse in dist/wheels
+OFFLINE_BASE := localhost/ladder-base:bookworm
+OFFLINE_ROOT := build/rootfs-bookworm
+WHEEL_PLATFORMS := $(foreach v,2_36 2_35 2_34 2_31 2_28 2_27 2_24 2_17 2_12 2_5,--platform manylinux_$(v)_x86_64) \
+	--platform manylinux2014_x86_64
+image-offline: install
+	command -v debootstrap >/dev/null || { apt-get update -q && apt-get install -y -q debootstrap buildah; }
+	test -x $(OFFLINE_ROOT)/usr/bin/python3 || debootstrap --variant=minbase \
+		--include=python3,python3-venv,python3-pip bookworm $(OFFLINE_ROOT) http://deb.debian.org/debian
+	$(BUILDAH) inspect $(OFFLINE_BASE) >/dev/null 2>&1 || { c=$$($(BUILDAH) from scratch) && \
+		$(BUILDAH) copy $$c $(OFFLINE_ROOT) / >/dev/null && $(BUILDAH) commit -q $$c $(OFFLINE_BASE) && \
+		$(BUILDAH) rm $$c; }
+	rm -rf dist/wheels
+	$(PY) -m pip wheel -q --no-deps --wheel-dir dist/wheels .
+	$(PY) -m pip download -q --only-binary=:all: --dest dist/wheels --implementation cp --python-version 3.11 \
+		$(WHEEL_PLATFORMS) dist/wheels/ladder-*.whl "setuptools>=69" "async-timeout>=4.0.3"
+	$(MAKE) image BUILD_ARGS="--build-arg PYTHON_IMAGE=$(OFFLINE_BASE) \
+		--build-arg 'PIP_ARGS=--no-index --find-links /src/dist/wheels'"
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -29,20 +29,39 @@ The standard variables, read once:
 ``OTEL_METRICS_EXPORTER``                   the same, for a periodic metrics export (the Prometheus
                                             text endpoint works either way)
 ``OTEL_EXPORTER_OTLP_[TRACES_]PROTOCOL``    ``http/protobuf`` (default) or ``grpc``
+``OTEL_EXPORTER_OTLP_*``                    endpoint, headers, timeout, compression, certificates:
+                                            read by the OTLP exporter itself, as the spec says
 ``OTEL_TRACES_SAMPLER`` / ``..._ARG``       ``always_on``, ``always_off``, ``traceidratio``,
                                             ``parentbased_*`` (default ``parentbased_always_on``)
+``OTEL_BSP_MAX_QUEUE_SIZE``                 spans waiting for export, at most (2048); more are
+                                            dropped and counted (:mod:`book_store.span_queue`)
+``OTEL_BSP_*`` (delay, batch, timeout)      the SDK's batch processor reads them
+``OTEL_RESOURCE_ATTRIBUTES``                added to the resource; they win over Ladder's own
 ==========================================  ==========================================================
 
-OTLP needs the ``opentelemetry-exporter-otlp`` package; without it a warning says so and that
-signal is not exported.
+The exporter does not default to ``otlp`` the way the specification's does: a process with no
+endpoint and no exporter named exports nothing, rather than send every span to a collector on
+localhost that a fresh install does not have. Naming one (``OTEL_TRACES_EXPORTER=otlp``) gets the
+specification's default endpoint.
+
+OTLP over HTTP (``opentelemetry-exporter-otlp-proto-http``) is a dependency of Ladder and part of the
+Lambda zip. gRPC is not: ``grpcio`` is a large native wheel, and its channels do not survive the
+``fork`` of the read server's workers; install ``opentelemetry-exporter-otlp-proto-grpc`` to use it.
+
+Every process describes itself by one resource, on its spans and its metrics alike:
+``service.name`` (``ladder-ingest``, ``ladder-control``, ``ladder-read``), ``service.version``,
+``service.instance.id`` (the ingest node id, or host and pid), ``deployment.environment`` (from
+``LADDER_ENVIRONMENT``) and the component's own ids (``ladder.node_id``, ``ladder.worker``).
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import logging
 import math
 import os
+import socket
 import time
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -68,9 +87,9 @@ from opentelemetry.sdk.metrics.export import (
     ScopeMetrics,
 )
 from opentelemetry.sdk.metrics.view import View
-from opentelemetry.sdk.resources import SERVICE_NAME, Resource
+from opentelemetry.sdk.resources import SERVICE_NAME, OTELResourceDetector, Resource
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter
+from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SpanExporter
 from opentelemetry.sdk.trace.sampling import (
     ALWAYS_OFF,
     ALWAYS_ON,
@@ -83,6 +102,7 @@ from opentelemetry.trace import Tracer
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from book_store.prometheus import render_metrics
+from book_store.span_queue import BoundedSpanProcessor, quiet_exporter_logs
 
 log = logging.getLogger(__name__)
 
@@ -94,17 +114,9 @@ PER_BOOK_CARDINALITY = 100_000
 _SCOPE = InstrumentationScope("ladder")
 """The scope of the meter, and of the local histograms merged into its output."""
 _W3C = TraceContextTextMapPropagator()
-_OTLP_CLASSES = {
-    ("TRACES", "grpc"): ("opentelemetry.exporter.otlp.proto.grpc.trace_exporter", "OTLPSpanExporter"),
-    ("TRACES", "http/protobuf"): (
-        "opentelemetry.exporter.otlp.proto.http.trace_exporter",
-        "OTLPSpanExporter",
-    ),
-    ("METRICS", "grpc"): ("opentelemetry.exporter.otlp.proto.grpc.metric_exporter", "OTLPMetricExporter"),
-    ("METRICS", "http/protobuf"): (
-        "opentelemetry.exporter.otlp.proto.http.metric_exporter",
-        "OTLPMetricExporter",
-    ),
+_GRPC_CLASSES = {
+    "TRACES": ("opentelemetry.exporter.otlp.proto.grpc.trace_exporter", "OTLPSpanExporter"),
+    "METRICS": ("opentelemetry.exporter.otlp.proto.grpc.metric_exporter", "OTLPMetricExporter"),
 }
 _SAMPLERS: dict[str, Callable[[float], Sampler]] = {
     "always_on": lambda _ratio: ALWAYS_ON,
@@ -114,6 +126,9 @@ _SAMPLERS: dict[str, Callable[[float], Sampler]] = {
     "parentbased_always_off": lambda _ratio: ParentBased(ALWAYS_OFF),
     "parentbased_traceidratio": lambda ratio: ParentBased(TraceIdRatioBased(ratio)),
 }
+
+ResourceValue = str | int | bool
+ResourceAttributes = Mapping[str, ResourceValue]
 
 CountKey = TypeVar("CountKey", bound=str | tuple[str | int, ...])
 """A count's attribute values in label order; a plain string stands for a one-label key."""
@@ -130,9 +145,11 @@ class Telemetry:
         metric_exporters: Sequence[MetricExporter] = (),
         sampler: Sampler | None = None,
         enabled: bool = True,
+        resource_attributes: ResourceAttributes | None = None,
     ) -> None:
         self.service_name = service_name
-        resource = Resource.create({SERVICE_NAME: service_name})
+        resource = ladder_resource(service_name, resource_attributes or {})
+        self.resource = resource
         self._scrape: InMemoryMetricReader | None = None
         self._meter_provider: MeterProvider | None = None
         self._tracer_provider: TracerProvider | None = None
@@ -157,6 +174,7 @@ class Telemetry:
             exemplar_filter=AlwaysOffExemplarFilter(),
         )
         self.meter = self._meter_provider.get_meter(_SCOPE.name)
+        self._observe_span_queues([p for p in span_processors if isinstance(p, BoundedSpanProcessor)])
         if span_processors:
             self._tracer_provider = TracerProvider(
                 resource=resource, sampler=sampler or ParentBased(ALWAYS_ON)
@@ -171,17 +189,30 @@ class Telemetry:
         return cls(service_name, enabled=False)
 
     @classmethod
-    def from_env(cls, service_name: str, environ: Mapping[str, str] | None = None) -> Telemetry:
-        """The process's telemetry as the ``OTEL_*`` variables describe it (see the module doc)."""
+    def from_env(
+        cls,
+        service_name: str,
+        environ: Mapping[str, str] | None = None,
+        *,
+        resource_attributes: ResourceAttributes | None = None,
+    ) -> Telemetry:
+        """The process's telemetry as the ``OTEL_*`` variables describe it (see the module doc);
+        ``resource_attributes`` are the component's ids (``service.instance.id``, ...)."""
         env = os.environ if environ is None else environ
         if env.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
             return cls.disabled(service_name)
-        spans = [BatchSpanProcessor(exporter) for exporter in _span_exporters(env)]
+        quiet_exporter_logs()
+        spans = [BoundedSpanProcessor.from_env(exporter, env) for exporter in _span_exporters(env)]
+        attributes: dict[str, ResourceValue] = {}
+        environment = env.get("LADDER_ENVIRONMENT", "").strip()
+        if environment:
+            attributes["deployment.environment"] = environment
         return cls(
             env.get("OTEL_SERVICE_NAME") or service_name,
             span_processors=spans,
             metric_exporters=_metric_exporters(env),
             sampler=sampler_from_env(env),
+            resource_attributes={**attributes, **(resource_attributes or {})},
         )
 
     @property
@@ -203,6 +234,38 @@ class Telemetry:
     def render_prometheus(self, extra_labels: Mapping[str, str] | None = None) -> bytes:
         """The Prometheus text exposition of :meth:`collect`, ``extra_labels`` on every sample."""
         return render_metrics(self.collect(), extra_labels)
+
+    def _observe_span_queues(self, processors: Sequence[BoundedSpanProcessor]) -> None:
+        """How spans leave: dropped at a full queue, queued, and exported or failed at the collector."""
+        if not processors:
+            return
+
+        def dropped(_options: CallbackOptions) -> Iterable[Observation]:
+            return [Observation(sum(p.dropped for p in processors))]
+
+        def queued(_options: CallbackOptions) -> Iterable[Observation]:
+            return [Observation(sum(p.queued for p in processors))]
+
+        def exported(_options: CallbackOptions) -> Iterable[Observation]:
+            totals: dict[str, int] = {"exported": 0, "failed": 0}
+            for processor in processors:
+                for outcome, count in list(processor.counting.outcomes.items()):
+                    totals[outcome] += count
+            return [Observation(count, {"outcome": outcome}) for outcome, count in totals.items()]
+
+        self.meter.create_observable_counter(
+            "ladder_telemetry_spans_dropped",
+            [dropped],
+            description="Spans dropped because the export queue was full (collector down or slow).",
+        )
+        self.meter.create_observable_gauge(
+            "ladder_telemetry_span_queue", [queued], description="Spans waiting for export."
+        )
+        self.meter.create_observable_counter(
+            "ladder_telemetry_spans_exported",
+            [exported],
+            description="Spans handed to the collector, by outcome (exported, failed).",
+        )
 
     def shutdown(self) -> None:
         """Export what is buffered, then stop the exporters."""
@@ -359,6 +422,33 @@ def _with_metrics(scopes: Sequence[ScopeMetrics], metrics: list[Metric]) -> list
     return merged
 
 
+def ladder_version() -> str:
+    """The installed Ladder's version (``service.version``)."""
+    try:
+        return importlib.metadata.version("ladder")
+    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - running from a bare tree
+        return "0"
+
+
+def instance_id() -> str:
+    """This process among its kind: host and pid (a component with an id of its own uses that)."""
+    return f"{socket.gethostname()}-{os.getpid()}"
+
+
+def ladder_resource(service_name: str, attributes: ResourceAttributes) -> Resource:
+    """The resource of every span and metric: Ladder's own attributes, then ``OTEL_RESOURCE_ATTRIBUTES``
+    (which wins where both say something), then ``service.name``."""
+    own: dict[str, ResourceValue] = {
+        "service.namespace": "ladder",
+        "service.version": ladder_version(),
+        "service.instance.id": instance_id(),
+        **attributes,
+    }
+    named = Resource({SERVICE_NAME: service_name})
+    # The SDK's own (telemetry.sdk.*, a random service.instance.id) < Ladder's < the environment's.
+    return Resource.create().merge(Resource(own)).merge(OTELResourceDetector().detect()).merge(named)
+
+
 def caller_context(headers: Mapping[str, str]) -> Context | None:
     """The caller's W3C trace context (``traceparent``/``tracestate``), or None if it sent none."""
     if headers.get("traceparent") is None:
@@ -432,20 +522,35 @@ def _metric_exporters(environ: Mapping[str, str]) -> list[MetricExporter]:
 
 
 def _otlp_exporter(environ: Mapping[str, str], signal: str) -> object:
-    """The OTLP exporter class of ``signal`` for the configured protocol, instantiated; None if absent."""
+    """The OTLP exporter of ``signal`` for the configured protocol; None if its package is absent.
+
+    HTTP is imported by name (so the Lambda packager, which follows imports, bundles it); gRPC is
+    optional and looked up only when asked for.
+    """
     protocol = (
         environ.get(f"OTEL_EXPORTER_OTLP_{signal}_PROTOCOL")
         or environ.get("OTEL_EXPORTER_OTLP_PROTOCOL")
         or "http/protobuf"
     ).strip()
-    module_name, class_name = _OTLP_CLASSES.get((signal, protocol), _OTLP_CLASSES[(signal, "http/protobuf")])
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError:
-        log.warning(
-            "OTLP export of %s asked for, but %s is not installed (pip install opentelemetry-exporter-otlp)",
-            signal.lower(),
-            module_name,
-        )
-        return None
-    return getattr(module, class_name)()
+    if protocol == "grpc":
+        module_name, class_name = _GRPC_CLASSES[signal]
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            log.warning(
+                "OTLP/gRPC export of %s asked for, but %s is not installed "
+                "(pip install opentelemetry-exporter-otlp-proto-grpc); exporting over HTTP instead",
+                signal.lower(),
+                module_name,
+            )
+        else:
+            return getattr(module, class_name)()
+    elif protocol not in ("http/protobuf", ""):
+        log.warning("OTLP protocol %r is not supported; exporting %s over http/protobuf", protocol, signal)
+    if signal == "TRACES":
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+        return OTLPSpanExporter()
+    from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+
+    return OTLPMetricExporter()

@@ -20,6 +20,9 @@ KEY_PREFIX = "ldr_"
 BODY_LENGTH = 32
 CHECKSUM_LENGTH = 6
 KEY_LENGTH = len(KEY_PREFIX) + BODY_LENGTH + CHECKSUM_LENGTH
+MAX_PRESENTED_LENGTH = 256
+"""The longest key any caller may present, the operator's key included (settings refuse a longer
+admin key): anything longer is refused before it is hashed, looked up or kept anywhere."""
 
 BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 _BASE62_SET = frozenset(BASE62)

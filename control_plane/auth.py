@@ -19,13 +19,11 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from control_plane.api_keys import hash_key, looks_like_key, same_hash
+from control_plane.api_keys import MAX_PRESENTED_LENGTH, hash_key, looks_like_key, same_hash
 from control_plane.clock import Clock
 from control_plane.errors import ForbiddenError, UnauthorizedError
 from control_plane.models import OPERATOR, ApiKey, Principal, Tenant
 from control_plane.stores.base import ControlStore
-
-_MAX_PRESENTED_LENGTH = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +59,7 @@ class Authenticator:
             raise UnauthorizedError(
                 "missing API key: send 'Authorization: Bearer <key>' or 'X-API-Key: <key>'"
             )
-        if len(presented) > _MAX_PRESENTED_LENGTH:
+        if len(presented) > MAX_PRESENTED_LENGTH:
             raise UnauthorizedError("invalid API key")
         presented_hash = hash_key(presented, self._pepper)
         if self._admin_hash is not None and same_hash(presented_hash, self._admin_hash):

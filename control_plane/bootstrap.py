@@ -6,6 +6,8 @@ import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import redis.asyncio as redis
+
 from book_store.connect import store_client
 from control_plane.errors import ConfigurationError
 from control_plane.settings import ControlSettings
@@ -16,8 +18,13 @@ PEPPER_BYTES = 32
 
 
 @asynccontextmanager
-async def open_control_store(settings: ControlSettings) -> AsyncIterator[ControlStore]:
-    """The configured control store, with whatever it needed opened and, on exit, closed."""
+async def open_control_store(
+    settings: ControlSettings, client: redis.Redis | None = None
+) -> AsyncIterator[ControlStore]:
+    """The configured control store, with whatever it needed opened and, on exit, closed.
+
+    A Redis control store uses ``client`` when one is given (the caller's, which it closes itself:
+    a read worker shares its one bounded pool), else a client of its own."""
     if settings.control_store == "dynamodb":
         # Imported here: boto3 is heavy, and a Redis-backed process (or Lambda cold start) never needs it.
         from control_plane.stores.dynamodb import DynamoControlStore
@@ -34,11 +41,14 @@ async def open_control_store(settings: ControlSettings) -> AsyncIterator[Control
         return
     if not settings.redis_url:
         raise ConfigurationError("LADDER_REDIS_URL is missing (the redis control store needs it)")
-    client = store_client(settings.redis_url, settings.redis_password)
-    try:
+    if client is not None:
         yield RedisControlStore(client, prefix=settings.control_prefix)
+        return
+    own = store_client(settings.redis_url, settings.redis_password)
+    try:
+        yield RedisControlStore(own, prefix=settings.control_prefix)
     finally:
-        await client.aclose()
+        await own.aclose()
 
 
 async def resolve_pepper(settings: ControlSettings, store: ControlStore) -> bytes:

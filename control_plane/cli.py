@@ -69,7 +69,7 @@ def _parser() -> argparse.ArgumentParser:
     up.add_argument("--fake-rate", type=float, default=10.0, help="events/s per active fake symbol")
     for name, module in COMPONENTS.items():
         sub.add_parser(name, help=f"run one {module} process (see `ladder {name} --help`)", add_help=False)
-    sub.add_parser("bench", help="benchmarks: ladder bench read|read_cost|latency|ingest|sync|idle")
+    sub.add_parser("bench", help="benchmarks: ladder bench read|read_cost|latency|ingest|sync|idle|overload")
     sub.add_parser("package", help="build deployables: ladder package lambda")
     return parser
 

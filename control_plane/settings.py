@@ -14,9 +14,30 @@ from typing import Literal
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from control_plane.api_keys import MAX_PRESENTED_LENGTH
 from control_plane.venue_keys import key_pool
 
 MIN_SECRET_LENGTH = 16
+
+
+def _secret_length(value: SecretStr | None, longest: int | None) -> SecretStr | None:
+    if value is not None:
+        length = len(value.get_secret_value())
+        if length < MIN_SECRET_LENGTH:
+            raise ValueError(f"must be at least {MIN_SECRET_LENGTH} characters")
+        if longest is not None and length > longest:
+            raise ValueError(f"must be at most {longest} characters")
+    return value
+
+
+def admin_key_length(value: SecretStr | None) -> SecretStr | None:
+    """An admin key is presented like any key, so it is no longer than the server accepts (it
+    could never authenticate otherwise)."""
+    return _secret_length(value, MAX_PRESENTED_LENGTH)
+
+
+def pepper_length(value: SecretStr | None) -> SecretStr | None:
+    return _secret_length(value, None)
 
 
 class ControlSettings(BaseSettings):
@@ -54,9 +75,5 @@ class ControlSettings(BaseSettings):
             )
         }
 
-    @field_validator("admin_key", "pepper")
-    @classmethod
-    def _long_enough(cls, value: SecretStr | None) -> SecretStr | None:
-        if value is not None and len(value.get_secret_value()) < MIN_SECRET_LENGTH:
-            raise ValueError(f"must be at least {MIN_SECRET_LENGTH} characters")
-        return value
+    _usable_admin_key = field_validator("admin_key")(admin_key_length)
+    _usable_pepper = field_validator("pepper")(pepper_length)

@@ -14,7 +14,12 @@ serves it on ``LADDER_METRICS_PORT``. Until then :func:`current` is a disabled i
 ``ladder_control_nodes_in_use``                 nodes carrying at least one replica
 =============================================  ==================================================
 
-Span: ``ladder.schedule_round`` with the same figures as attributes.
+Spans: ``ladder.schedule_round`` with the same figures as attributes, and under it one
+``ladder.replica_move`` per replica the plan changes: ``ladder.kind`` is ``placed`` (a new replica),
+``moved`` (the same replica index on another node) or ``dropped``, with the book, the replica index
+and ``ladder.from_node`` / ``ladder.to_node``. A round that changes more than
+:data:`MAX_MOVE_SPANS` replicas (the first plan of a large fleet) traces that many and says how many
+it left out in ``ladder.moves_untraced``.
 """
 
 from __future__ import annotations
@@ -24,12 +29,14 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
 from opentelemetry.metrics import CallbackOptions, Observation
-from opentelemetry.trace import StatusCode
+from opentelemetry.trace import Span, StatusCode, Tracer, set_span_in_context
 
 from book_store.telemetry import Telemetry, counts_callback
+from control_plane.models import ReplicaAssignment
 from control_plane.scheduler import Plan
 
 ROUND_BUCKETS_S = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
+MAX_MOVE_SPANS = 200
 
 PlanObserver = Callable[[Plan | None], None]
 
@@ -107,12 +114,42 @@ class ControlTelemetry:
                 "ladder.unplaced": sum(plan.unplaced.values()),
             })  # fmt: skip
         span = tracer.start_span("ladder.schedule_round", attributes=attributes, start_time=start_ns)
+        end_ns = start_ns + int(seconds * 1e9)
         if outcome == "failed":
             span.set_status(StatusCode.ERROR)
-        span.end(end_time=start_ns + int(seconds * 1e9))
+        if plan is not None:
+            _trace_moves(tracer, span, plan, end_ns)
+        span.end(end_time=end_ns)
 
     def _observe_nodes(self, _options: CallbackOptions) -> Iterable[Observation]:
         return [Observation(self.nodes_in_use)]
+
+
+def _trace_moves(tracer: Tracer, round_span: Span, plan: Plan, at_ns: int) -> None:
+    """One child span of ``round_span`` per replica the plan places, moves or drops."""
+    gone = {(a.exchange, a.market, a.replica): a for a in plan.removed}
+    moves: list[tuple[str, ReplicaAssignment, ReplicaAssignment | None, ReplicaAssignment | None]] = []
+    for added in sorted(plan.added):
+        replaced = gone.pop((added.exchange, added.market, added.replica), None)
+        moves.append(("placed" if replaced is None else "moved", added, replaced, added))
+    moves.extend(("dropped", removed, removed, None) for removed in sorted(gone.values()))
+    if len(moves) > MAX_MOVE_SPANS:
+        round_span.set_attribute("ladder.moves_untraced", len(moves) - MAX_MOVE_SPANS)
+    context = set_span_in_context(round_span)
+    for kind, replica, old, new in moves[:MAX_MOVE_SPANS]:
+        attributes: dict[str, str | int] = {
+            "ladder.kind": kind,
+            "ladder.exchange": replica.exchange,
+            "ladder.market": replica.market,
+            "ladder.replica": replica.replica,
+            "ladder.depth": replica.depth,
+        }
+        if old is not None:
+            attributes["ladder.from_node"] = old.node_id
+        if new is not None:
+            attributes["ladder.to_node"] = new.node_id
+        move = tracer.start_span("ladder.replica_move", context, attributes=attributes, start_time=at_ns)
+        move.end(end_time=at_ns)
 
 
 _current = ControlTelemetry(Telemetry.disabled("ladder-control"))

@@ -5,12 +5,19 @@ refused rather than ignored, so a typo in an operator's request is never silentl
 Lowering ``max_markets`` below a tenant's current count keeps its subscriptions; it only stops
 new ones. Lowering ``max_replicas`` or ``max_depth`` takes effect on the next scheduler round
 (subscriptions keep what they asked for; the scheduler caps each wish by its tenant's limits).
+
+A tenant's ``burst`` (the requests it may make at once before its rate applies) defaults to one
+second of its rate, and never fewer than :data:`MIN_DEFAULT_BURST`: a fixed default would make a
+high rate unusable (at 1,000,000 requests/s, a burst of 20 refuses all but 20 of any burst). A
+burst left at its default follows a later change of the rate; one set by the operator stays.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Mapping
+from typing import cast
 
 from control_plane.audit import AuditLog
 from control_plane.clock import Clock
@@ -22,6 +29,8 @@ from control_plane.stores.base import ControlStore
 from control_plane.validation import require_bool, require_id, require_int, require_name, require_number
 
 MAX_REPLICAS_LIMIT = 16
+DEFAULT_RATE_LIMIT_RPS = 10.0
+MIN_DEFAULT_BURST = 20
 
 _CHECKS: dict[str, Callable[[object], object]] = {
     "name": lambda v: require_name("name", v),
@@ -43,6 +52,11 @@ def _checked(fields: Mapping[str, object], allowed: frozenset[str]) -> dict[str,
     return {name: _CHECKS[name](value) for name, value in fields.items()}
 
 
+def default_burst(rate_limit_rps: float) -> int:
+    """The burst of a tenant whose operator did not set one: one second of its rate, at least 20."""
+    return max(MIN_DEFAULT_BURST, math.ceil(rate_limit_rps))
+
+
 class TenantAdmin:
     def __init__(
         self, store: ControlStore, audit: AuditLog, clock: Clock, on_change: Callable[[], None]
@@ -60,14 +74,15 @@ class TenantAdmin:
         values = _checked(fields, frozenset(_CHECKS) - {"disabled"})
         if "name" not in values:
             raise InvalidRequestError("name is required")
+        rate = cast(float, values.get("rate_limit_rps", DEFAULT_RATE_LIMIT_RPS))  # checked by _CHECKS
         template = Tenant(
             id=new_id(TENANT_ID_PREFIX),
             name="",
             max_markets=10,
             max_replicas=2,
             max_depth=DEFAULT_MAX_DEPTH,
-            rate_limit_rps=10.0,
-            burst=20,
+            rate_limit_rps=rate,
+            burst=default_burst(rate),
             disabled=False,
             created_at=self._clock(),
         )
@@ -88,7 +103,11 @@ class TenantAdmin:
     async def update(self, tenant_id: object, fields: Mapping[str, object], *, actor: Principal) -> Tenant:
         """Change any of the fields a tenant was created with, and ``disabled``."""
         values = _checked(fields, frozenset(_CHECKS))
-        tenant = dataclasses.replace(await self.get(tenant_id), **values)  # type: ignore[arg-type]
+        current = await self.get(tenant_id)
+        follows = current.burst == default_burst(current.rate_limit_rps)  # a default burst follows
+        if follows and "rate_limit_rps" in values and "burst" not in values:
+            values["burst"] = default_burst(cast(float, values["rate_limit_rps"]))
+        tenant = dataclasses.replace(current, **values)  # type: ignore[arg-type]
         if not await self._store.update_tenant(tenant):
             raise NotFoundError("no such tenant")
         self._on_change()

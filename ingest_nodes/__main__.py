@@ -51,7 +51,9 @@ async def _serve(settings: IngestSettings) -> None:
     loop.add_signal_handler(signal.SIGTERM, stop.set)
     loop.add_signal_handler(signal.SIGINT, stop_now)
     client = redis.Redis.from_url(settings.redis_url)
-    metrics = telemetry.install(telemetry.IngestTelemetry(Telemetry.from_env("ladder-ingest"))).telemetry
+    node_ids = {"service.instance.id": settings.node_id, "ladder.node_id": settings.node_id}
+    pipeline = Telemetry.from_env("ladder-ingest", resource_attributes=node_ids)
+    metrics = telemetry.install(telemetry.IngestTelemetry(pipeline)).telemetry
     async with aiohttp.ClientSession() as session, serve_metrics(metrics.render_prometheus):
         node = IngestNode(settings, client, session)
         print(f"LADDER_INGEST_NODE={settings.node_id}", flush=True)

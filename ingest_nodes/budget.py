@@ -93,10 +93,16 @@ class WeightBudget:
         self._take = client.register_script(_TAKE)
         self._observe = client.register_script(_OBSERVE)
         self._ban = client.register_script(_BAN)
+        self._reported = (0, -1)  # the venue's last used weight, and the window it counts in
 
     @property
     def limit(self) -> int:
         return self._limit
+
+    def venue_used(self, now_s: float) -> int:
+        """The weight the venue last said was used in the current window (0: nothing said yet)."""
+        used, window = self._reported
+        return used if window == int(now_s * 1000) // WINDOW_MS else 0
 
     async def take(self, weight: int, count: int, *, share: float = 1.0) -> tuple[int, float]:
         """Charge up to ``count`` requests of ``weight`` now: ``(granted, seconds to wait for more)``.
@@ -121,6 +127,9 @@ class WeightBudget:
         """Align the shared count with the venue's ``X-MBX-USED-WEIGHT-1M`` of a request sent at
         ``sent_at_s`` (wall clock); ignored when that request's window has closed since."""
         window = int(sent_at_s * 1000) // WINDOW_MS
+        reported, reported_window = self._reported
+        if window > reported_window or (window == reported_window and used_weight > reported):
+            self._reported = (used_weight, window)
         await self._observe(keys=[self._prefix], args=[used_weight, window])
 
     async def close_for(self, seconds: float) -> None:

@@ -162,6 +162,7 @@ class BookReplica:
 
     def start(self) -> None:
         self._publisher.track(self)
+        telemetry.current().started(self)
 
     async def stop(self) -> None:
         self.main.close()

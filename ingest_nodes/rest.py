@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Final, Protocol
 
 import aiohttp
+from opentelemetry.trace import get_current_span
 
 from book_store.catalog import MarketInfo
 from book_store.errors import LadderError
@@ -104,6 +105,7 @@ class VenueRestClient:
             async with self._session.get(url, params=params, timeout=self._timeout) as response:
                 body = await response.read()
                 used = response.headers.get(USED_WEIGHT_HEADER)
+                _annotate_span(response.status, used)
                 if used is not None and used.isdigit():
                     await self._budget.observe(int(used), sent_at_s)
                 if response.status == 200:
@@ -124,6 +126,15 @@ class VenueRestClient:
             self._on_status(error.status)
         if error.rate_limited or error.retry_after_s is not None:
             await self._budget.close_for(_pause_s(error))
+
+
+def _annotate_span(status: int, used_weight: str | None) -> None:
+    """The venue's answer on the current span (a snapshot fetch's, when tracing is on)."""
+    span = get_current_span()
+    if span.is_recording():
+        span.set_attribute("http.response.status_code", status)
+        if used_weight is not None and used_weight.isdigit():
+            span.set_attribute("ladder.venue_used_weight", int(used_weight))
 
 
 def _pause_s(error: VenueRestError) -> float:

@@ -37,6 +37,7 @@ from contextlib import AbstractContextManager
 from enum import IntEnum
 from typing import Protocol
 
+from opentelemetry.trace import get_current_span
 from redis.exceptions import RedisError
 
 from ingest_nodes import telemetry
@@ -264,14 +265,15 @@ class SnapshotScheduler:
             return
         self._in_flight += 1
         self.stats.max_in_flight = max(self.stats.max_in_flight, self._in_flight)
-        task = asyncio.get_running_loop().create_task(self._fetch(who))
+        task = asyncio.get_running_loop().create_task(self._fetch(who, weight))
         self._fetches.add(task)
         task.add_done_callback(self._fetches.discard)
 
-    async def _fetch(self, who: SnapshotRequester) -> None:
+    async def _fetch(self, who: SnapshotRequester, weight: int) -> None:
         started = time.monotonic()
         try:
             with who.fetching():
+                get_current_span().set_attribute("ladder.weight", weight)  # a no-op unless traced
                 snapshot = await self._rest.snapshot(who.symbol, who.snapshot_limit)
         except (VenueRequestError, VenuePayloadError) as exc:
             self.stats.failed += 1

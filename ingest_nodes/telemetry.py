@@ -31,25 +31,36 @@ Metrics, as Prometheus names them:
 ``ladder_ingest_audit_mismatches_total{exchange}``  audits that disagreed with the served book
 ``ladder_ingest_snapshot_fetches_total{...}``       REST snapshots by ``outcome`` (ok, failed)
 ``ladder_ingest_weight_spent_total{exchange}``      venue request weight spent
+``ladder_ingest_weight_used{exchange}``             weight the venue says this minute used (its
+                                                    ``X-MBX-USED-WEIGHT-1M``, all nodes on one IP)
+``ladder_ingest_weight_limit{exchange}``            the weight a minute this node's budget allows
 ``ladder_ingest_venue_refusals_total{...}``         REST answers other than 200, by ``status``
 ``ladder_ingest_books{exchange,status}``            replicas by published status (``stale`` included)
 ``ladder_book_age_seconds{exchange,market,replica}`` time since the book last heard from its venue
+``ladder_book_update_id{exchange,market,replica}``  the venue update id the replica is at (synced ones)
+``ladder_book_synced{exchange,market,replica}``     1 while the replica publishes ``synced``, else 0
 =================================================  ==============================================
 
 Spans: ``ladder.publish_batch`` (one per pipeline), ``ladder.resync`` (from the cause until the book
-is synced again, or its replica stops) and ``ladder.snapshot_fetch`` (a child of the resync).
+is synced again, or its replica stops; a replica's first sync is one too, with reason ``start``; it
+ends with the ``ladder.update_id`` the book synced at, the venue status of its last snapshot and the
+weight its snapshots cost) and ``ladder.snapshot_fetch``
+(a child of the resync; current while the request runs, so the REST client and the snapshot
+scheduler add ``http.response.status_code``, ``ladder.venue_used_weight`` and ``ladder.weight``).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import TYPE_CHECKING, Protocol
 
 from opentelemetry.metrics import CallbackOptions, Observation
-from opentelemetry.trace import Span, StatusCode, set_span_in_context
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.trace import Span, StatusCode, set_span_in_context, use_span
 
+from book_store.codec import BookStatus
 from book_store.keys import BookKey
 from book_store.telemetry import HistogramSeries, Telemetry, counts_callback
 
@@ -94,6 +105,7 @@ class IngestTelemetry:
         self._pending: dict[ReplicaKey, tuple[int, HistogramSeries]] = {}
         self._exchange_latency: dict[str, HistogramSeries] = {}
         self._resync_spans: dict[ReplicaKey, Span] = {}
+        self._resync_weight: dict[ReplicaKey, int] = {}
         self._node: ReplicaSource | None = None
 
         meter = telemetry.meter
@@ -148,6 +160,26 @@ class IngestTelemetry:
             description="Book replicas kept, by published status.",
         )
         meter.create_observable_gauge(
+            "ladder_ingest_weight_used",
+            [self._observe_weight_used],
+            description="Request weight the venue reports used in the current minute (X-MBX-USED-WEIGHT-1M).",
+        )
+        meter.create_observable_gauge(
+            "ladder_ingest_weight_limit",
+            [self._observe_weight_limit],
+            description="Request weight a minute this node's budget allows.",
+        )
+        meter.create_observable_gauge(
+            "ladder_book_update_id",
+            [self._observe_update_ids],
+            description="The venue update id each synced book replica is at.",
+        )
+        meter.create_observable_gauge(
+            "ladder_book_synced",
+            [self._observe_synced],
+            description="1 while a book replica is published as synced, else 0.",
+        )
+        meter.create_observable_gauge(
             "ladder_book_age_seconds",
             [self._observe_age],
             unit="s",
@@ -179,7 +211,7 @@ class IngestTelemetry:
     def published(self, replica: Publishable, ingest_time: int | None) -> None:
         """A snapshot of ``replica`` goes to the writer; called before ``last_publish_ms`` moves."""
         if self._resync_spans and replica.engine.synced:
-            self._end_resync((replica.book, replica.replica), "synced")
+            self._end_resync((replica.book, replica.replica), "synced", replica.engine.update_id)
         if not self._enabled or ingest_time is None or ingest_time < replica.last_publish_ms:
             return
         key = (replica.book, replica.replica)
@@ -206,10 +238,18 @@ class IngestTelemetry:
             )
             span.end(end_time=end_ns)
 
+    def started(self, replica: BookReplica) -> None:
+        """A replica begins on this node: its first sync is traced as a resync with reason ``start``
+        (and not counted as one)."""
+        self._trace_resync(replica, "start")
+
     def resync(self, replica: BookReplica, reason: str) -> None:
         """The replica's book was thrown away for ``reason``."""
         exchange = replica.book.exchange
         self.resyncs[(exchange, reason)] = self.resyncs.get((exchange, reason), 0) + 1
+        self._trace_resync(replica, reason)
+
+    def _trace_resync(self, replica: BookReplica, reason: str) -> None:
         if self._tracer is None:
             return
         key = (replica.book, replica.replica)
@@ -220,7 +260,7 @@ class IngestTelemetry:
         self._resync_spans[key] = self._tracer.start_span(
             "ladder.resync",
             attributes={
-                "ladder.exchange": exchange,
+                "ladder.exchange": replica.book.exchange,
                 "ladder.market": replica.book.market,
                 "ladder.replica": replica.replica,
                 "ladder.reason": reason,
@@ -233,6 +273,8 @@ class IngestTelemetry:
         exchange = replica.book.exchange
         outcome = "failed"
         span: Span | None = None
+        parent: Span | None = None
+        scope: AbstractContextManager[object] = nullcontext()
         if self._tracer is not None:
             parent = self._resync_spans.get((replica.book, replica.replica))
             span = self._tracer.start_span(
@@ -244,8 +286,10 @@ class IngestTelemetry:
                     "ladder.limit": replica.snapshot_limit,
                 },
             )
+            scope = use_span(span, record_exception=False, set_status_on_exception=False)
         try:
-            yield
+            with scope:
+                yield
             outcome = "ok"
         except Exception as exc:
             if span is not None:
@@ -256,6 +300,8 @@ class IngestTelemetry:
             self.fetches[(exchange, outcome)] = self.fetches.get((exchange, outcome), 0) + 1
             if span is not None:
                 span.end()
+                if parent is not None and isinstance(span, ReadableSpan):
+                    self._fetched_in_resync((replica.book, replica.replica), parent, span)
 
     def stopped(self, replica: BookReplica) -> None:
         """The replica stopped: close its open resync span."""
@@ -280,10 +326,24 @@ class IngestTelemetry:
             series = self._exchange_latency[exchange] = self._latency.series({"exchange": exchange})
         return series
 
-    def _end_resync(self, key: ReplicaKey, outcome: str) -> None:
+    def _fetched_in_resync(self, key: ReplicaKey, resync: Span, fetch: ReadableSpan) -> None:
+        """The resync's span sums its snapshots' weight and keeps the venue's last status."""
+        attributes = fetch.attributes or {}
+        weight = attributes.get("ladder.weight")
+        if isinstance(weight, int):
+            self._resync_weight[key] = total = self._resync_weight.get(key, 0) + weight
+            resync.set_attribute("ladder.weight", total)
+        status = attributes.get("http.response.status_code")
+        if isinstance(status, int):
+            resync.set_attribute("ladder.venue_status", status)
+
+    def _end_resync(self, key: ReplicaKey, outcome: str, update_id: int | None = None) -> None:
         span = self._resync_spans.pop(key, None)
+        self._resync_weight.pop(key, None)
         if span is not None:
             span.set_attribute("ladder.outcome", outcome)
+            if update_id is not None:
+                span.set_attribute("ladder.update_id", update_id)
             span.end()
 
     def _observe_batches(self, _options: CallbackOptions) -> Iterable[Observation]:
@@ -311,6 +371,49 @@ class IngestTelemetry:
             key = (replica.book.exchange, publisher.status(replica, now).label)
             counts[key] = counts.get(key, 0) + 1
         return [Observation(n, {"exchange": e, "status": s}) for (e, s), n in counts.items()]
+
+    def _observe_weight_used(self, _options: CallbackOptions) -> Iterable[Observation]:
+        if self._node is None:
+            return []
+        now = time.time()
+        return [
+            Observation(runtime.budget.venue_used(now), {"exchange": exchange})
+            for exchange, runtime in list(self._node.exchanges.items())
+        ]
+
+    def _observe_weight_limit(self, _options: CallbackOptions) -> Iterable[Observation]:
+        if self._node is None:
+            return []
+        return [
+            Observation(runtime.budget.limit, {"exchange": exchange})
+            for exchange, runtime in list(self._node.exchanges.items())
+        ]
+
+    def _observe_update_ids(self, _options: CallbackOptions) -> Iterable[Observation]:
+        if self._node is None:
+            return []
+        return [
+            Observation(
+                update_id, {"exchange": book.exchange, "market": book.market, "replica": replica.replica}
+            )
+            for replica in list(self._node.replicas.values())
+            for book in (replica.book,)
+            if (update_id := replica.engine.update_id) is not None
+        ]
+
+    def _observe_synced(self, _options: CallbackOptions) -> Iterable[Observation]:
+        if self._node is None:
+            return []
+        now = time.time_ns() // 1_000_000
+        publisher = self._node.publisher
+        return [
+            Observation(
+                int(publisher.status(replica, now) is BookStatus.SYNCED),
+                {"exchange": book.exchange, "market": book.market, "replica": replica.replica},
+            )
+            for replica in list(self._node.replicas.values())
+            for book in (replica.book,)
+        ]
 
     def _observe_age(self, _options: CallbackOptions) -> Iterable[Observation]:
         if self._node is None:

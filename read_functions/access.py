@@ -13,13 +13,21 @@ it on the :data:`CHANGES` channel (see :func:`subscriptions_changed` and friends
 drops the affected entries at once; a worker whose change feed dropped (it may have missed an
 announcement) drops them all. ``entitlements_max_age_s`` (60 s) bounds the age of a set anyway,
 for a change made behind the API's back.
+
+Only well-formed keys (prefix, length and checksum right: :func:`looks_like_key`) are looked up
+and cached, so whatever else a caller sends costs no store call and no memory; it can only be
+the admin key, which the control plane recognises from its hash. Failed authentications are
+counted per source address (:mod:`read_functions.auth_failures`): a source that keeps failing may
+no longer have unknown keys looked up.
 """
 
 from __future__ import annotations
 
+from control_plane.api_keys import looks_like_key
 from control_plane.errors import UnauthorizedError
 from control_plane.models import Principal, Tenant
 from control_plane.service import ControlService
+from read_functions.auth_failures import FailedAuthentications
 from read_functions.messages import Request
 from read_functions.refreshing_cache import RefreshingCache
 
@@ -52,9 +60,15 @@ class Access:
     """Principals, tenants and entitlements, each at most ``max_age_s`` old."""
 
     def __init__(
-        self, control: ControlService, *, max_age_s: float = 1.0, entitlements_max_age_s: float = 60.0
+        self,
+        control: ControlService,
+        *,
+        max_age_s: float = 1.0,
+        entitlements_max_age_s: float = 60.0,
+        failures: FailedAuthentications | None = None,
     ) -> None:
         self.control = control
+        self.failures = failures or FailedAuthentications()
         self._principals: RefreshingCache[str, Principal] = RefreshingCache(
             control.authenticate, max_age_s=max_age_s
         )
@@ -66,6 +80,11 @@ class Access:
         )
         self._caches = (self._principals, self._tenants, self._books)
 
+    @property
+    def cached_keys(self) -> int:
+        """Keys this worker holds an answer for (well-formed ones only)."""
+        return len(self._principals)
+
     def start(self) -> None:
         for cache in self._caches:
             cache.start()
@@ -74,11 +93,24 @@ class Access:
         for cache in self._caches:
             await cache.close()
 
-    async def principal(self, key: str | None) -> Principal:
-        """The caller behind ``key``: UnauthorizedError / ForbiddenError as the control plane says."""
-        if not key:
-            raise UnauthorizedError(_MISSING_KEY)
-        return await self._principals.get(key)
+    async def principal(self, key: str | None, *, source: str) -> Principal:
+        """The caller behind ``key``, sent from address ``source``: UnauthorizedError /
+        ForbiddenError as the control plane says, AuthenticationsLimitedError (429) while
+        ``source`` is over its budget of failures and the key is not known here."""
+        principals = self._principals
+        if key and principals.holds(key):  # the hot path: a key in use, answered from memory
+            return await principals.get(key)
+        try:
+            if not key:
+                raise UnauthorizedError(_MISSING_KEY)
+            if not looks_like_key(key):
+                return await self.control.authenticate(key)  # the admin key, or refused: no store
+            if key not in principals:  # known within the last minute: not a guess
+                self.failures.check(source)
+            return await principals.get(key)
+        except UnauthorizedError:
+            self.failures.failed(source)
+            raise
 
     async def tenant(self, tenant_id: str) -> Tenant:
         return await self._tenants.get(tenant_id)

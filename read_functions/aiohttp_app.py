@@ -55,6 +55,7 @@ class AiohttpAdapter:
             request_id=rid,
             origin=self._scheme + headers.get("Host", ""),
             query_string=query_string,
+            peer=http.remote or "",
         )
         response = await self._dispatch(request)
         if response.stream is not None:

@@ -94,15 +94,15 @@ async def raise_if_unplaced(deps: Deps, entry: Entry) -> None:
 
 def deeper_view(
     deps: Deps, entry: Entry, head: Snapshot, view: BookView, depth: int, side: Side, now_ms: int
-) -> tuple[BookView, int]:
+) -> tuple[BookView, int, Snapshot]:
     """For a head ``view`` that is truncated: the deep snapshot's view if it may be served, else
-    ``view``; and the time the answer's age counts from (a deep snapshot at the head's update id
-    is as fresh as the head, which vouches that nothing changed since)."""
+    ``view``; the time the answer's age counts from (a deep snapshot at the head's update id is
+    as fresh as the head, which vouches that nothing changed since); and the snapshot served."""
     deep = entry.deep_of(head, now_ms, deps.settings.max_silence_ms)
     if deep is None:
-        return view, view.publish_time
+        return view, view.publish_time, head
     deep_view = view_of(entry, deep, depth, side)
-    return deep_view, head.publish_time if deep.update_id == head.update_id else deep.publish_time
+    return deep_view, head.publish_time if deep.update_id == head.update_id else deep.publish_time, deep
 
 
 def deepest(deps: Deps, entry: Entry, head: Snapshot, now_ms: int) -> Snapshot:

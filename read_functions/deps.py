@@ -26,7 +26,9 @@ from read_functions.book_cache import BookCache
 from read_functions.book_refs import BookRefs
 from read_functions.book_view import rerender
 from read_functions.catalog_cache import CatalogCache
+from read_functions.load import Load
 from read_functions.rate_limit import RateLimiter
+from read_functions.readiness import StoreReadiness
 from read_functions.settings import ReadSettings
 from read_functions.telemetry import Telemetry
 from read_functions.usage import UsageCounter
@@ -52,6 +54,8 @@ class Deps:
     limiter: RateLimiter
     usage: UsageCounter
     telemetry: Telemetry
+    readiness: StoreReadiness
+    load: Load
     _stack: AsyncExitStack = field(repr=False)
     _housekeeping: asyncio.Task[None] | None = field(default=None, repr=False)
     _flushed_at: float = field(default=0.0, repr=False)
@@ -61,9 +65,11 @@ class Deps:
         """Build everything; ``follow_changes=False`` (Lambda) reads books without a change feed."""
         stack = AsyncExitStack()
         try:
-            client = store_client(settings.redis_url, settings.redis_password)
+            client = store_client(settings.redis_url, settings.redis_password,
+                                  max_connections=settings.store_connections,
+                                  pool_wait_s=settings.store_wait_ms / 1000)  # fmt: skip
             stack.push_async_callback(client.aclose)
-            store = await stack.enter_async_context(open_control_store(settings.control_settings()))
+            store = await stack.enter_async_context(open_control_store(settings.control_settings(), client))
             catalog = CatalogCache(client, refresh_s=settings.catalog_refresh_s)
             pepper = await resolve_pepper(settings.control_settings(), store)
             admin_key = settings.admin_key.get_secret_value() if settings.admin_key else None
@@ -89,6 +95,9 @@ class Deps:
             )
             await books.start()
             stack.push_async_callback(books.close)
+            readiness = StoreReadiness(client)
+            await readiness.start()
+            stack.push_async_callback(readiness.close)
             deps = cls(
                 settings=settings,
                 redis=client,
@@ -100,6 +109,8 @@ class Deps:
                 limiter=RateLimiter(client, lease_window_s=settings.rate_lease_ms / 1000),
                 usage=UsageCounter(client),
                 telemetry=Telemetry(),
+                readiness=readiness,
+                load=Load(settings.max_in_flight),
                 _stack=stack,
             )
         except BaseException:
@@ -156,5 +167,15 @@ class Deps:
                   lambda: books.misses)  # fmt: skip
         t.counter("ladder_read_change_messages_total", "Change messages applied to cached books.",
                   lambda: books.messages)  # fmt: skip
+        load = self.load
+        t.gauge("ladder_read_in_flight", "Requests this worker holds (waiting for the store).",
+                lambda: load.in_flight)  # fmt: skip
+        t.counter("ladder_read_shed_total", "Requests refused 503 overloaded: too many held.",
+                  lambda: load.shed)  # fmt: skip
+        access, failures = self.access, self.access.failures
+        t.gauge("ladder_read_cached_keys", "API keys this worker holds an answer for.",
+                lambda: access.cached_keys)  # fmt: skip
+        t.gauge("ladder_read_failed_auth_sources", "Source addresses with failed authentications counted.",
+                lambda: len(failures))  # fmt: skip
         t.counter("ladder_read_feed_resets_total", "Times the change feed dropped and the cache was cleared.",
                   lambda: books.resets)  # fmt: skip

@@ -5,6 +5,15 @@ and usage count; the handler does the rest (validation 400/404, entitlement 403,
 Every exception ends here and nowhere else: :func:`read_functions.errors.error_response` turns it
 into a status and an error body. Every response gets ``X-Request-ID``; a tenant's responses also
 get its ``RateLimit-*`` headers.
+
+Load shedding: a worker counts the requests it holds (every listener's together). A request that
+waits for anything (the store, a lease of rate-limit tokens, a key's first look-up) is held
+until its answer; one served from memory is done within its event-loop turn. Past
+``max_in_flight`` held requests, a new one on a route that needs a key is answered 503
+``overloaded`` with ``Retry-After`` before it is authenticated, so a worker whose store slowed
+down, or that is asked more than it can answer, refuses quickly instead of queueing requests
+into their clients' timeouts. Probes and public routes, answered from memory, are never shed.
+The check is one comparison: the hot path does not pay for it.
 """
 
 from __future__ import annotations
@@ -19,7 +28,7 @@ from control_plane.errors import ForbiddenError
 from control_plane.models import Principal
 from read_functions.access import presented_key
 from read_functions.deps import Deps
-from read_functions.errors import error_response
+from read_functions.errors import OverloadedError, error_response
 from read_functions.messages import Request, Response
 from read_functions.rate_limit import Quota, TenantRateLimitedError
 from read_functions.routing import Access, Route, Router
@@ -64,10 +73,15 @@ class Dispatcher:
         deps = self.deps
         route_name = "unmatched"
         quota: Quota | None = None
+        load = deps.load
+        load.in_flight += 1
         try:
             route, request.path_params = self.router.match(request.method, request.raw_path)
             route_name = route.path
             if route.access is not Access.PUBLIC:
+                if load.in_flight > load.limit:
+                    load.shed += 1
+                    raise OverloadedError("this worker is answering as many requests as it can; retry")
                 principal = request.principal = await self._principal_source(request, route)
                 if route.access is Access.ADMIN and not principal.is_admin:
                     raise ForbiddenError("this route needs the admin key")
@@ -79,6 +93,8 @@ class Dispatcher:
             response = error_response(exc, request.request_id)
             if isinstance(exc, TenantRateLimitedError):
                 quota = exc.quota
+        finally:
+            load.in_flight -= 1
         if quota is not None:
             quota.add_headers(response.headers)
         response.headers["X-Request-ID"] = request.request_id
@@ -86,4 +102,5 @@ class Dispatcher:
         return response
 
     async def _from_key(self, request: Request, route: Route) -> Principal:
-        return await self.deps.access.principal(presented_key(request, query_allowed=route.query_key))
+        key = presented_key(request, query_allowed=route.query_key)
+        return await self.deps.access.principal(key, source=request.peer)

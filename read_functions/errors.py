@@ -62,6 +62,13 @@ class HeadersTooLargeError(ApiError):
     code = "headers_too_large"
 
 
+class OverloadedError(ApiError):
+    """The worker holds as many requests as it may (see :mod:`read_functions.dispatch`); retry."""
+
+    code = "overloaded"
+    retry_after_s = 1.0
+
+
 STATUS_BY_ERROR: dict[type[BaseException], int] = {
     InvalidRequestError: 400,
     InvalidBookIdError: 400,
@@ -77,6 +84,7 @@ STATUS_BY_ERROR: dict[type[BaseException], int] = {
     RateLimitedError: 429,
     BookNotSyncedError: 503,
     BookTooOldError: 503,
+    OverloadedError: 503,
     StoreError: 503,
 }
 

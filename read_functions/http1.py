@@ -200,6 +200,7 @@ class Http1Connection(asyncio.Protocol):
         self._closed = False
         self._upgrade: bytes | None = None  # a WebSocket upgrade waiting for earlier answers
         self._last_active = server.now
+        self._peer = ""  # the client's IP address
         # The request being parsed:
         self._started: float | None = None  # coarse time its first byte came; None between requests
         self._in_head = False
@@ -212,6 +213,9 @@ class Http1Connection(asyncio.Protocol):
     # -- asyncio.Protocol --------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
+        peername = transport.get_extra_info("peername")
+        if isinstance(peername, tuple):
+            self._peer = str(peername[0])
         self._server.connections.add(self)
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -320,6 +324,7 @@ class Http1Connection(asyncio.Protocol):
             request_id=request_id(headers.get("x-request-id")),
             origin=self._server.scheme + headers.get("host", ""),
             query_string=query_string,
+            peer=self._peer,
         )
         connection = None
         if not parser.should_keep_alive():

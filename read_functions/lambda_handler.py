@@ -89,6 +89,7 @@ def to_request(event: dict[str, Any], max_body_bytes: int) -> Request:
         request_id=request_id(headers.get("x-request-id")),
         origin=f"https://{context.get('domainName', 'lambda')}",
         query_string=query_string,
+        peer=str(http.get("sourceIp", "")),
     )
 
 

@@ -28,7 +28,8 @@ class Request:
     """One HTTP request as the core sees it.
 
     ``raw_path`` keeps percent-escapes so that a market such as ``BTC%2FUSD`` stays one path
-    segment; the router decodes each segment. ``origin`` (``https://host``) and ``query_string``
+    segment; the router decodes each segment. ``peer`` is the client's IP address as the adapter
+    saw it (empty when unknown), for limits per source. ``origin`` (``https://host``) and ``query_string``
     are kept only to rebuild :attr:`url` when a route echoes it. ``path_params`` and
     ``principal`` are filled in by the dispatcher once the route is known and the caller
     authenticated.
@@ -42,6 +43,7 @@ class Request:
     request_id: str
     origin: str = ""
     query_string: str = ""
+    peer: str = ""
     path_params: Mapping[str, str] = field(default_factory=dict)
     principal: Principal | None = None
 

@@ -1,8 +1,9 @@
 """The OpenAPI 3.1 document, generated from the route list and the schemas.
 
 Each route contributes its parameters, request body and replies; the error replies it can give
-follow from its access level and inputs (a key: 401/403; a tenant: 429; path or query
-parameters: 400/404; the store: 503), so a route cannot answer a status the document omits.
+follow from its access level and inputs (a key: 401/403/429, and 503 when the worker sheds
+load; path or query parameters: 400/404; the store: 503), so a route cannot answer a status the
+document omits.
 """
 
 from __future__ import annotations
@@ -10,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from book_store.telemetry import ladder_version
 from read_functions.routing import Access, Reply, Route
 from read_functions.schemas import COMPONENTS, Schema, ref
-from read_functions.ubdcc import ladder_version
 
 _ERROR_TEXT = {
     400: "Invalid request (invalid_request).",
@@ -22,8 +23,10 @@ _ERROR_TEXT = {
     409: "Already exists (conflict).",
     413: "Body too large (payload_too_large).",
     422: "A tenant limit would be exceeded (limit_exceeded).",
-    429: "Rate limit exceeded (rate_limited); see Retry-After.",
-    503: "Book not synced or too old, or the store is unavailable; see Retry-After.",
+    429: "Rate limit exceeded (rate_limited), or too many failed authentications from this address "
+    "(too_many_failed_authentications); see Retry-After.",
+    503: "Book not synced or too old, the store unavailable, or the worker overloaded (overloaded); "
+    "see Retry-After.",
 }
 _NO_STORE = frozenset({"/healthz", "/openapi.json", "/metrics", "/test"})
 
@@ -90,7 +93,7 @@ def _replies(route: Route) -> dict[int, Reply]:
     if route.body is not None:
         errors.add(413)
     if route.access is not Access.PUBLIC:
-        errors |= {401, 403, 429}
+        errors |= {401, 403, 429, 503}
     if route.path not in _NO_STORE:
         errors.add(503)
     if route.tag == "subscriptions" or route.path.endswith("/keys"):

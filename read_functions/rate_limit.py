@@ -121,19 +121,18 @@ class RateLimiter:
         lease = self._leases.get(tenant.id)
         if lease is None:
             lease = self._leases[tenant.id] = _Lease(tenant.burst, self.lease_size(tenant))
-        now = time.monotonic()
-        if lease.tokens > 0 and now < lease.expires_at:
-            lease.tokens -= 1
-            if lease.refill is None and lease.tokens * 2 < lease.size:
-                self._start_refill(tenant, lease)
-            return Quota(tenant.burst, lease.store_left + lease.tokens, lease.reset_s)
-        if now < lease.blocked_until:
-            raise TenantRateLimitedError(tenant, lease.blocked_until - now)
-        await asyncio.shield(lease.refill or self._start_refill(tenant, lease))
-        if lease.tokens > 0:
-            lease.tokens -= 1
-            return Quota(tenant.burst, lease.store_left + lease.tokens, lease.reset_s)
-        raise TenantRateLimitedError(tenant, max(lease.blocked_until - time.monotonic(), 0.001))
+        # More requests may wait for a lease than it brings tokens: those left over ask for the
+        # next one, until the bucket is empty (a refill that grants nothing blocks the lease).
+        while True:
+            now = time.monotonic()
+            if lease.tokens > 0 and now < lease.expires_at:
+                lease.tokens -= 1
+                if lease.refill is None and lease.tokens * 2 < lease.size:
+                    self._start_refill(tenant, lease)
+                return Quota(tenant.burst, lease.store_left + lease.tokens, lease.reset_s)
+            if now < lease.blocked_until:
+                raise TenantRateLimitedError(tenant, lease.blocked_until - now)
+            await asyncio.shield(lease.refill or self._start_refill(tenant, lease))
 
     def _start_refill(self, tenant: Tenant, lease: _Lease) -> asyncio.Task[None]:
         task = lease.refill = asyncio.get_running_loop().create_task(self._refill(tenant, lease))

@@ -68,6 +68,18 @@ class RefreshingCache(Generic[K, V]):
             raise copy.copy(slot.error)  # a fresh instance: re-raising one would grow its traceback
         return slot.value  # type: ignore[return-value]  # no error means a value was loaded
 
+    def __len__(self) -> int:
+        return len(self._slots)
+
+    def __contains__(self, key: K) -> bool:
+        """True when ``key`` has an entry, fresh or not (unused ones go after ``idle_s``)."""
+        return key in self._slots
+
+    def holds(self, key: K) -> bool:
+        """True when :meth:`get` would answer ``key`` from memory (a fresh value or error)."""
+        slot = self._slots.get(key)
+        return slot is not None and time.monotonic() - slot.loaded_at < self._max_age_s
+
     def forget(self, key: K) -> None:
         self._slots.pop(key, None)
 

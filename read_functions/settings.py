@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, SecretStr, ValidationError
+from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from control_plane.errors import ConfigurationError
-from control_plane.settings import ControlSettings
+from control_plane.settings import ControlSettings, admin_key_length, pepper_length
 
 
 class ReadSettings(BaseSettings):
@@ -46,6 +46,15 @@ class ReadSettings(BaseSettings):
     book_idle_s: float = Field(default=60.0, gt=0, description="Unsubscribe books not read for this long.")
     rate_lease_ms: int = Field(default=50, ge=1, description="A rate-limit lease is this much of the rate.")
     max_body_bytes: int = Field(default=64 * 1024, ge=1024)
+    max_in_flight: int = Field(
+        default=256, ge=1, description="Requests a worker holds at most; past it, 503 overloaded."
+    )
+    store_connections: int = Field(
+        default=100, ge=2, description="Store connections per worker (books, keys, limits, usage)."
+    )
+    store_wait_ms: int = Field(
+        default=500, ge=1, description="A store call waits this long for a free connection, then 503."
+    )
     catalog_refresh_s: float = Field(default=60.0, gt=0, description="Reload the market catalog this often.")
     huge_pages: bool = Field(
         default=True, description="Server: huge pages for the heap (read_functions/huge_pages.py)."
@@ -54,6 +63,10 @@ class ReadSettings(BaseSettings):
     compat_max_markets: int = Field(default=5000, ge=1)
     compat_max_replicas: int = Field(default=2, ge=1)
     compat_rate_limit_rps: float = Field(default=100_000.0, gt=0)
+
+    # The same checks as the control plane's, so that a bad secret is refused at start-up.
+    _usable_admin_key = field_validator("admin_key")(admin_key_length)
+    _usable_pepper = field_validator("pepper")(pepper_length)
 
     def control_settings(self) -> ControlSettings:
         """The control plane's settings for the same store selection and secrets."""

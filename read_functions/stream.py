@@ -44,6 +44,7 @@ class StreamPlan:
     depth: int
     principal: Principal
     key: str | None
+    source: str  # the client's address, for the key's recheck
 
 
 async def open_stream(request: Request, deps: Deps) -> Response:
@@ -57,7 +58,8 @@ async def open_stream(request: Request, deps: Deps) -> Response:
     book = (await authorize_book(deps, request.principal, exchange, market)).key
     if (request.headers.get("upgrade") or "").lower() != "websocket":
         raise InvalidRequestError("this route needs a WebSocket upgrade (Upgrade: websocket)")
-    plan = StreamPlan(book, depth, request.principal, presented_key(request, query_allowed=True))
+    key = presented_key(request, query_allowed=True)
+    plan = StreamPlan(book, depth, request.principal, key, request.peer)
     return Response(101, b"", None, {}, stream=plan)
 
 
@@ -120,7 +122,7 @@ class BookStream:
         view = view_of(entry, head, depth, Side.BOTH)
         since = view.publish_time
         if view.truncated:
-            view, since = deeper_view(deps, entry, head, view, depth, Side.BOTH, now)
+            view, since, _ = deeper_view(deps, entry, head, view, depth, Side.BOTH, now)
         if view is self._sent:  # a view is rendered once per snapshot: the same one was sent
             return None
         self._sent = view
@@ -130,7 +132,7 @@ class BookStream:
         self._checked_at = time.monotonic()
         plan = self._plan
         if plan.key is not None:
-            await self._deps.access.principal(plan.key)
+            await self._deps.access.principal(plan.key, source=plan.source)
         await authorize_book(self._deps, plan.principal, plan.book.exchange, plan.book.market)
 
 

@@ -7,7 +7,10 @@ them is :mod:`book_store.telemetry`, configured by the ``OTEL_*`` variables.
 The hot path pays a few dict updates and one local histogram record per request (the route's
 series is cached; see :meth:`book_store.telemetry.Telemetry.histogram`); a request span is
 only built when tracing is on, and then after the fact (its start time is known), with the
-caller's W3C ``traceparent`` as its parent. Metric attributes stay low-cardinality: route
+caller's W3C ``traceparent`` as its parent (the SDK sends one whenever its caller has a span).
+A book read's span names what it served: ``ladder.replica``, ``ladder.update_id`` (the venue's
+update id of the snapshot, the same number the ingest node's spans and the answer carry) and
+``ladder.age_ms``. Metric attributes stay low-cardinality: route
 template and status on request metrics, the tenant id on the per-tenant counters (tenants are
 few and operator-made); never a market, a key or a request id. Spans carry the rest. Each worker
 process keeps its own numbers; ``worker`` labels them.
@@ -33,6 +36,7 @@ from opentelemetry.metrics import CallbackOptions, Observation
 from opentelemetry.trace import SpanKind, StatusCode
 
 from book_store import telemetry as otel
+from book_store.codec import Snapshot
 from read_functions.messages import Request
 
 LATENCY_BUCKETS_S = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)
@@ -42,18 +46,26 @@ book_cache_hit: ContextVar[bool | None] = ContextVar("ladder_book_cache_hit", de
 (a pipelined request's task starts from the context of the one before it). Without tracing nobody
 reads it, so it is neither cleared nor set again to the value it holds."""
 
+served_book: ContextVar[tuple[Snapshot, int] | None] = ContextVar("ladder_served_book", default=None)
+"""The snapshot a book read answered with, and the answer's age in ms; set only when tracing is on,
+read and cleared by the request's span."""
+
 
 class Telemetry:
     """Request counters, latency and spans of one read worker, plus values sampled on scrape."""
 
     def __init__(self, pipeline: otel.Telemetry | None = None) -> None:
-        self.pipeline = pipeline or otel.Telemetry.from_env("ladder-read")
         self.worker = str(os.getpid())
+        self.pipeline = pipeline or otel.Telemetry.from_env(
+            "ladder-read", resource_attributes={"ladder.worker": self.worker}
+        )
         self.requests: dict[tuple[str, int], int] = {}
         self.tenant_requests: dict[str, int] = {}
         self.rate_limited: dict[str, int] = {}
         self.truncated: dict[str, int] = {}
         self._tracer = self.pipeline.tracer
+        self.tracing = self._tracer is not None
+        """Whether requests are traced: the hot path asks before it gathers what a span reports."""
         self._latency_by_route: dict[str, otel.HistogramSeries] = {}
         meter = self.pipeline.meter
         meter.create_observable_counter(
@@ -103,6 +115,10 @@ class Telemetry:
                 book_cache_hit.set(None)  # the next request of this connection starts unknown
             self._trace(request, route, status, seconds, tenant, hit)
 
+    def served(self, snapshot: Snapshot, age_ms: int) -> None:
+        """A book read answered with ``snapshot`` (call only when :attr:`tracing`)."""
+        served_book.set((snapshot, age_ms))
+
     def truncated_answer(self, exchange: str) -> None:
         """A book answer said ``truncated`` (rare: a side's trusted window ran short)."""
         self.truncated[exchange] = self.truncated.get(exchange, 0) + 1
@@ -139,6 +155,15 @@ class Telemetry:
                 attributes[f"ladder.{name}"] = value
         if hit is not None:
             attributes["ladder.cache_hit"] = hit
+        served = served_book.get()
+        if served is not None:
+            served_book.set(None)
+            snapshot, age_ms = served
+            attributes["ladder.replica"] = snapshot.replica
+            attributes["ladder.update_id"] = snapshot.update_id
+            attributes["ladder.age_ms"] = age_ms
+            attributes["ladder.book_status"] = snapshot.status.label
+            attributes["ladder.deep"] = snapshot.deep
         span = self._tracer.start_span(
             f"{request.method} {route}",
             context=otel.caller_context(request.headers),

@@ -10,7 +10,6 @@ the digits the venue sent are the digits the client parses. Only these routes em
 from __future__ import annotations
 
 import enum
-import importlib.metadata
 import time
 from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
@@ -25,13 +24,6 @@ APP_NAME = "ubdcc-restapi"
 # futures alike, keep 1000 levels per side, and get_asks / get_bids hand out every level they hold
 # (limit_count only cuts): its clients read up to 1000 levels. 1000 is also the USD-M maximum.
 UBDCC_DEPTH = 1000
-
-
-def ladder_version() -> str:
-    try:
-        return importlib.metadata.version("ladder")
-    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - running from a bare tree
-        return "0"
 
 
 class ErrorId(enum.Enum):

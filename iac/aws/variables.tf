@@ -413,13 +413,13 @@ variable "container_insights" {
 }
 
 variable "extra_environment" {
-  description = "Further LADDER_* settings for every process (e.g. venue URLs); infrastructure settings always win."
+  description = "Further LADDER_* and OTEL_* settings for every process (venue URLs, OTEL_EXPORTER_OTLP_ENDPOINT, ...); infrastructure settings always win."
   type        = map(string)
   default     = {}
 
   validation {
-    condition     = alltrue([for k in keys(var.extra_environment) : can(regex("^LADDER_[A-Z0-9_]+$", k))])
-    error_message = "extra_environment keys must be LADDER_* settings."
+    condition     = alltrue([for k in keys(var.extra_environment) : can(regex("^(LADDER|OTEL)_[A-Z0-9_]+$", k))])
+    error_message = "extra_environment keys must be LADDER_* or OTEL_* settings."
   }
 }
 

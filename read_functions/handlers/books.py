@@ -57,11 +57,14 @@ async def _read(request: Request, deps: Deps, side: Side) -> Response:
         raise
     view = view_of(entry, head, depth, side)
     since = view.publish_time
+    served = head
     if view.truncated:
-        view, since = deeper_view(deps, entry, head, view, depth, side, now)
+        view, since, served = deeper_view(deps, entry, head, view, depth, side, now)
         if view.truncated:
             deps.telemetry.truncated_answer(ref.key.exchange)
     age_ms = max(0, now - since)
+    if deps.telemetry.tracing:
+        deps.telemetry.served(served, age_ms)
     if max_age_ms is not None and age_ms > max_age_ms:
         raise BookTooOldError(
             f"the freshest synced replica of {ref.key.exchange} {ref.key.market} is {age_ms} ms old "

@@ -88,7 +88,7 @@ def _book_part(deps: Deps, entry: Entry, depth: int, now: int) -> bytes:
     view = view_of(entry, head, depth, Side.BOTH)
     since = view.publish_time
     if view.truncated:
-        view, since = deeper_view(deps, entry, head, view, depth, Side.BOTH, now)
+        view, since, _ = deeper_view(deps, entry, head, view, depth, Side.BOTH, now)
         if view.truncated:
             deps.telemetry.truncated_answer(entry.book.exchange)
     return view.body(max(0, now - since))

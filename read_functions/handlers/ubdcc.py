@@ -17,6 +17,7 @@ from book_store.codec import Snapshot
 from book_store.errors import StoreError
 from book_store.keys import BookKey, InvalidBookIdError
 from book_store.reader import choose_replica
+from book_store.telemetry import ladder_version
 from control_plane.auth import require_tenant
 from control_plane.errors import (
     ForbiddenError,
@@ -38,7 +39,6 @@ from read_functions.ubdcc import (
     Call,
     ErrorId,
     UbdccError,
-    ladder_version,
     levels_as_numbers,
 )
 

@@ -258,6 +258,9 @@ async def test_zip_answers_api_gateway_events_in_a_clean_interpreter(
     assert not [n for n in names if n.split("/")[0] in NOT_IN_ZIP or n in NOT_IN_ZIP_FILES]
     assert not [n for n in names if {"tests", "test", "__pycache__"} & set(n.split("/")[:-1])]
     assert any(n.startswith("uvloop/loop.") and n.endswith(".so") for n in names)  # the Linux wheel, compiled
+    # OTLP/HTTP export works out of the box: the exporter and the protobuf runtime it encodes with
+    assert "opentelemetry/exporter/otlp/proto/http/trace_exporter/__init__.py" in names
+    assert any(n.startswith("google/protobuf/") for n in names)
     assert size < 50 * 1024 * 1024  # Lambda's direct-upload limit, with a lot of room to spare
 
     app = tmp_path / "task"
@@ -311,6 +314,10 @@ def test_handler_imports_only_the_read_path() -> None:
         "opentelemetry",
         "uvloop",
     } <= tops and "aiohttp" not in tops
+    assert {
+        "opentelemetry.exporter.otlp.proto.http.trace_exporter",
+        "opentelemetry.exporter.otlp.proto.http.metric_exporter",
+    } <= graph.external, "the OTLP exporter is imported by name, so the zip carries it"
 
 
 def test_import_analysis_follows_relative_and_late_imports_but_not_type_checking(tmp_path: Path) -> None:

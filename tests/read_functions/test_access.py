@@ -42,7 +42,7 @@ async def test_revocation_elsewhere_is_seen_within_one_second(stack: Stack, clea
     await asyncio.sleep(0.5)  # let the cached key age
     other = await other_worker(stack, clean_redis_url)
     try:
-        tenant_id = (await stack.deps.access.principal(headers["X-API-Key"])).tenant_id
+        tenant_id = (await stack.deps.access.principal(headers["X-API-Key"], source="127.0.0.1")).tenant_id
         key_id = (await other.control.list_keys(tenant_id))[0].id
         await other.control.revoke_key(None, key_id, actor=OPERATOR)
         assert await seconds_until(stack, headers, 401) <= 1.05
@@ -58,7 +58,7 @@ async def test_a_tenant_disabled_elsewhere_is_refused_within_one_second(
     assert await status_of(stack, headers) == 200
     other = await other_worker(stack, clean_redis_url)
     try:
-        tenant_id = (await stack.deps.access.principal(headers["X-API-Key"])).tenant_id
+        tenant_id = (await stack.deps.access.principal(headers["X-API-Key"], source="127.0.0.1")).tenant_id
         await other.control.update_tenant(tenant_id, {"disabled": True}, actor=OPERATOR)
         assert await seconds_until(stack, headers, 403) <= 1.05
     finally:
@@ -74,7 +74,7 @@ async def test_a_subscription_dropped_behind_the_api_is_bounded_by_its_max_age(
         headers = await stack.subscriber(ETH)
         await stack.publish(ETH, 0, snapshot(1))
         assert await status_of(stack, headers) == 200
-        tenant_id = (await stack.deps.access.principal(headers["X-API-Key"])).tenant_id
+        tenant_id = (await stack.deps.access.principal(headers["X-API-Key"], source="127.0.0.1")).tenant_id
         assert tenant_id is not None  # a subscriber's key belongs to a tenant
         await other.control.unsubscribe(tenant_id, "binance.com", "ETHBTC", actor=OPERATOR)  # no announcement
         assert await seconds_until(stack, headers, 403) <= 1.05
@@ -103,7 +103,7 @@ async def test_a_change_announced_by_another_worker_is_seen_at_once(
     assert await status_of(stack, headers) == 200
     other = await other_worker(stack, clean_redis_url)
     try:
-        tenant_id = (await stack.deps.access.principal(headers["X-API-Key"])).tenant_id
+        tenant_id = (await stack.deps.access.principal(headers["X-API-Key"], source="127.0.0.1")).tenant_id
         assert tenant_id is not None  # a subscriber's key belongs to a tenant
         await other.control.unsubscribe(tenant_id, "binance.com", "ETHBTC", actor=OPERATOR)
         await other.announce(subscriptions_changed(tenant_id))

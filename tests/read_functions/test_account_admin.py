@@ -201,7 +201,7 @@ async def test_service_routes(stack: Stack) -> None:
     for path in ("/healthz", "/readyz"):
         status, body = await call(stack, "GET", path, {})
         assert status == 200 and body["status"] in ("ok", "ready")
-    async with stack.http.get(f"{stack.url}/metrics") as r:
+    async with stack.http.get(f"{stack.url}/metrics", headers=stack.admin) as r:
         text = await r.text()
         assert r.status == 200 and r.headers["Content-Type"].startswith("text/plain")
     assert "ladder_read_requests_total{" in text and "ladder_read_cached_books" in text

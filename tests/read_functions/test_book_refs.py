@@ -102,7 +102,7 @@ async def test_a_ref_keeps_nothing_it_was_checked_against_alive(stack: Stack) ->
     await stack.publish(ETH, 0, snapshot(1))
     assert await status_of(stack, headers) == 200
     ref = stack.deps.refs.get("binance.com", "ETHBTC")
-    tenant_id = (await stack.deps.access.principal(headers["X-API-Key"])).tenant_id
+    tenant_id = (await stack.deps.access.principal(headers["X-API-Key"], source="127.0.0.1")).tenant_id
     assert tenant_id is not None and ref.listed_in is not None and ref.entitled_in is not None
     assert ref.listed_in() is stack.deps.catalog.listing("binance.com")
     assert ref.entitled_in() is await stack.deps.access.entitlements(tenant_id)

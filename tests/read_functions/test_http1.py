@@ -428,8 +428,8 @@ async def test_close_finishes_the_answer_in_flight_and_refuses_new_connections(
     async with serving(stack) as (server, url), connect(url) as (reader, writer):
         writer.write(get("/healthz", "warm"))
         assert (await read_reply(reader)).status == 200
-        await redis_client.client_pause(700)  # the store holds /readyz's PING for 0.7 s
-        writer.write(get("/readyz", "inflight"))
+        await redis_client.client_pause(700)  # the store holds the tenant list for 0.7 s
+        writer.write(get("/v1/admin/tenants", "inflight", f"Authorization: Bearer {ADMIN_KEY}"))
         await asyncio.sleep(0.2)
         closing = asyncio.create_task(server.close())
         await asyncio.sleep(0.05)

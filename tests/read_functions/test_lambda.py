@@ -234,5 +234,8 @@ def test_errors_and_streams_through_lambda(lambda_env: str) -> None:
     assert status == 400 and "server deployment" in json.loads(body)["error"]["message"]
     status, _, body = invoke(event(API_GATEWAY_EVENT, "GET", "/openapi.json"))
     assert status == 200 and json.loads(body)["openapi"] == "3.1.0"
-    status, headers, body = invoke(event(API_GATEWAY_EVENT, "GET", "/metrics"))
+    status, _, _ = invoke(event(API_GATEWAY_EVENT, "GET", "/metrics"))
+    assert status == 401  # metrics name tenants: the operator's only
+    admin = {"authorization": f"Bearer {ADMIN_KEY}"}
+    status, headers, body = invoke(event(API_GATEWAY_EVENT, "GET", "/metrics", "", admin))
     assert status == 200 and headers["Content-Type"].startswith("text/plain") and b"ladder_read" in body

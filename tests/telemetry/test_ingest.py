@@ -169,15 +169,26 @@ async def test_a_gap_opens_a_resync_span_that_parents_the_fetch(running: Running
     await running.control(action="gap", count=1)
     await running.control(action="burst", count=2)  # the first is withheld: the second shows the gap
 
+    def reasons() -> list[object]:
+        spans = record.finished("ladder.resync")
+        return [span.attributes["ladder.reason"] for span in spans if span.attributes]
+
     async def resynced() -> bool:
-        return bool(record.finished("ladder.resync"))
+        return "gap" in reasons()
 
     await eventually(resynced, nudge=running.burst)
-    resync = record.finished("ladder.resync")[0]
-    assert resync.attributes is not None
-    assert resync.attributes["ladder.reason"] == "gap"
+    assert reasons() == ["start", "gap"], "the first sync is traced too"
+    start, resync = record.finished("ladder.resync")
+    assert resync.attributes is not None and start.attributes is not None
     assert resync.attributes["ladder.outcome"] == "synced"
-    assert resync.context is not None
+    assert resync.context is not None and start.context is not None
     fetches = record.finished("ladder.snapshot_fetch")
-    assert [f.parent.span_id for f in fetches if f.parent is not None] == [resync.context.span_id]
+    parents = [f.parent.span_id for f in fetches if f.parent is not None]
+    assert parents == [start.context.span_id, resync.context.span_id]
+    for span in (start, resync):
+        assert span.attributes is not None
+        assert span.attributes["ladder.venue_status"] == 200 and int_attribute(span, "ladder.weight") > 0
+        assert int_attribute(span, "ladder.update_id") > 0
+    fetch = fetches[-1]
+    assert fetch.attributes is not None and fetch.attributes["http.response.status_code"] == 200
     assert record.value("ladder_ingest_resyncs", exchange="binance.com", reason="gap") == 1

@@ -38,21 +38,27 @@ def test_console_exporter_gives_a_tracer_and_the_service_name() -> None:
     telemetry.shutdown()
 
 
-def test_an_otlp_endpoint_without_the_exporter_package_warns_and_exports_nothing(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
+def test_an_otlp_endpoint_gives_the_http_exporter_by_default() -> None:
+    telemetry = Telemetry.from_env("ladder-test", {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"})
+    assert telemetry.tracer is not None
+    telemetry.shutdown()
+
+
+def test_grpc_without_its_package_warns_and_exports_over_http(caplog: pytest.LogCaptureFixture) -> None:
     try:
-        import opentelemetry.exporter.otlp  # noqa: F401
+        import opentelemetry.exporter.otlp.proto.grpc  # noqa: F401
     except ImportError:
         pass
     else:
-        pytest.skip("opentelemetry-exporter-otlp is installed here")
+        pytest.skip("opentelemetry-exporter-otlp-proto-grpc is installed here")
     with caplog.at_level(logging.WARNING):
         telemetry = Telemetry.from_env(
-            "ladder-test", {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"}
+            "ladder-test",
+            {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4317", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"},
         )
-    assert telemetry.tracer is None
-    assert "opentelemetry-exporter-otlp" in caplog.text
+    assert telemetry.tracer is not None, "spans still leave, over HTTP"
+    assert "opentelemetry-exporter-otlp-proto-grpc" in caplog.text
+    telemetry.shutdown()
 
 
 @pytest.mark.parametrize(

@@ -30,15 +30,15 @@ variable "cpu_architecture" {
 }
 
 variable "ingest_command" {
-  description = "Command of the ingest containers."
+  description = "Arguments of the ingest containers' `ladder` (the image's entrypoint, see the Dockerfile)."
   type        = list(string)
-  default     = ["ladder", "ingest"]
+  default     = ["ingest"]
 }
 
 variable "control_command" {
-  description = "Command of the control plane container."
+  description = "Arguments of the control plane container's `ladder` (the image's entrypoint)."
   type        = list(string)
-  default     = ["ladder", "control"]
+  default     = ["control"]
 }
 
 variable "ingest_cpu" {

@@ -46,7 +46,7 @@ run "ingest_container_drains_before_sigkill" {
     error_message = "an init process must forward SIGTERM to the node"
   }
   assert {
-    condition     = jsondecode(aws_ecs_task_definition.this["ingest"].container_definitions)[0].command == ["ladder", "ingest"]
+    condition     = jsondecode(aws_ecs_task_definition.this["ingest"].container_definitions)[0].command == ["ingest"]
     error_message = "ingest tasks run `ladder ingest`"
   }
 }

@@ -1,0 +1,340 @@
+"""``ladder bench overload``: a read worker asked twice what it can serve answers fast, never late.
+
+Theory of operation
+-------------------
+The seed's load tests ramped a fixed arrival rate (25 -> 500 -> 1100 req/s) past what UBDCC
+could serve, and its clients timed out after 5 s. This benchmark runs the same shape scaled to
+this machine: one read worker (``python -m read_functions --workers 1``) over a private Valkey,
+its capacity ``C`` measured first with a closed-loop client (``wrk``, 50 connections), then a
+fixed arrival rate of ``0.05 C``, ``C`` and ``2.2 C`` (the seed's 25 : 500 : 1100) for
+``--seconds`` each, from a generator that never waits for an answer before sending the next
+request: each request leaves at its scheduled time on an idle connection, or a new one (up to
+``--connections``), so a slow server meets a growing crowd, as it does in production. Latency is
+measured from the scheduled time (no coordinated omission); a request unanswered 5 s after it was
+due is a timeout.
+
+The load is ``GET /v1/subscriptions`` of a tenant with 20 books: every request reads the control
+store, so requests wait in the worker for the store and can pile up there, which is where a
+worker without a bound queues into its clients' timeouts. (A cached book read waits for nothing:
+it finishes within its event-loop turn and costs ~45 us, so its twice, 50k+ req/s, is more than a
+generator sharing the machine's two cores can offer; ``--path`` runs it, or any route, and the
+report shows the rate the generator reached.) The ramp runs twice, against two workers: one with
+the default bound on held requests (``LADDER_MAX_IN_FLIGHT``), one with the bound lifted, so the
+report shows what shedding changes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import multiprocessing
+import shutil
+import tempfile
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from bench.harness import Bench
+from bench.read import ADMIN_KEY, PEPPER, Run, market_names, run_builtin, run_wrk, seed_catalog, tenant_key
+from bench.report import Report, below, percentiles
+from control_plane.supervisor import Child, child_env
+
+SHAPE = (0.05, 1.0, 2.2)
+"""The seed's ramp, 25 : 500 : 1100 req/s, as fractions of the measured capacity."""
+TIMEOUT_S = 5.0
+MARKETS = 20
+SUBSCRIPTIONS = "/v1/subscriptions"
+SEED = "UBDCC, one hot market, ramp 25 -> 500 req/s: p95 5006 ms, 19 % failed (timeouts)"
+
+
+@dataclass
+class Phase:
+    """What one step of the ramp asked and got."""
+
+    rate: float
+    seconds: float
+    sent: int = 0
+    statuses: dict[int, int] = field(default_factory=dict)
+    timeouts: int = 0
+    errors: int = 0
+    latencies_ms: list[float] = field(default_factory=list)
+    send_delays_ms: list[float] = field(default_factory=list)
+
+    @property
+    def answered(self) -> int:
+        return sum(self.statuses.values())
+
+    def summary(self) -> dict[str, Any]:
+        pct = percentiles(self.latencies_ms, (50, 99))
+        delay = percentiles(self.send_delays_ms, (99,))
+        return {
+            "rate": self.rate,
+            "seconds": self.seconds,
+            "sent": self.sent,
+            "statuses": self.statuses,
+            "timeouts": self.timeouts,
+            "errors": self.errors,
+            "p50_ms": pct.get("p50", 0.0),
+            "p99_ms": pct.get("p99", 0.0),
+            "send_delay_p99_ms": delay.get("p99", 0.0),
+        }
+
+
+# -- the generator: fixed arrival rate, as many connections as the crowd needs -------------------
+class _Client(asyncio.Protocol):
+    """One keep-alive connection carrying one request at a time."""
+
+    def __init__(self, generator: _Generator) -> None:
+        self._generator = generator
+        self.transport: asyncio.Transport | None = None
+        self.request: tuple[float, Phase] | None = None  # (due time, phase) of the request in flight
+        self._buffer = b""
+        self._length = -1  # bytes of the answer, head and body, once its head is in
+        self._status = 0
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        self._generator.idle(self)
+
+    def send(self, due: float, phase: Phase, request: bytes) -> None:
+        assert self.transport is not None
+        self.request = (due, phase)
+        self.transport.write(request)
+
+    def data_received(self, data: bytes) -> None:
+        self._buffer += data
+        if self._length < 0:
+            end = self._buffer.find(b"\r\n\r\n")
+            if end < 0:
+                return
+            head = self._buffer[:end].decode("latin-1").split("\r\n")
+            self._status = int(head[0].split(" ", 2)[1])
+            length = next(
+                (int(h.split(":", 1)[1]) for h in head if h.lower().startswith("content-length:")), 0
+            )
+            self._length = end + 4 + length
+        if len(self._buffer) >= self._length:
+            self._buffer, self._length, request = b"", -1, self.request
+            self.request = None
+            if request is not None:
+                self._generator.answered(request, self._status)
+            self._generator.idle(self)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._generator.lost(self)
+
+
+class _Generator:
+    def __init__(self, url: str, path: str, key: str, max_connections: int) -> None:
+        parts = urlsplit(url)
+        self._host, self._port = parts.hostname or "127.0.0.1", parts.port or 80
+        self._request = f"GET {path} HTTP/1.1\r\nHost: {self._host}\r\nX-API-Key: {key}\r\n\r\n".encode()
+        self._max = max_connections
+        self._loop = asyncio.get_running_loop()
+        self._idle: list[_Client] = []
+        self._busy: set[_Client] = set()
+        self._opening = 0
+        self._pending: deque[tuple[float, Phase]] = deque()
+
+    def idle(self, client: _Client) -> None:
+        self._busy.discard(client)
+        self._idle.append(client)
+        self._dispatch()
+
+    def answered(self, request: tuple[float, Phase], status: int) -> None:
+        due, phase = request
+        phase.statuses[status] = phase.statuses.get(status, 0) + 1
+        phase.latencies_ms.append((time.perf_counter() - due) * 1000)
+
+    def lost(self, client: _Client) -> None:
+        self._busy.discard(client)
+        if client in self._idle:
+            self._idle.remove(client)
+        if client.request is not None:
+            client.request[1].errors += 1
+            client.request = None
+
+    async def run(self, phases: list[Phase]) -> None:
+        expired_at = time.perf_counter()
+        for phase in phases:
+            start = time.perf_counter()
+            while (now := time.perf_counter()) < start + phase.seconds:
+                due_count = int((now - start) * phase.rate) - phase.sent
+                for i in range(due_count):
+                    self._pending.append((start + (phase.sent + i) / phase.rate, phase))
+                phase.sent += due_count
+                self._dispatch()
+                if now - expired_at >= 0.1:
+                    expired_at = now
+                    self._expire(now)
+                await asyncio.sleep(0.001)
+        drain_until = time.perf_counter() + TIMEOUT_S + 0.5
+        while (self._pending or self._busy) and time.perf_counter() < drain_until:
+            self._expire(time.perf_counter())
+            await asyncio.sleep(0.05)
+        for client in [*self._idle, *self._busy]:
+            if client.transport is not None:
+                client.transport.abort()
+
+    def _dispatch(self) -> None:
+        pending, now = self._pending, time.perf_counter()
+        while pending and self._idle:
+            client = self._idle.pop()
+            due, phase = pending.popleft()
+            phase.send_delays_ms.append((now - due) * 1000)
+            self._busy.add(client)
+            client.send(due, phase, self._request)
+        room = self._max - len(self._busy) - len(self._idle) - self._opening
+        for _ in range(min(room, len(pending) - self._opening)):
+            self._opening += 1
+            self._loop.create_task(self._open())
+
+    async def _open(self) -> None:
+        try:
+            await self._loop.create_connection(lambda: _Client(self), self._host, self._port)
+        except OSError:
+            pass  # the requests it was for stay pending: another connection, or their timeout, takes them
+        finally:
+            self._opening -= 1
+
+    def _expire(self, now: float) -> None:
+        pending = self._pending
+        while pending and now - pending[0][0] > TIMEOUT_S:
+            pending.popleft()[1].timeouts += 1
+        for client in list(self._busy):
+            if client.request is not None and now - client.request[0] > TIMEOUT_S:
+                client.request[1].timeouts += 1
+                client.request = None
+                self._busy.discard(client)
+                if client.transport is not None:
+                    client.transport.abort()  # a timed-out connection is given up, as clients do
+
+
+def _generate(url: str, path: str, key: str, rates: list[float], seconds: float, connections: int,
+              results: Connection) -> None:  # fmt: skip
+    """The generator process: runs the ramp and sends back each phase's summary."""
+    import uvloop
+
+    async def run() -> list[dict[str, Any]]:
+        phases = [Phase(rate, seconds) for rate in rates]
+        await _Generator(url, path, key, connections).run(phases)
+        return [phase.summary() for phase in phases]
+
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        results.send(runner.run(run()))
+
+
+def ramp(
+    url: str, path: str, key: str, rates: list[float], seconds: float, connections: int
+) -> list[dict[str, Any]]:
+    context = multiprocessing.get_context("fork")
+    receiving, sending = context.Pipe(duplex=False)
+    process = context.Process(target=_generate, args=(url, path, key, rates, seconds, connections, sending))
+    process.start()
+    summaries: list[dict[str, Any]] = receiving.recv()
+    process.join(30)
+    return summaries
+
+
+# -- the benchmark ---------------------------------------------------------------------------------
+async def main(args: argparse.Namespace) -> None:
+    report = Report("overload", "Read API under twice the load a worker can serve")
+    markets = market_names(MARKETS)
+    path = args.path or SUBSCRIPTIONS
+    has_wrk = shutil.which("wrk") is not None
+    report.environment["tools"] = (
+        f"capacity: {'wrk' if has_wrk else 'built-in aiohttp client'}, 50 connections; ramp: a "
+        f"fixed-arrival-rate generator (own process, uvloop), up to {args.connections} connections, "
+        f"{TIMEOUT_S:g} s timeout"
+    )
+    configurations = {"bounded (default)": {}, "unbounded": {"LADDER_MAX_IN_FLIGHT": "1000000000"}}
+    results: dict[str, list[dict[str, Any]]] = {}
+    with Bench() as bench, tempfile.TemporaryDirectory(prefix="ladder-bench-overload-") as tmp:
+        await seed_catalog(bench.redis_url, markets)
+        keys = {"LADDER_ADMIN_KEY": ADMIN_KEY, "LADDER_PEPPER": PEPPER}
+        urls: dict[str, str] = {}
+        for name, extra in configurations.items():
+            env = child_env(**bench.env, **keys, **extra)
+            read_args = ["read_functions", "--host", "127.0.0.1", "--port", "0", "--workers", "1",
+                         "--log-level", "ERROR"]  # fmt: skip
+            urls[name] = bench.supervisor.start(Child(f"read {name}", read_args, env, "LADDER_READ_URL"))
+        key = await tenant_key(urls["bounded (default)"], markets)
+        if has_wrk:
+            measured = run_wrk(
+                "capacity", urls["bounded (default)"], [path], key, args.capacity_seconds, Path(tmp)
+            )
+        else:
+            measured = await run_builtin(
+                "capacity", urls["bounded (default)"], [path], key, args.capacity_seconds
+            )
+        rates = [max(1.0, fraction * measured.rps) for fraction in SHAPE]
+        print(f"capacity {measured.rps:,.0f} req/s (p99 {measured.p99_ms:.1f} ms); ramp "
+              + " -> ".join(f"{r:,.0f}" for r in rates) + " req/s", flush=True)  # fmt: skip
+        for name, url in urls.items():
+            # The bench's own loop has nothing to do meanwhile: the generator runs in its own process.
+            results[name] = ramp(url, path, key, rates, args.seconds, args.connections)
+            peak = results[name][-1]
+            print(f"{name}: at {peak['rate']:,.0f} req/s p99 {peak['p99_ms']:.0f} ms, {peak['timeouts']} "
+                  f"timeouts of {peak['sent']}, statuses {peak['statuses']}", flush=True)  # fmt: skip
+    summarize(report, measured, results, path)
+    written = report.write()
+    print(written.read_text())
+
+
+def _share(phase: dict[str, Any], *, of: str) -> float:
+    sent = max(1, int(phase["sent"]))
+    if of == "timeouts":
+        return 100.0 * (int(phase["timeouts"]) + int(phase["errors"])) / sent
+    statuses = {int(k): int(v) for k, v in phase["statuses"].items()}
+    return 100.0 * sum(v for k, v in statuses.items() if k in (429, 503)) / sent
+
+
+def summarize(report: Report, measured: Run, results: dict[str, list[dict[str, Any]]], path: str) -> None:
+    bounded, unbounded = results["bounded (default)"][-1], results["unbounded"][-1]
+    report.figure("capacity of one worker (closed loop, 50 connections)", measured.rps, "req/s")
+    report.figure("peak arrival rate asked (2.2 x capacity)", bounded["rate"], "req/s")
+    report.figure("peak: p99 (bounded)", bounded["p99_ms"], "ms", below(1000, "ms"), SEED)
+    report.figure("peak: timeouts and socket errors (bounded)", _share(bounded, of="timeouts"), "%",
+                  below(0.01, "%"), "UBDCC: 19 % at 1.3 x its capacity")  # fmt: skip
+    report.figure("peak: answered 429/503 with Retry-After (bounded)", _share(bounded, of="refused"), "%")
+    report.figure("peak: p99 (unbounded)", unbounded["p99_ms"], "ms")
+    report.figure("peak: timeouts and socket errors (unbounded)", _share(unbounded, of="timeouts"), "%")
+    rows = []
+    for name, phases in results.items():
+        for fraction, phase in zip(SHAPE, phases, strict=True):
+            statuses = {int(k): v for k, v in phase["statuses"].items()}
+            other = sum(v for k, v in statuses.items() if k not in (200, 429, 503))
+            counts = [statuses.get(200, 0), statuses.get(429, 0), statuses.get(503, 0), other]
+            latency = [phase["p50_ms"], phase["p99_ms"], phase["send_delay_p99_ms"]]
+            rows.append([name, f"{fraction:g} x", phase["rate"], phase["sent"], *counts, phase["timeouts"],
+                         phase["errors"], *latency])  # fmt: skip
+    report.table("Ramp", ["worker", "step", "asked req/s", "sent", "200", "429", "503", "other", "timeouts",
+                          "socket errors", "p50 ms", "p99 ms", "send delay p99 ms"], rows)  # fmt: skip
+    report.note(f"Load: GET {path} with one tenant's key; one read worker per configuration, both over "
+                "one private Valkey; generator and worker share the machine's two cores.")  # fmt: skip
+    report.note("Latency counts from each request's scheduled time; 'send delay' is how late the generator "
+                "sent (high: the generator, not the worker, fell behind).")  # fmt: skip
+    report.note(
+        "The unbounded worker is the same build with LADDER_MAX_IN_FLIGHT lifted: what shedding changes."
+    )
+    report.data["capacity"] = vars(measured)
+    report.data["ramps"] = results
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="ladder bench overload", description=__doc__.split("\n")[0])
+    parser.add_argument("--seconds", type=float, default=10.0, help="length of each step of the ramp")
+    parser.add_argument("--capacity-seconds", type=float, default=6.0, help="length of the capacity run")
+    parser.add_argument("--connections", type=int, default=2000, help="the generator's connections at most")
+    parser.add_argument(
+        "--path", help=f"the request (default {SUBSCRIPTIONS} of a tenant with {MARKETS} books)"
+    )
+    return parser.parse_args()
+
+
+if __name__ == "__main__":
+    asyncio.run(main(parse_args()))
