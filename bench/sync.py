@@ -23,6 +23,10 @@ The venue moves each market 0.2 times a second by default: one fake-venue proces
 markets to two nodes already needs most of a core at that rate, and a starved venue answers
 snapshots late. A book completes its sync on the first event after its snapshot, so the run ends
 at most ``1 / rate`` after the last snapshot of the last window.
+
+Then every book stays live for ``--live-s`` (60 s) and the run reports the weight the nodes' stall
+checks (``ingest_nodes/stall_checks.py``) spent meanwhile, as a share of the budget (target: at
+most 10 %).
 """
 
 from __future__ import annotations
@@ -52,6 +56,8 @@ from ingest_nodes.venues.binance.limits import depth_weight, snapshot_limit
 
 WINDOW_S = 60.0
 TARGET_RATIO = 1.2
+CHECK_TARGET_PCT = 10
+"""Stall checks may spend at most this share of the weight budget with every book live."""
 
 
 @dataclass(frozen=True)
@@ -238,9 +244,44 @@ async def measure(args: argparse.Namespace, report: Report) -> None:
             memory = {n.node_id: rss_kib(n.pid) for n in nodes}
             stats = await venue_stats(http, venue)
             node_docs = [orjson.loads(await client.get(node_stats_key(n.node_id)) or b"{}") for n in nodes]
+            if args.live_s:
+                print(f"every book live for {args.live_s:g} s: what stall checks cost", flush=True)
+                await asyncio.sleep(args.live_s)
+                live_docs = [
+                    orjson.loads(await client.get(node_stats_key(n.node_id)) or b"{}") for n in nodes
+                ]
         await client.aclose()
     _write(report, args, plan, started_wall, elapsed, progress, cpu, memory, stats, node_docs)
     report.figure("replicas not stored as synced at the end", unsynced, "", below(1, ""))
+    if args.live_s:
+        _write_checks(report, args, plan, node_docs, live_docs)
+
+
+def _check_weight(docs: list[dict[str, Any]], exchange: str) -> int:
+    return sum(int(doc.get("exchanges", {}).get(exchange, {}).get("snapshots", {}).get("check_weight", 0))
+               for doc in docs)  # fmt: skip
+
+
+def _write_checks(
+    report: Report,
+    args: argparse.Namespace,
+    plan: dict[str, Budget],
+    before: list[dict[str, Any]],
+    after: list[dict[str, Any]],
+) -> None:
+    """What the stall checks (see ingest_nodes/stall_checks.py) spent while every book was live."""
+    for budget in plan.values():
+        spent = _check_weight(after, budget.exchange) - _check_weight(before, budget.exchange)
+        allowed = budget.per_window * args.live_s / WINDOW_S
+        share = 100 * spent / allowed if allowed else float("nan")
+        report.figure(
+            f"{budget.exchange}: stall checks' weight with every book live for {args.live_s:g} s",
+            share,
+            "% of the budget",
+            below(CHECK_TARGET_PCT + 1e-9, "% of the budget"),
+        )
+        print(f"{budget.exchange}: stall checks spent {spent} weight in {args.live_s:g} s, {share:.2f} % of "
+              f"the budget (target <= {CHECK_TARGET_PCT} %)", flush=True)  # fmt: skip
 
 
 def _write(
@@ -350,6 +391,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--streams-per-connection", type=int, default=1024)
     parser.add_argument(
         "--no-align", dest="align", action="store_false", help="start at once, not as a weight window opens"
+    )
+    parser.add_argument(
+        "--live-s",
+        type=float,
+        default=60.0,
+        help="after the sync, keep every book live this long and report what stall checks spend",
     )
     parser.add_argument("--timeout-s", type=float, default=0.0, help="0: three times the least time + 3 min")
     args = parser.parse_args(argv)

@@ -9,15 +9,19 @@ Answering depth N is then ``blob[:ends[N-1]]``, and a response is a handful of b
 
 Layout (little-endian)::
 
-    header  <B Q q q q H B B H H I I>  version, update_id, event_time, ingest_time, publish_time,
-                                       replica, status, flags, n_bids, n_asks, len(bids), len(asks)
+    header  <B Q q q q q H B B H H I I>  version, update_id, event_time, ingest_time, publish_time,
+                                         confirmed_time, replica, status, flags, n_bids, n_asks,
+                                         len(bids), len(asks)
     bid_ends   n_bids x u32            end offset of each bid level inside the bids blob
     ask_ends   n_asks x u32
     bids blob, asks blob
 
-``event_time`` and ``ingest_time`` are -1 when unknown. The metadata lives in the fixed header so
-that a reader can choose between replicas (status, update id, publish time) with one
-``struct.unpack_from`` and no JSON at all.
+``event_time``, ``ingest_time`` and ``confirmed_time`` are -1 when unknown. ``ingest_time`` is when
+the node received the last venue event applied, ``confirmed_time`` when it last confirmed with the
+venue that nothing changed since (a quiet book's stall check); the later of the two is how old the
+venue state behind the snapshot is, ``publish_time`` only when it was written. The metadata lives
+in the fixed header so that a reader can choose between replicas (status, update id, publish
+time) with one ``struct.unpack_from`` and no JSON at all.
 
 Flags say how far a side may be trusted and which of a replica's two snapshots this is:
 
@@ -40,8 +44,8 @@ from typing import NamedTuple
 
 from book_store.errors import StoreError
 
-VERSION = 2
-_HEADER = struct.Struct("<BQqqqHBBHHII")
+VERSION = 3
+_HEADER = struct.Struct("<BQqqqqHBBHHII")
 _END = struct.Struct("<I")
 
 
@@ -78,6 +82,7 @@ class SnapshotMeta(NamedTuple):
     publish_time: int
     replica: int
     status: BookStatus
+    confirmed_time: int | None = None
 
 
 def encode_snapshot(
@@ -92,6 +97,7 @@ def encode_snapshot(
         -1 if meta.event_time is None else meta.event_time,
         -1 if meta.ingest_time is None else meta.ingest_time,
         meta.publish_time,
+        -1 if meta.confirmed_time is None else meta.confirmed_time,
         meta.replica,
         meta.status,
         flags,
@@ -122,17 +128,17 @@ class Snapshot:
     served; levels are sliced out of ``raw`` per call.
     """
 
-    __slots__ = ("_asks_len", "_bids_len", "_meta", "ask_count", "bid_count", "deep", "depth", "event_time",
-                 "ingest_time", "more_asks", "more_bids", "publish_time", "raw", "recency", "replica",
-                 "status", "update_id")  # fmt: skip
+    __slots__ = ("_asks_len", "_bids_len", "_meta", "ask_count", "bid_count", "confirmed_time", "deep",
+                 "depth", "event_time", "ingest_time", "known_time", "more_asks", "more_bids",
+                 "publish_time", "raw", "recency", "replica", "status", "update_id")  # fmt: skip
 
     def __init__(self, raw: bytes | memoryview) -> None:
         try:
             header = _HEADER.unpack_from(raw)
         except struct.error as exc:
             raise StoreError("stored snapshot is truncated") from exc
-        (version, update_id, event_time, ingest_time, publish_time, replica, code, flags, n_bids, n_asks,
-         bids_len, asks_len) = header  # fmt: skip
+        (version, update_id, event_time, ingest_time, publish_time, confirmed_time, replica, code, flags,
+         n_bids, n_asks, bids_len, asks_len) = header  # fmt: skip
         if version != VERSION:
             raise StoreError(f"stored snapshot has codec version {version}, this reader knows {VERSION}")
         status = _STATUS_BY_CODE.get(code)
@@ -148,6 +154,10 @@ class Snapshot:
         self.event_time: int | None = None if event_time < 0 else event_time
         self.ingest_time: int | None = None if ingest_time < 0 else ingest_time
         self.publish_time: int = publish_time
+        self.confirmed_time: int | None = None if confirmed_time < 0 else confirmed_time
+        # How old the venue state behind the snapshot is counts from here (see the module docstring).
+        known = ingest_time if ingest_time > confirmed_time else confirmed_time
+        self.known_time: int = known if known >= 0 else publish_time
         self.replica: int = replica
         self.status: BookStatus = status
         self.depth: int = n_bids if n_bids > n_asks else n_asks
@@ -177,6 +187,7 @@ class Snapshot:
                 self.publish_time,
                 self.replica,
                 self.status,
+                self.confirmed_time,
             )
         return meta
 

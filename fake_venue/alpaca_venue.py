@@ -184,9 +184,13 @@ class AlpacaVenue:
 
     def send_update(self, market: Market, update: Update) -> None:
         self.events_generated += 1
-        if market.skip_next > 0:
-            market.skip_next -= 1
+        if market.skip_next > 0 or market.withholding(update):
+            market.skip_next = max(market.skip_next - 1, 0)
             return
+        self.send(market, update)
+
+    def send(self, market: Market, update: Update) -> None:
+        """Send an update made earlier (or just now) to the symbol's listeners."""
         message = encode_book_message(market, update.t_ns, update.bids, update.asks, reset=False)
         recent = self._recent.get(market.name)
         if recent is None:

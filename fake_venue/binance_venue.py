@@ -10,6 +10,8 @@ queues the same bytes on every listener; nothing is encoded per connection.
 A gap withheld from everyone (``skip_next``) still happens: the update is in the book and in
 history, and a merged window in progress is abandoned, so the next event shows the hole through
 ``U`` (spot) or ``pu`` (futures). A gap for one connection is that connection's ``skip`` count.
+The withhold fault does the same for every update for a while (a silent stall: the book moves,
+the socket stays up), then either resumes with the gap or sends the withheld updates first.
 """
 
 from __future__ import annotations
@@ -162,11 +164,15 @@ class BinanceVenue:
 
     def publish(self, market: Market, update: Update) -> None:
         self.events_generated += 1
-        if market.skip_next > 0:
-            market.skip_next -= 1
+        if market.skip_next > 0 or market.withholding(update):
+            market.skip_next = max(market.skip_next - 1, 0)
             for windows in self._windows:
                 windows.pop(market.name, None)
             return
+        self.send(market, update)
+
+    def send(self, market: Market, update: Update) -> None:
+        """Send an update made earlier (or just now) on every stream form that has listeners."""
         names = self._stream_names(market.name)
         for index, form in enumerate(self.dialect.forms):
             if names[index] not in self._listeners:

@@ -15,7 +15,9 @@ disconnect         symbol (any), connection, mode close|drop|slow (close), code 
                    the venue's slow-client exit (Alpaca: 407 then close; Binance: drop)
 server_shutdown    Binance only; symbol (any), connection: ``serverShutdown`` then close
 max_connection_age seconds: connections older than this are closed (the venues' 24 h cut-off)
-stall              symbol (all active), seconds: no updates at all, sockets stay open
+stall              symbol (all active), seconds: no updates at all, sockets stay open (quiet)
+withhold           symbol, seconds, resume gap|replay (gap): updates made but sent to nobody
+                   (a silent stall), then resumed with the gap or with the withheld ones first
 cross              symbol, locked (false), updates (10): a bid at/above the best ask, then cleared
 empty_book         symbol, side bids|asks|both (both): one update deleting every level
 symbol_status      symbol, status: exchangeInfo shows it; only TRADING symbols move
@@ -47,6 +49,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
@@ -82,6 +85,7 @@ class Control:
             "server_shutdown": self.server_shutdown,
             "max_connection_age": self.max_connection_age,
             "stall": self.stall,
+            "withhold": self.withhold,
             "cross": self.cross,
             "empty_book": self.empty_book,
             "symbol_status": self.symbol_status,
@@ -151,6 +155,22 @@ class Control:
             market.stall_until = until
             self.scheduler.reschedule(market, venue)
         return {"symbols": [market.name for market in markets]}
+
+    def withhold(self, params: dict[str, Any]) -> dict[str, Any]:
+        venue, market = self._venue(params), self._market(params)
+        seconds = _number(params, "seconds")
+        resume = params.get("resume", "gap")
+        if resume not in ("gap", "replay"):
+            raise ControlError('resume must be "gap" or "replay"')
+        market.withhold_until = time.monotonic() + seconds
+        market.withheld = [] if resume == "replay" else None
+
+        def release() -> None:
+            for update in market.release_withheld():
+                venue.send(market, update)
+
+        asyncio.get_running_loop().call_later(seconds, release)
+        return {"until_s": seconds, "resume": resume}
 
     def cross(self, params: dict[str, Any]) -> dict[str, Any]:
         market = self._market(params)
@@ -376,6 +396,7 @@ def _reset_venue(venue: Venue) -> None:
         market.deep_share = None
         market.stall_until = 0.0
         market.skip_next = 0
+        market.release_withheld()
         market.cross_pending = None
     for conn in venue.connections.values():
         conn.skip.clear()

@@ -171,12 +171,30 @@ class Market:
         """Monotonic time before which the symbol makes no updates (the stall fault)."""
         self.skip_next = 0
         """Updates still to be withheld from every client (the gap fault)."""
+        self.withhold_until = 0.0
+        """Monotonic time before which updates are made but sent to nobody (the withhold fault) ..."""
+        self.withheld: list[Update] | None = None
+        """... and kept to be sent when it ends (None: they are lost, the stream resumes with a gap)."""
         self.schedule_token = 0
         self.cross_pending: bool | None = None
         """A cross fault to apply on the next update: True = locked, False = crossed."""
         self.cross_updates = 0
         self._cross_tick: int | None = None
         self._cross_left = 0
+
+    def withholding(self, update: Update) -> bool:
+        """True if the withhold fault takes ``update`` (kept for later, or dropped)."""
+        if self.withhold_until <= time.monotonic():
+            return False
+        if self.withheld is not None:
+            self.withheld.append(update)
+        return True
+
+    def release_withheld(self) -> list[Update]:
+        """The fault is over: the updates it kept, in order (none when it resumes with a gap)."""
+        kept, self.withheld = self.withheld or [], None
+        self.withhold_until = 0.0
+        return kept
 
     @property
     def trading(self) -> bool:

@@ -1,9 +1,10 @@
 """Everything one exchange needs on a node: its weight budget, REST client, snapshot scheduler, feed.
 
 Built once per configured exchange from the settings; the node starts the scheduler's dispatcher
-and places every replica of the exchange on the feed. The venue decides the REST client (Binance:
-snapshots and exchangeInfo; Alpaca: the asset list, no snapshots, so its scheduler stays idle) and
-whether connections hold keys (Alpaca: one connection per key of ``credentials``).
+and the stall checker, and places every replica of the exchange on the feed and under the checker.
+The venue decides the REST client (Binance: snapshots and exchangeInfo; Alpaca: the asset list, no
+snapshots, so its scheduler stays idle) and whether connections hold keys (Alpaca: one connection
+per key of ``credentials``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from ingest_nodes.feed import ExchangeFeed
 from ingest_nodes.rest import VenueRest, VenueRestClient
 from ingest_nodes.settings import IngestSettings
 from ingest_nodes.snapshots import SnapshotScheduler
+from ingest_nodes.stall_checks import StallChecker
 from ingest_nodes.stats import SnapshotStats
 from ingest_nodes.venues.alpaca.assets import AlpacaRest
 from ingest_nodes.venues.binance.limits import depth_weight
@@ -35,6 +37,7 @@ class ExchangeRuntime:
     scheduler: SnapshotScheduler
     feed: ExchangeFeed
     stats: SnapshotStats
+    stall_checker: StallChecker
 
 
 def build_exchange(
@@ -64,6 +67,7 @@ def build_exchange(
         weight_of=partial(depth_weight, spec.depth_tiers),
         concurrency=settings.snapshot_concurrency,
         background_share=settings.background_weight_share,
+        check_share=settings.stall_check_share,
         stats=stats,
         exchange=spec.id,
     )
@@ -82,4 +86,5 @@ def build_exchange(
         scheduler=scheduler,
         feed=feed,
         stats=stats,
+        stall_checker=StallChecker(scheduler),
     )

@@ -124,6 +124,7 @@ class IngestNode:
             "checks": self._every(self.settings.replica_check_interval_s, self._check_replicas),
             "stats": self._every(self.settings.stats_interval_s, self.report),
             **{f"snapshots-{e}": x.scheduler.run() for e, x in self.exchanges.items()},
+            **{f"stall-checks-{e}": x.stall_checker.run() for e, x in self.exchanges.items()},
         }
         if self.settings.resnapshot_interval_s:
             loops["resnapshot"] = self._every(1.0, self._resnapshot_due)
@@ -264,18 +265,22 @@ class IngestNode:
             depth_tiers=spec.depth_tiers,
             # Checkpoints compare replicas at equal venue update ids; Alpaca has none.
             checkpoints=None if spec.resets_on_stream else self.checkpoints,
+            stall_policy=self.settings.stall_policy,
             resets_on_stream=spec.resets_on_stream,
         )
         self.replicas[(book, replica)] = runner
         runner.start()
         exchange.feed.attach(runner)
+        exchange.stall_checker.watch(runner)
         log.debug("started %s/%s replica %d", book.exchange, book.market, replica)
 
     async def _stop_replica(self, key: ReplicaId) -> None:
         runner = self.replicas.pop(key)
         if not self.replicas:
             self._emptied.set()
-        await self.exchanges[key[0].exchange].feed.detach(runner)
+        exchange = self.exchanges[key[0].exchange]
+        exchange.stall_checker.forget(runner)
+        await exchange.feed.detach(runner)
         await runner.stop()
         log.debug("stopped %s/%s replica %d", key[0].exchange, key[0].market, key[1])
 

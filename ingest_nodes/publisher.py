@@ -31,11 +31,10 @@ the replica its trusted window (``window_seen``): the replica decides whether a 
 due before the window falls short of the published depth.
 
 A keepalive loop republishes replicas that have been quiet for ``keepalive_ms``, so that readers can
-tell a quiet book from a dead node by ``publish_time``, and marks a synced replica ``stale`` when its
-venue stream has sent nothing for ``stale_after_ms`` while the socket stays open. Stale means "not
-trusted now", not "broken": the next event makes the replica ``synced`` again (a genuinely quiet
-book is stale while it is quiet, and readers are told so instead of being served a book nobody can
-vouch for).
+tell a quiet book from a dead node by ``publish_time``. A synced replica is published ``stale`` when
+a stall check found its stream stalled (see ``stall_checks``), or when its silence has been suspect
+for ``stale_after_ms`` and its check failed (the venue cannot be asked): a quiet book that checks
+confirm stays ``synced``, with ``confirmed_time`` saying when it was last known current.
 """
 
 from __future__ import annotations
@@ -50,6 +49,7 @@ from ingest_nodes import telemetry
 from ingest_nodes.book import OrderBook, SideWindow
 from ingest_nodes.engine import BookEngine
 from ingest_nodes.rest import now_ms
+from ingest_nodes.stall_watch import Rhythm
 from ingest_nodes.stats import ReplicaStats
 from ingest_nodes.venues.stream import Refused
 
@@ -61,12 +61,13 @@ class Publishable(Protocol):
 
     book: BookKey
     replica: int
-    last_event_ms: int
     last_publish_ms: int
     last_status: BookStatus | None
     stats: ReplicaStats
     refusal: Refused | None
     """Why the venue will not serve the book now (published as ``REFUSED``), or None."""
+    watch: Rhythm
+    stalled: bool
 
     @property
     def engine(self) -> BookEngine: ...
@@ -165,7 +166,8 @@ class Publisher:
     def status(self, replica: Publishable, now: int) -> BookStatus:
         if not replica.engine.synced:
             return BookStatus.RESYNCING if replica.refusal is None else BookStatus.REFUSED
-        if now - replica.last_event_ms > self._stale_after:
+        watch = replica.watch
+        if replica.stalled or (watch.check_failed and now - watch.suspect_at() > self._stale_after):
             return BookStatus.STALE
         return BookStatus.SYNCED
 
@@ -290,6 +292,7 @@ def _meta(replica: Publishable, status: BookStatus, now: int) -> SnapshotMeta:
         publish_time=now,
         replica=replica.replica,
         status=status,
+        confirmed_time=replica.watch.confirmed_ms,
     )
 
 

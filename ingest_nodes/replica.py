@@ -40,6 +40,13 @@ Alpaca) has none of this: a book thrown away for any reason but a lost socket is
 subscribing its symbol again on the same connection, and there is no refresh, audit or splice (a
 handover starts the book over). A venue that refuses the connection's session (``on_refused``)
 leaves the book unserved, and its published status says why (``refusal``).
+
+Silent stalls: the replica keeps its book's rhythm (``watch``, see ``stall_watch``), and the
+exchange's :class:`~ingest_nodes.stall_checks.StallChecker` checks a suspect silence against the
+venue. A quiet market is ``confirmed`` (published as ``confirmed_time``); a stalled stream makes
+the replica ``stalled``: published ``stale`` at once, and thrown away for a fresh snapshot on its
+next event, since the events it missed are gone (or, replayed late, prove nothing a snapshot
+would not).
 """
 
 from __future__ import annotations
@@ -62,6 +69,7 @@ from ingest_nodes.lane import Lane
 from ingest_nodes.publisher import Publisher
 from ingest_nodes.rest import now_ms
 from ingest_nodes.snapshots import SnapshotScheduler
+from ingest_nodes.stall_watch import Rhythm, StallPolicy
 from ingest_nodes.stats import ReplicaStats
 from ingest_nodes.sync import FuturesSyncMachine, SpotSyncMachine
 from ingest_nodes.trusted_window import WindowKeeper
@@ -100,6 +108,7 @@ class BookReplica:
         depth: int,
         depth_tiers: tuple[tuple[int, int], ...],
         checkpoints: CheckpointLog | None = None,
+        stall_policy: StallPolicy | None = None,
         resets_on_stream: bool = False,
     ) -> None:
         """``depth`` is the levels a side to publish; ``depth_tiers`` the venue's snapshot weights;
@@ -109,6 +118,10 @@ class BookReplica:
         self.stats = ReplicaStats()
         self.source: StreamConnection | None = None
         self.last_event_ms = now_ms()
+        self.watch = Rhythm(self.last_event_ms, stall_policy)
+        """The book's rhythm of events, and its confirmations (see ``stall_watch``)."""
+        self.stalled = False
+        """A check found events missing: published stale until the next event starts a resync."""
         self.last_publish_ms = 0
         self.last_status: BookStatus | None = None
         self.synced_since: float | None = None
@@ -177,6 +190,10 @@ class BookReplica:
             self.refusal = None
             self.last_event_ms = update.ingest_time
             telemetry.current().event(self.book.exchange)
+            if self.stalled:
+                self._resume_after_stall(update.ingest_time)
+            else:
+                self.watch.event(update.ingest_time)
             self.main.feed(update)
             if self._shadow is not None:
                 self._shadow.feed(update)
@@ -210,6 +227,24 @@ class BookReplica:
         """Throw the served book away (a replica mismatch, say): it resyncs."""
         self._drop_shadow()
         self.main.invalidate(reason)
+
+    # -- silent stalls (see stall_checks) --------------------------------------------------------
+
+    def confirmed(self, at_ms: int) -> None:
+        """A check found the venue where the book is: publish that it was current at ``at_ms``."""
+        self.watch.quiet(at_ms)
+        self._publisher.mark(self)
+
+    def stall(self) -> None:
+        """A check found events missing: stale at once, a fresh snapshot when events flow again."""
+        self.stalled = True
+        self._drop_shadow()
+        self._publisher.mark(self)
+
+    def _resume_after_stall(self, now: int) -> None:
+        self.stalled = False
+        self.watch.restart(now)
+        self.invalidate("stall")
 
     # -- handover --------------------------------------------------------------------------------
 
@@ -351,6 +386,7 @@ class BookReplica:
         if engine.synced:
             if self.synced_since is None:
                 self.synced_since = asyncio.get_running_loop().time()
+                self.watch.restart(now_ms())  # the wait for the snapshot was no gap of the market's
             if result.changed and self._checkpoints is not None:
                 self._checkpoints.offer(self.book, self.replica, engine)
         if result.changed or reason is not None:

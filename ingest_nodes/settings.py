@@ -11,6 +11,7 @@ from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from control_plane.venue_keys import key_pool
+from ingest_nodes.stall_watch import StallPolicy
 from ingest_nodes.venues.credentials import Credential
 
 
@@ -74,7 +75,9 @@ class IngestSettings(BaseSettings):
         default=4000, ge=50, description="Republish a book that is not synced this often."
     )
     stale_after_ms: int = Field(
-        default=60_000, ge=100, description="No event this long while the socket is open -> stale."
+        default=60_000,
+        ge=100,
+        description="Suspect silence whose stall check failed (venue unreachable) this long -> stale.",
     )
     streams_per_connection: int = Field(default=200, ge=1, le=1024)
     connection_max_age_s: float = Field(
@@ -113,6 +116,24 @@ class IngestSettings(BaseSettings):
     background_weight_share: float = Field(
         default=0.5, gt=0, le=1, description="Part of that budget refreshes and audits may use."
     )
+    stall_check_share: float = Field(
+        default=0.1, gt=0, le=1, description="Part of that budget stall checks may use (see stall_checks)."
+    )
+    stall_factor: int = Field(
+        default=3, ge=1, description="Silence this many times a book's rhythm is suspect."
+    )
+    stall_floor_ms: int = Field(default=1000, ge=10, description="Never suspect before this much silence.")
+    stall_unknown_ms: int = Field(
+        default=10_000, ge=10, description="Suspect silence of a book with no gap yet."
+    )
+    stall_ceiling_ms: int = Field(
+        default=1_800_000,
+        ge=10,
+        description="Always suspect after this much silence, however quiet the book.",
+    )
+    stall_grace_ms: int = Field(
+        default=300, ge=0, description="A venue id ahead of ours has this long to arrive."
+    )
     egress_id: str = Field(default="default", description="Nodes with one egress IP share one budget.")
     heartbeat_ms: int = Field(default=500, ge=50)
     drain_timeout_s: float = Field(default=30.0, ge=0)
@@ -122,6 +143,16 @@ class IngestSettings(BaseSettings):
         """Every configured Alpaca key (see ``control_plane.venue_keys``)."""
         pool = key_pool(self.alpaca_key_id, self.alpaca_secret_key, self.alpaca_credentials)
         return [Credential(key_id, secret) for key_id, secret in pool]
+
+    @property
+    def stall_policy(self) -> StallPolicy:
+        return StallPolicy(
+            factor=self.stall_factor,
+            floor_ms=self.stall_floor_ms,
+            unknown_ms=self.stall_unknown_ms,
+            ceiling_ms=self.stall_ceiling_ms,
+            grace_ms=self.stall_grace_ms,
+        )
 
     @property
     def exchange_ids(self) -> list[str]:

@@ -17,7 +17,7 @@ class ReplicaStats:
 
     resyncs: Counter[str] = field(default_factory=Counter)
     """Times the book (or its sync progress) was thrown away, by reason: ``gap``, ``crossed``,
-    ``disconnect``, ``buffer_overflow``, ``bad_level``, ``replica_mismatch``, ``handover``."""
+    ``disconnect``, ``buffer_overflow``, ``bad_level``, ``replica_mismatch``, ``handover``, ``stall``."""
     snapshots: int = 0
     """REST snapshots that synced the served book from scratch."""
     background_snapshots: int = 0
@@ -27,7 +27,13 @@ class ReplicaStats:
     handovers: int = 0
     """Connection changes (rollover, venue shutdown) that kept the book synced without a snapshot."""
     stale_episodes: int = 0
-    """Times the published status turned ``stale`` (stream silent while the socket stayed open)."""
+    """Times the published status turned ``stale`` (a stalled stream, or silence no check cleared)."""
+    stall_checks: int = 0
+    """Suspect silences checked against the venue's book id (see ``stall_checks``) ..."""
+    quiet_checks: int = 0
+    """... of which found the venue where the book was (a quiet market) ..."""
+    stalls: int = 0
+    """... and of which found events missing: the stream had stalled."""
     resnapshots: int = 0
     """Fresh snapshots (refreshes and audits) that replaced the served book."""
     refreshes: int = 0
@@ -53,6 +59,9 @@ class ReplicaStats:
         self.snapshot_failures += other.snapshot_failures
         self.handovers += other.handovers
         self.stale_episodes += other.stale_episodes
+        self.stall_checks += other.stall_checks
+        self.quiet_checks += other.quiet_checks
+        self.stalls += other.stalls
         self.resnapshots += other.resnapshots
         self.refreshes += other.refreshes
         self.audits += other.audits
@@ -70,6 +79,9 @@ class ReplicaStats:
             "snapshot_failures": self.snapshot_failures,
             "handovers": self.handovers,
             "stale_episodes": self.stale_episodes,
+            "stall_checks": self.stall_checks,
+            "quiet_checks": self.quiet_checks,
+            "stalls": self.stalls,
             "resnapshots": self.resnapshots,
             "refreshes": self.refreshes,
             "audits": self.audits,
@@ -127,6 +139,8 @@ class SnapshotStats:
     fetched: int = 0
     failed: int = 0
     weight_spent: int = 0
+    check_weight: int = 0
+    """Of ``weight_spent``, what stall checks cost (see ``stall_checks``)."""
     waits: int = 0
     """Times the budget said "not now" (window used up, or closed by the venue)."""
     http_status: Counter[int] = field(default_factory=Counter)
@@ -145,6 +159,7 @@ class SnapshotStats:
             "fetched": self.fetched,
             "failed": self.failed,
             "weight_spent": self.weight_spent,
+            "check_weight": self.check_weight,
             "waits": self.waits,
             "http_status": {str(k): v for k, v in self.http_status.items()},
             "max_in_flight": self.max_in_flight,

@@ -29,6 +29,8 @@ Metrics, as Prometheus names them:
                                                     (``refresh``: the trusted window ran short;
                                                     ``audit``: the periodic comparison)
 ``ladder_ingest_audit_mismatches_total{exchange}``  audits that disagreed with the served book
+``ladder_ingest_stall_checks_total{...}``           suspect silences checked, by ``verdict``
+                                                    (``quiet``: confirmed; ``stalled``: made stale)
 ``ladder_ingest_snapshot_fetches_total{...}``       REST snapshots by ``outcome`` (ok, failed)
 ``ladder_ingest_weight_spent_total{exchange}``      venue request weight spent
 ``ladder_ingest_weight_used{exchange}``             weight the venue says this minute used (its
@@ -98,6 +100,7 @@ class IngestTelemetry:
         self.resyncs: dict[tuple[str, str], int] = {}
         self.fresh_snapshots: dict[tuple[str, str], int] = {}
         self.audit_mismatches: dict[str, int] = {}
+        self.stall_checks: dict[tuple[str, str], int] = {}
         self.fetches: dict[tuple[str, str], int] = {}
         self.weight: dict[str, int] = {}
         self.batches = 0
@@ -128,6 +131,11 @@ class IngestTelemetry:
             "ladder_ingest_audit_mismatches",
             [counts_callback(self.audit_mismatches, ("exchange",))],
             description="Audits whose fresh snapshot disagreed with the served book.",
+        )
+        meter.create_observable_counter(
+            "ladder_ingest_stall_checks",
+            [counts_callback(self.stall_checks, ("exchange", "verdict"))],
+            description="Suspect silences checked against the venue, by verdict: quiet or stalled.",
         )
         meter.create_observable_counter(
             "ladder_ingest_snapshot_fetches",
@@ -314,6 +322,11 @@ class IngestTelemetry:
         self.fresh_snapshots[key] = self.fresh_snapshots.get(key, 0) + 1
         if mismatch and kind == "audit":
             self.audit_mismatches[exchange] = self.audit_mismatches.get(exchange, 0) + 1
+
+    def stall_checked(self, exchange: str, verdict: str) -> None:
+        """A stall check of a book of ``exchange`` found it ``quiet`` or ``stalled``."""
+        key = (exchange, verdict)
+        self.stall_checks[key] = self.stall_checks.get(key, 0) + 1
 
     def weight_spent(self, exchange: str, weight: int) -> None:
         self.weight[exchange] = self.weight.get(exchange, 0) + weight

@@ -97,12 +97,12 @@ def deeper_view(
 ) -> tuple[BookView, int, Snapshot]:
     """For a head ``view`` that is truncated: the deep snapshot's view if it may be served, else
     ``view``; the time the answer's age counts from (a deep snapshot at the head's update id is
-    as fresh as the head, which vouches that nothing changed since); and the snapshot served."""
+    as current as the head, which vouches that nothing changed since); and the snapshot served."""
     deep = entry.deep_of(head, now_ms, deps.settings.max_silence_ms)
     if deep is None:
-        return view, view.publish_time, head
+        return view, view.known_time, head
     deep_view = view_of(entry, deep, depth, side)
-    return deep_view, head.publish_time if deep.update_id == head.update_id else deep.publish_time, deep
+    return deep_view, head.known_time if deep.update_id == head.update_id else deep.known_time, deep
 
 
 def deepest(deps: Deps, entry: Entry, head: Snapshot, now_ms: int) -> Snapshot:

@@ -57,7 +57,7 @@ def _render(names: bytes, snapshot: Snapshot) -> TopView:
         bytes(snapshot.bids(1)) or b"null",
         bytes(snapshot.asks(1)) or b"null",
     )
-    return TopView(snapshot, head, tail, snapshot.publish_time)
+    return TopView(snapshot, head, tail, snapshot.known_time)
 
 
 _SYNCED = orjson.dumps(BookStatus.SYNCED.label)

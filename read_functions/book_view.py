@@ -45,7 +45,8 @@ class BookView(NamedTuple):
     head: bytes
     tail: tuple[bytes | memoryview, ...]
     etag: str
-    publish_time: int
+    known_time: int
+    """When the venue state behind the view was last known (its ``age_ms`` counts from here)."""
     truncated: bool
 
     def body(self, age_ms: int) -> bytes:
@@ -122,13 +123,17 @@ def render(names_json: bytes, snapshot: Snapshot, depth: int, side: Side) -> Boo
     if depth > snapshot.depth:  # the ETag names the depth actually served
         depth = snapshot.depth or 1
     event_time, ingest_time, update_id = snapshot.event_time, snapshot.ingest_time, snapshot.update_id
-    publish_time = snapshot.publish_time
-    head = b'%b"update_id":%d,"event_time":%b,"ingest_time":%b,"publish_time":%d,"age_ms":' % (
-        names_json,
-        update_id,
-        b"null" if event_time is None else b"%d" % event_time,
-        b"null" if ingest_time is None else b"%d" % ingest_time,
-        publish_time,
+    confirmed_time = snapshot.confirmed_time
+    head = (
+        b'%b"update_id":%d,"event_time":%b,"ingest_time":%b,"confirmed_time":%b,"publish_time":%d,"age_ms":'
+        % (
+            names_json,
+            update_id,
+            b"null" if event_time is None else b"%d" % event_time,
+            b"null" if ingest_time is None else b"%d" % ingest_time,
+            b"null" if confirmed_time is None else b"%d" % confirmed_time,
+            snapshot.publish_time,
+        )
     )
     state = b',"replica":%d,"status":%b,"truncated":%b' % (
         snapshot.replica,
@@ -143,7 +148,7 @@ def render(names_json: bytes, snapshot: Snapshot, depth: int, side: Side) -> Boo
     else:
         tail = (state + b',"asks":[', snapshot.asks(depth), b"]}")
     etag = f'W/"{update_id}.{snapshot.replica}.{depth}.{_SIDE_NAMES[side]}{".d" if snapshot.deep else ""}"'
-    return BookView(head, tail, etag, publish_time, truncated)
+    return BookView(head, tail, etag, snapshot.known_time, truncated)
 
 
 def names_json(book: BookKey) -> bytes:

@@ -48,9 +48,17 @@ _BOOK_META = {
     "market": STR,
     "update_id": INT,
     "event_time": NULLABLE_INT,
-    "ingest_time": NULLABLE_INT,
+    "ingest_time": {**NULLABLE_INT, "description": "when the node received the last venue event applied"},
+    "confirmed_time": {
+        **NULLABLE_INT,
+        "description": "when the node last confirmed with the venue that nothing changed since (quiet books)",
+    },
     "publish_time": INT,
-    "age_ms": INT,
+    "age_ms": {
+        "type": "integer",
+        "description": "ms since the venue state behind the book was last known: the later of ingest_time "
+        "and confirmed_time (max_age_ms refuses on it)",
+    },
     "replica": INT,
     "status": {"type": "string", "enum": ["synced"]},
     "truncated": {
@@ -92,14 +100,16 @@ API_KEY = {
     "revoked_at": NULLABLE_INT,
 }
 SUBSCRIPTION = {"exchange": STR, "market": STR, "replicas": INT, "depth": DEPTH, "created_at": INT}
-REPLICA_COUNTERS = ("restarts", "handovers", "stale_episodes", "refreshes", "audits", "audit_mismatches",
-                    "last_audit_ms", "mismatches")  # fmt: skip
+REPLICA_COUNTERS = ("restarts", "handovers", "stale_episodes", "stall_checks", "quiet_checks", "stalls",
+                    "refreshes", "audits", "audit_mismatches", "last_audit_ms", "mismatches")  # fmt: skip
 """The counters a replica's node reports that ``GET /v1/books/.../info`` passes on (besides resyncs)."""
 _STORED_LEVELS = {"bids": INT, "asks": INT, "more_bids": BOOL, "more_asks": BOOL}
 _REPLICA_INFO = {
     "replica": INT,
     "status": {"type": "string", "enum": ["synced", "resyncing", "stale", "refused"]},
     "update_id": INT,
+    "ingest_time": NULLABLE_INT,
+    "confirmed_time": NULLABLE_INT,
     "publish_time": INT,
     "age_ms": INT,
     "head": obj(_STORED_LEVELS),

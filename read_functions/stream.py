@@ -120,7 +120,7 @@ class BookStream:
         if head is None:
             return None
         view = view_of(entry, head, depth, Side.BOTH)
-        since = view.publish_time
+        since = view.known_time
         if view.truncated:
             view, since, _ = deeper_view(deps, entry, head, view, depth, Side.BOTH, now)
         if view is self._sent:  # a view is rendered once per snapshot: the same one was sent

@@ -56,7 +56,7 @@ async def _read(request: Request, deps: Deps, side: Side) -> Response:
         await raise_if_unplaced(deps, entry)
         raise
     view = view_of(entry, head, depth, side)
-    since = view.publish_time
+    since = view.known_time
     served = head
     if view.truncated:
         view, since, served = deeper_view(deps, entry, head, view, depth, side, now)

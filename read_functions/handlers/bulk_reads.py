@@ -86,7 +86,7 @@ def _book_part(deps: Deps, entry: Entry, depth: int, now: int) -> bytes:
     except BookNotSyncedError as error:
         return _failed(entry.book.exchange, entry.book.market, error)
     view = view_of(entry, head, depth, Side.BOTH)
-    since = view.publish_time
+    since = view.known_time
     if view.truncated:
         view, since, _ = deeper_view(deps, entry, head, view, depth, Side.BOTH, now)
         if view.truncated:

@@ -159,7 +159,7 @@ async def _levels(call: Call, deps: Deps, side: str) -> Response:
     call.used.append(f"{exchange}/{market}#{snapshot.replica}")
     levels = levels_as_numbers(snapshot, side, limit_count, threshold)
     extra = {"update_id": snapshot.update_id, "publish_time": snapshot.publish_time,
-             "age_ms": max(0, now - snapshot.publish_time), "replica": snapshot.replica}  # fmt: skip
+             "age_ms": max(0, now - snapshot.known_time), "replica": snapshot.replica}  # fmt: skip
     return call.ok(extra, raw=b'"%b":[%b]' % (side.encode(), levels))
 
 

@@ -29,7 +29,10 @@ class Book:
     (`Ladder.bids` / `Ladder.asks`) leaves the other side empty. The `*_ms` fields are the raw
     milliseconds; `event_time` (the venue's clock), `ingest_time` (arrival at the ingest node)
     and `publish_time` (written to the store) are the same instants as aware UTC datetimes.
-    `age_ms` is how old the snapshot was when the server answered. `truncated` is True when a side
+    `confirmed_time` (None until it happens) is when the ingest node last confirmed with the venue
+    that a quiet book had not changed. `age_ms` is how old the venue state behind the book was when
+    the server answered: since the later of `ingest_time` and `confirmed_time`, whatever
+    `publish_time` says (a quiet book is republished without being any newer). `truncated` is True when a side
     holds fewer levels than asked while the venue may hold more: every level given is right, but
     the book goes on beyond them (sum depth or walk for a fill price with that in mind).
     """
@@ -46,6 +49,12 @@ class Book:
     truncated: bool
     bids: tuple[Level, ...]
     asks: tuple[Level, ...]
+    confirmed_time_ms: int | None = None
+
+    @property
+    def confirmed_time(self) -> datetime | None:
+        """When the ingest node last confirmed with the venue that nothing had changed (quiet books)."""
+        return None if self.confirmed_time_ms is None else datetime_from_ms(self.confirmed_time_ms)
 
     @property
     def event_time(self) -> datetime:

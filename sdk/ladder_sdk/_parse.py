@@ -7,8 +7,8 @@ SDK does not know are ignored, so a newer server stays readable by an older SDK.
 A sample book answer, as `book` reads it::
 
     {"exchange": "binance.com", "market": "ETHBTC", "update_id": 7281945,
-     "event_time": 1764500000123, "ingest_time": 1764500000125, "publish_time": 1764500000126,
-     "age_ms": 3, "replica": 1, "status": "synced",
+     "event_time": 1764500000123, "ingest_time": 1764500000125, "confirmed_time": null,
+     "publish_time": 1764500000126, "age_ms": 3, "replica": 1, "status": "synced",
      "bids": [["0.03512000", "4.20000000"]], "asks": [["0.03513000", "1.00000000"]]}
 """
 
@@ -74,6 +74,9 @@ class _Fields:
         if not isinstance(value, int) or isinstance(value, bool):
             raise self._wrong(name, "an integer")
         return value
+
+    def optional_integer(self, name: str) -> int | None:
+        return None if self.data.get(name) is None else self.integer(name)
 
     def flag(self, name: str) -> bool:
         value = self.data.get(name)
@@ -153,6 +156,7 @@ def book(data: object) -> Book:
         truncated=fields.flag("truncated"),
         bids=_levels(fields.optional_array("bids"), "book bids"),
         asks=_levels(fields.optional_array("asks"), "book asks"),
+        confirmed_time_ms=fields.optional_integer("confirmed_time"),
     )
 
 

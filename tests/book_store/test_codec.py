@@ -42,6 +42,15 @@ def test_unknown_times_roundtrip_as_none() -> None:
     assert Snapshot(encode_snapshot(meta, [], [])).meta == meta
 
 
+def test_the_venue_state_is_known_as_of_the_later_of_the_last_event_and_the_last_confirmation() -> None:
+    confirmed = META._replace(confirmed_time=5000)
+    snap = Snapshot(encode_snapshot(confirmed, BIDS, ASKS))
+    assert snap.meta == confirmed and snap.confirmed_time == 5000 and snap.known_time == 5000
+    assert Snapshot(encode_snapshot(META, BIDS, ASKS)).known_time == META.ingest_time
+    unknown = SnapshotMeta(1, None, None, 7, 0, BookStatus.RESYNCING)
+    assert Snapshot(encode_snapshot(unknown, [], [])).known_time == 7  # nothing known: when written
+
+
 def test_corrupt_bytes_are_a_store_error() -> None:
     with pytest.raises(StoreError):
         Snapshot(b"\x01\x02")
@@ -82,7 +91,7 @@ def test_trailing_bytes_are_rejected_at_receipt() -> None:
 
 def test_an_unknown_status_is_rejected_at_receipt() -> None:
     raw = bytearray(encode_snapshot(META, BIDS, ASKS))
-    raw[35] = 9  # the status byte: version, update id, three times and the replica come first
+    raw[43] = 9  # the status byte: version, update id, four times and the replica come first
     with pytest.raises(StoreError, match="status"):
         Snapshot(bytes(raw))
 

@@ -242,3 +242,25 @@ async def test_connections_are_closed_at_their_maximum_age(
         while message.type == aiohttp.WSMsgType.TEXT:
             message = await ws.receive(timeout=3)
     assert (message.type, message.data) == (aiohttp.WSMsgType.CLOSE, 1000)
+
+
+async def test_withhold_is_a_silent_stall_that_resumes_with_a_gap_or_with_what_it_kept(
+    venue: FakeVenue, http: aiohttp.ClientSession
+) -> None:
+    for resume, jumps in (("gap", 1), ("replay", 0)):
+        async with http.ws_connect(venue.spot_ws_url + SPOT_FAST) as ws:
+            before = [await next_event(ws)]
+            await control(http, venue, action="withhold", venue="spot", symbol="BTCUSDT", seconds=0.6,
+                          resume=resume)  # fmt: skip
+            started = time.monotonic()
+            _, _, snapshot = await get_json(
+                http, f"{venue.spot_rest_url}/api/v3/depth?symbol=BTCUSDT&limit=5"
+            )
+            await asyncio.sleep(0.3)
+            _, _, later = await get_json(http, f"{venue.spot_rest_url}/api/v3/depth?symbol=BTCUSDT&limit=5")
+            assert later["lastUpdateId"] > snapshot["lastUpdateId"], "the book keeps moving meanwhile"
+            after = await events_after(ws, 6)
+            assert time.monotonic() - started >= 0.5, "nothing was sent while withheld"
+        events = [*before, *after]
+        assert spot_jumps(events) == jumps, resume
+        assert all(b["u"] > a["u"] for a, b in itertools.pairwise(events))

@@ -81,6 +81,7 @@ class Harness:
         }
         loop = asyncio.get_running_loop()
         self._tasks = [loop.create_task(x.scheduler.run()) for x in self.exchanges.values()]
+        self._tasks += [loop.create_task(x.stall_checker.run()) for x in self.exchanges.values()]
         self._tasks.append(loop.create_task(self.publisher.run_keepalive()))
         self.replicas: list[BookReplica] = []
 
@@ -96,15 +97,18 @@ class Harness:
             depth=depth,
             depth_tiers=spec.depth_tiers,
             checkpoints=None if spec.resets_on_stream else self.checkpoints,
+            stall_policy=self.settings.stall_policy,
             resets_on_stream=spec.resets_on_stream,
         )
         replica.start()
         runtime.feed.attach(replica)
+        runtime.stall_checker.watch(replica)
         self.replicas.append(replica)
         return replica
 
     async def close(self) -> None:
         for replica in self.replicas:
+            self.exchanges[replica.book.exchange].stall_checker.forget(replica)
             await self.exchanges[replica.book.exchange].feed.detach(replica)
             await replica.stop()
         for runtime in self.exchanges.values():

@@ -17,6 +17,7 @@ from book_store.writer import BookWriter
 from ingest_nodes.book import SideWindow
 from ingest_nodes.engine import BookEngine
 from ingest_nodes.publisher import Publisher
+from ingest_nodes.stall_watch import Rhythm
 from ingest_nodes.stats import ReplicaStats
 from ingest_nodes.sync import SpotSyncMachine
 from ingest_nodes.venues.stream import Refused
@@ -37,13 +38,14 @@ class Replica:
     depth: int
     book: BookKey = BOOK
     replica: int = 1
-    last_event_ms: int = field(default_factory=lambda: int(time.time() * 1000))
     last_publish_ms: int = 0
     last_status: BookStatus | None = None
     stats: ReplicaStats = field(default_factory=ReplicaStats)
     refusal: Refused | None = None
     engine: BookEngine = field(default_factory=lambda: BookEngine(SpotSyncMachine()))
     windows: list[tuple[SideWindow, SideWindow]] = field(default_factory=list)
+    watch: Rhythm = field(default_factory=lambda: Rhythm(int(time.time() * 1000)))
+    stalled: bool = False
 
     def window_seen(self, bids: SideWindow, asks: SideWindow) -> None:
         self.windows.append((bids, asks))

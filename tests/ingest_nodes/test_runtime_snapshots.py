@@ -158,6 +158,30 @@ async def test_background_requests_go_last_and_leave_half_the_window_to_syncs(
         await asyncio.gather(task, return_exceptions=True)
 
 
+async def test_stall_checks_go_after_syncs_before_background_and_stay_within_their_share(
+    redis_client: redis.Redis,
+) -> None:
+    """A 100-weight window: checks (weight 5) spend at most 10 of it; syncs go first, refreshes last."""
+    await away_from_minute_edge()
+    async with running(venue_config(), redis_client, weight_budget_share=100 / 6000) as harness:
+        runtime = harness.exchanges["binance.com"]
+        scheduler = SnapshotScheduler(
+            runtime.rest, runtime.budget, weight_of=lambda _limit: 5, concurrency=1, check_share=0.1
+        )
+        arrivals: list[str] = []
+        scheduler.request(Recorder("REFRESH", Priority.BACKGROUND, arrivals))
+        for symbol in SPOT_SYMBOLS[:4]:
+            scheduler.request(Recorder(symbol, Priority.CHECK, arrivals, limit=5))
+        scheduler.request(Recorder("SOLUSDT", Priority.FRESH, arrivals))
+        task = asyncio.create_task(scheduler.run())
+        await wait_until(lambda: len(arrivals) == 3, 5, "a sync and two checks")
+        await asyncio.sleep(0.3)
+        assert arrivals == ["SOLUSDT", *SPOT_SYMBOLS[:2]], "checks wait once they spent 10 of the 100"
+        assert scheduler.stats.check_weight == 10 and scheduler.stats.weight_spent == 15
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
 async def test_tickets_of_one_weight_are_not_wasted_by_requests_of_another(redis_client: redis.Redis) -> None:
     await away_from_minute_edge()
     async with running(venue_config(), redis_client) as harness:

@@ -126,7 +126,7 @@ async def test_undecodable_messages_are_ignored_never_served(stack: Stack, redis
     assert await read_update_id(stack, headers) == 1  # cached and subscribed
     newer = snapshot(2)  # published later than the cached one: it would win if it were accepted
     unknown_status = bytearray(newer)
-    unknown_status[35] = 9
+    unknown_status[43] = 9  # the status byte (see test_codec)
     snapshots = [newer[:-1], newer + b",", b"\x63" + newer[1:], bytes(unknown_status)]
     bad = [b"\x00", *(encode_message(0, raw) for raw in snapshots)]
     books, before = stack.deps.books, stack.deps.books.messages
