@@ -271,7 +271,8 @@ class IngestNode:
         self.replicas[(book, replica)] = runner
         runner.start()
         exchange.feed.attach(runner)
-        exchange.stall_checker.watch(runner)
+        if not spec.resets_on_stream:  # a stall check asks for a snapshot; Alpaca has none
+            exchange.stall_checker.watch(runner)
         log.debug("started %s/%s replica %d", book.exchange, book.market, replica)
 
     async def _stop_replica(self, key: ReplicaId) -> None:

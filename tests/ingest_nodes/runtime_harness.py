@@ -102,7 +102,8 @@ class Harness:
         )
         replica.start()
         runtime.feed.attach(replica)
-        runtime.stall_checker.watch(replica)
+        if not spec.resets_on_stream:
+            runtime.stall_checker.watch(replica)
         self.replicas.append(replica)
         return replica
 
