@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 PYTHON ?= python3
 
-.PHONY: install up demo test lint typecheck unit bench-tools image image-offline clean
+.PHONY: install up demo test lint typecheck unit bench-tools browser-tools console-vendor image image-offline clean
 
 $(STAMP): pyproject.toml sdk/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -30,7 +30,7 @@ typecheck: install
 	$(VENV)/bin/mypy book_store ingest_nodes control_plane read_functions fake_venue sdk/ladder_sdk bench tests sdk/tests
 
 ## make test: lint, type-check, then the whole suite in parallel against real servers
-test: lint typecheck
+test: lint typecheck browser-tools
 	$(VENV)/bin/python -m pytest -n auto -q $(PYTEST_ARGS)
 
 ## make bench-tools: wrk, the read bench's load generator (Debian's package; without it the bench
@@ -38,6 +38,32 @@ test: lint typecheck
 bench-tools: install
 	command -v wrk >/dev/null || { apt-get update -q && apt-get install -y -q wrk; } \
 		|| { sudo apt-get update -q && sudo apt-get install -y -q wrk; }
+
+## make browser-tools: headless Chromium and its WebDriver (Debian's packages) for the console's
+## browser test; without them that one test skips and says why
+browser-tools:
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null \
+		|| { apt-get update -q && apt-get install -y -q chromium chromium-driver; } \
+		|| { sudo apt-get update -q && sudo apt-get install -y -q chromium chromium-driver; } \
+		|| echo "browser-tools: could not install chromium and chromium-driver (the console's browser test will skip)"
+
+## make console-vendor: rebuild the console's vendored chart library from the npm registry
+## (uPlot, minified by terser; the licence beside it). Needed only to change its version.
+UPLOT_VERSION ?= 1.6.32
+TERSER_VERSION ?= 5.36.0
+CONSOLE_VENDOR := read_functions/console/vendor
+console-vendor:
+	rm -rf $(CONSOLE_VENDOR).tmp && mkdir -p $(CONSOLE_VENDOR).tmp
+	cd $(CONSOLE_VENDOR).tmp && npm pack -q uplot@$(UPLOT_VERSION) >/dev/null && tar xzf uplot-$(UPLOT_VERSION).tgz
+	npx -y terser@$(TERSER_VERSION) $(CONSOLE_VENDOR).tmp/package/dist/uPlot.esm.js --module --compress \
+		--mangle --comments '/Copyright|MIT Licensed/' -o $(CONSOLE_VENDOR).tmp/uPlot.esm.min.js
+	mkdir -p $(CONSOLE_VENDOR)
+	cp $(CONSOLE_VENDOR).tmp/uPlot.esm.min.js $(CONSOLE_VENDOR)/uPlot.esm.min.js
+	cp $(CONSOLE_VENDOR).tmp/package/dist/uPlot.min.css $(CONSOLE_VENDOR)/uPlot.min.css
+	cp $(CONSOLE_VENDOR).tmp/package/LICENSE $(CONSOLE_VENDOR)/uPlot-LICENSE.txt
+	echo "uPlot $(UPLOT_VERSION) from the npm registry, minified by terser $(TERSER_VERSION) (make console-vendor)" \
+		> $(CONSOLE_VENDOR)/VERSION.txt
+	rm -rf $(CONSOLE_VENDOR).tmp
 
 ## make image: the container image of the Dockerfile, built by buildah (no daemon; chroot isolation,
 ## so it builds where containers cannot run). IMAGE names it; BUILD_ARGS adds --build-arg options.

@@ -47,11 +47,10 @@ from bench.harness import EXCHANGES, Bench, Node, cpu_seconds
 from bench.report import Report, below
 from book_store.catalog import MarketCatalog
 from book_store.codec import BookStatus
-from book_store.keys import BookKey
+from book_store.keys import BookKey, node_stats_key
 from book_store.reader import BookReader
 from control_plane.models import ReplicaAssignment
 from control_plane.stores.redis import RedisControlStore
-from ingest_nodes.reporting import node_stats_key
 from ingest_nodes.venues.binance.limits import depth_weight, snapshot_limit
 
 WINDOW_S = 60.0

@@ -71,16 +71,28 @@ class BookReader:
             raw = cast(dict[bytes, bytes], await self._client.hgetall(book.stats))
         return {int(replica): orjson.loads(value) for replica, value in raw.items()}
 
+    async def counters_many(self, books: Sequence[BookKey]) -> dict[BookKey, dict[int, dict[str, Any]]]:
+        """:meth:`counters` of many books in one pipelined round trip."""
+        results = await self._hgetall_many([book.stats for book in books])
+        return {
+            book: {int(replica): orjson.loads(value) for replica, value in raw.items()}
+            for book, raw in zip(books, results, strict=True)
+        }
+
     async def stored_many(self, books: Sequence[BookKey]) -> dict[BookKey, StoredBook]:
         """Every stored snapshot of many books in one pipelined round trip."""
-        if not books:
-            return {}
+        results = await self._hgetall_many([book.snapshots for book in books])
+        return {book: _stored(raw) for book, raw in zip(books, results, strict=True)}
+
+    async def _hgetall_many(self, keys: Sequence[str]) -> list[dict[bytes, bytes]]:
+        if not keys:
+            return []
         with store_errors():
             async with self._client.pipeline(transaction=False) as pipe:
-                for book in books:
-                    pipe.hgetall(book.snapshots)
+                for key in keys:
+                    pipe.hgetall(key)
                 results: list[dict[bytes, bytes]] = await pipe.execute()
-        return {book: _stored(raw) for book, raw in zip(books, results, strict=True)}
+        return results
 
 
 def choose_replica(snapshots: Iterable[Snapshot], now_ms: int, max_silence_ms: int) -> Snapshot | None:

@@ -8,8 +8,10 @@ queue and export thread but decides first: a span that finds the queue full is d
 (one integer added, no log record per span) and counted in ``dropped``, which the process exposes
 as ``ladder_telemetry_spans_dropped_total``. One warning per outage says that spans are being lost.
 
-The OTLP exporter logs every failed export, which against a dead collector is a line per batch;
-:func:`quiet_exporter_logs` lets one record a minute through per exporter logger and level.
+While exports fail, batches are not even encoded for a while (:class:`CountingSpanExporter`):
+those spans count as dropped too. The OTLP exporter logs every failed export, which against a dead
+collector is a line per batch; :func:`quiet_exporter_logs` lets one record a minute through per
+exporter logger and level.
 
 The queue's length is known without reading the SDK's internals: every span handed to the SDK is
 counted in, and :class:`CountingSpanExporter`, the exporter the SDK's thread calls, counts each
@@ -33,6 +35,8 @@ DEFAULT_MAX_QUEUE_SIZE = 2048
 DEFAULT_MAX_EXPORT_BATCH_SIZE = 512
 """... and for ``OTEL_BSP_MAX_EXPORT_BATCH_SIZE``."""
 DROP_WARNING_INTERVAL_S = 60.0
+FIRST_EXPORT_PAUSE_S = 1.0
+MAX_EXPORT_PAUSE_S = 30.0
 EXPORTER_LOGGERS = (
     "opentelemetry.exporter.otlp.proto.http.trace_exporter",
     "opentelemetry.exporter.otlp.proto.http.metric_exporter",
@@ -65,20 +69,38 @@ def quiet_exporter_logs() -> None:
 
 
 class CountingSpanExporter(SpanExporter):
-    """An exporter that counts the spans it is handed and how each export ended."""
+    """An exporter that counts the spans it is handed and how each export ended, and pauses after
+    a failure.
+
+    Encoding a batch costs the process about as much CPU as making its spans did; against a
+    collector that refuses every batch that is pure waste, taken from the hot path's core. So after
+    a failed export the batches of the next ``pause`` seconds are discarded unencoded (outcome
+    ``skipped``), the pause doubling up to :data:`MAX_EXPORT_PAUSE_S` while failures go on, and
+    ending at the first success.
+    """
 
     def __init__(self, exporter: SpanExporter) -> None:
         self.exporter = exporter
         self.handed = 0
         self.outcomes: dict[str, int] = {}
+        self._pause_s = 0.0
+        self._resume_at = 0.0
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         self.handed += len(spans)
+        if time.monotonic() < self._resume_at:
+            self.outcomes["skipped"] = self.outcomes.get("skipped", 0) + len(spans)
+            return SpanExportResult.FAILURE
         result = SpanExportResult.FAILURE
         try:
             result = self.exporter.export(spans)
         finally:
-            outcome = "exported" if result is SpanExportResult.SUCCESS else "failed"
+            if result is SpanExportResult.SUCCESS:
+                outcome, self._pause_s = "exported", 0.0
+            else:
+                outcome = "failed"
+                self._pause_s = min(max(2 * self._pause_s, FIRST_EXPORT_PAUSE_S), MAX_EXPORT_PAUSE_S)
+                self._resume_at = time.monotonic() + self._pause_s
             self.outcomes[outcome] = self.outcomes.get(outcome, 0) + len(spans)
         return result
 

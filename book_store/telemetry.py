@@ -241,7 +241,12 @@ class Telemetry:
             return
 
         def dropped(_options: CallbackOptions) -> Iterable[Observation]:
-            return [Observation(sum(p.dropped for p in processors))]
+            full = sum(p.dropped for p in processors)
+            paused = sum(p.counting.outcomes.get("skipped", 0) for p in processors)
+            return [
+                Observation(full, {"reason": "queue_full"}),
+                Observation(paused, {"reason": "export_paused"}),
+            ]
 
         def queued(_options: CallbackOptions) -> Iterable[Observation]:
             return [Observation(sum(p.queued for p in processors))]
@@ -249,14 +254,14 @@ class Telemetry:
         def exported(_options: CallbackOptions) -> Iterable[Observation]:
             totals: dict[str, int] = {"exported": 0, "failed": 0}
             for processor in processors:
-                for outcome, count in list(processor.counting.outcomes.items()):
-                    totals[outcome] += count
+                for outcome in totals:
+                    totals[outcome] += processor.counting.outcomes.get(outcome, 0)
             return [Observation(count, {"outcome": outcome}) for outcome, count in totals.items()]
 
         self.meter.create_observable_counter(
             "ladder_telemetry_spans_dropped",
             [dropped],
-            description="Spans dropped because the export queue was full (collector down or slow).",
+            description="Spans dropped: the export queue was full, or exports paused after a failure.",
         )
         self.meter.create_observable_gauge(
             "ladder_telemetry_span_queue", [queued], description="Spans waiting for export."
@@ -317,6 +322,24 @@ class HistogramSeries:
             min=self.min,
             max=self.max,
         )
+
+
+def bucket_quantile(bounds: Sequence[float], counts: Sequence[int], q: float) -> float | None:
+    """The upper bound of the bucket holding quantile ``q`` (None without counts; the last bucket
+    has no bound, so a quantile there reads as the largest bound: "at least this").
+
+    Buckets only say a value is at most their bound, so reporting the bound never understates.
+    """
+    total = sum(counts)
+    if total == 0:
+        return None
+    rank = q * total
+    seen = 0
+    for bound, count in zip(bounds, counts, strict=False):
+        seen += count
+        if seen >= rank:
+            return bound
+    return bounds[-1]
 
 
 class LocalHistogram:

@@ -15,6 +15,11 @@ from the message itself and never needs a round trip for a book it already follo
 snapshot (a replica stopped or moved away, a deep snapshot no longer kept) is deleted and announced
 with a *tombstone*: an empty ``resyncing`` snapshot of the same kind, which a reader keeps in its
 place and never serves.
+
+A writer can be *fenced*: it keeps recording (the newest snapshot per replica, as always) and
+sends nothing until it is unfenced. An ingest node fences its writer when it may have been
+declared dead, so that when it reaches the store again it writes nothing of replicas that were
+taken from it meanwhile (it removes those first, and the removals are what it sends).
 """
 
 from __future__ import annotations
@@ -80,6 +85,21 @@ class BookWriter:
         self._flusher: asyncio.Task[None] | None = None
         self._on_flush = on_flush
         self._store_and_publish = client.register_script(_STORE_AND_PUBLISH)
+        self._fenced = False
+
+    @property
+    def fenced(self) -> bool:
+        return self._fenced
+
+    def fence(self) -> None:
+        """Send nothing from now on (a flush already in flight completes) until :meth:`unfence`."""
+        self._fenced = True
+
+    def unfence(self) -> None:
+        """Send what was recorded meanwhile (the newest of each replica) and carry on."""
+        self._fenced = False
+        if self._pending:
+            self._wake()
 
     def put(self, book: BookKey, replica: int, snapshot: bytes, *, deep: bool = False) -> None:
         """Record the newest head (or deep) snapshot of a replica; it is written at the end of this
@@ -105,13 +125,15 @@ class BookWriter:
         await self.drain()
 
     def _wake(self) -> None:
+        if self._fenced:
+            return
         if self._flusher is None or self._flusher.done():
             self._flusher = asyncio.get_running_loop().create_task(self._flush_loop())
 
     async def _flush_loop(self) -> None:
         # Yield once so that every put() of the current loop turn joins this batch.
         await asyncio.sleep(0)
-        while self._pending:
+        while self._pending and not self._fenced:
             batch, self._pending = self._pending, {}
             started = time.perf_counter()  # loop.time() has 1 ms resolution under uvloop
             pipe = self._client.pipeline(transaction=False)

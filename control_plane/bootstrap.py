@@ -39,12 +39,13 @@ async def open_control_store(
         finally:
             await dynamo.close()
         return
-    if not settings.redis_url:
+    url = settings.control_store_url
+    if not url:
         raise ConfigurationError("LADDER_REDIS_URL is missing (the redis control store needs it)")
     if client is not None:
         yield RedisControlStore(client, prefix=settings.control_prefix)
         return
-    own = store_client(settings.redis_url, settings.redis_password)
+    own = store_client(url, settings.redis_password)
     try:
         yield RedisControlStore(own, prefix=settings.control_prefix)
     finally:

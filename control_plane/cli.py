@@ -14,6 +14,10 @@ import os
 import secrets
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from control_plane.supervisor import Child
 
 COMPONENTS = {
     "ingest": "ingest_nodes",
@@ -60,11 +64,18 @@ def _parser() -> argparse.ArgumentParser:
     up.add_argument("--host", default="127.0.0.1")
     up.add_argument("--port", type=int, default=8080)
     up.add_argument("--workers", type=int, default=1, help="read worker processes")
-    up.add_argument("--compat-port", type=int, help="also serve the UBDCC API on this port (no key)")
+    up.add_argument("--compat-port", type=int, help="also serve the UBDCC API on this port (on 127.0.0.1)")
     up.add_argument("--compat-tenant", default="compat", help="the tenant the compat listener acts as")
+    up.add_argument(
+        "--compat-keyless-changes",
+        action="store_true",
+        help="let keyless UBDCC clients create and stop books (see docs/ubdcc.md)",
+    )
     up.add_argument("--tls-cert")
     up.add_argument("--tls-key")
-    up.add_argument("--data-dir", type=Path, default=Path(".ladder"), help="embedded store data (AOF)")
+    up.add_argument(
+        "--data-dir", type=Path, default=Path(".ladder"), help="embedded control store data (AOF), private"
+    )
     up.add_argument("--fake-symbols", type=int, default=50, help="symbols per market type on the fake venue")
     up.add_argument("--fake-rate", type=float, default=10.0, help="events/s per active fake symbol")
     for name, module in COMPONENTS.items():
@@ -75,19 +86,24 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _up(args: argparse.Namespace) -> None:
-    from book_store.server import EmbeddedValkey
+    from book_store.connect import redacted
     from control_plane.supervisor import Child, Supervisor, child_env
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s up %(levelname)s: %(message)s")
     supervisor = Supervisor()
-    store: EmbeddedValkey | None = None
     env: dict[str, str] = {}
     try:
-        redis_url = os.environ.get("LADDER_REDIS_URL")
-        if not redis_url:
-            store = EmbeddedValkey(args.data_dir.resolve() / "valkey")
-            redis_url = store.start()
-        env["LADDER_REDIS_URL"] = redis_url
+        if os.environ.get("LADDER_REDIS_URL"):
+            stores = f"store {redacted(os.environ['LADDER_REDIS_URL'])}"
+        else:
+            children, store_env = embedded_stores(args.data_dir.resolve())
+            for child in children:
+                supervisor.start(child)
+            env.update(store_env)
+            stores = (
+                f"stores on 127.0.0.1: control data in {args.data_dir.resolve() / 'valkey'}, "
+                f"password in {args.data_dir.resolve() / STORE_PASSWORD_FILE}"
+            )
         admin_key = os.environ.get("LADDER_ADMIN_KEY")
         if not admin_key:
             admin_key = "ldr_admin_" + secrets.token_urlsafe(24)
@@ -139,16 +155,75 @@ def _up(args: argparse.Namespace) -> None:
             read_args += ["--tls-cert", args.tls_cert, "--tls-key", args.tls_key]
         if args.compat_port:
             read_args += ["--compat-port", str(args.compat_port), "--compat-tenant", args.compat_tenant]
+            if args.compat_keyless_changes:
+                read_args.append("--compat-keyless-changes")
         url = supervisor.start(Child("read", read_args, child_env(**env), ready_key="LADDER_READ_URL"))
         print(
-            f"Ladder is up: {url}  (store {redis_url}, venue {args.venue}). Ctrl-C stops everything.",
+            f"Ladder is up: {url}  (console {url}/console; {stores}; venue {args.venue}). "
+            "Ctrl-C stops everything.",
             flush=True,
         )
         supervisor.run_until_signal()
     finally:
         supervisor.stop()
-        if store is not None:
-            store.stop()
+
+
+STORE_PASSWORD_FILE = "store-password"  # noqa: S105 - the name of the file that holds it
+
+
+def embedded_stores(data_dir: Path, log_dir: Path | None = None) -> tuple[list[Child], dict[str, str]]:
+    """The two Valkey servers ``ladder up`` supervises, and the variables that lead children to them.
+
+    The control store (tenants, key hashes, subscriptions, assignments, the pepper) keeps an
+    append-only file in ``data_dir/valkey``; the book store (snapshots, change messages, replica
+    counters, catalogs, the weight budget, rate limits, usage) keeps nothing on disk, as ingest
+    nodes republish everything in it. Both listen on loopback, on ports fixed for the session so
+    a restarted server is found where the children look, and ask for one password, generated
+    once into ``data_dir/store-password`` (``0600``); the children get it inside their URLs.
+    """
+    from book_store.server import READY_KEY, free_port, make_private, store_url
+    from control_plane.supervisor import Child, child_env
+
+    make_private(data_dir)
+    password = _store_password(data_dir / STORE_PASSWORD_FILE)
+    control_port = free_port()
+    books_port = free_port()
+    while books_port == control_port:
+        books_port = free_port()
+    server = ["book_store.server", "--password-file", str(data_dir / STORE_PASSWORD_FILE)]
+    children = [
+        Child(
+            "store-control",
+            [*server, str(data_dir / "valkey"), "--port", str(control_port)],
+            child_env(),
+            ready_key=READY_KEY,
+            log_path=None if log_dir is None else log_dir / "store-control.log",
+        ),
+        Child(
+            "store-books",
+            [*server, str(data_dir / "books"), "--port", str(books_port), "--volatile"],
+            child_env(),
+            ready_key=READY_KEY,
+            log_path=None if log_dir is None else log_dir / "store-books.log",
+        ),
+    ]
+    env = {
+        "LADDER_REDIS_URL": store_url("127.0.0.1", books_port, password),
+        "LADDER_CONTROL_REDIS_URL": store_url("127.0.0.1", control_port, password),
+    }
+    return children, env
+
+
+def _store_password(path: Path) -> str:
+    """The embedded stores' password: read from ``path``, or generated into it (owner-only)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        path.chmod(0o600)
+        return path.read_text().strip()
+    with os.fdopen(fd, "w") as file:
+        file.write(secrets.token_urlsafe(32))
+    return path.read_text().strip()
 
 
 FAKE_ALPACA_CREDENTIALS = ",".join(f"fake-alpaca-key-{i}:fake-alpaca-secret-{i}" for i in range(1, 9))

@@ -4,6 +4,13 @@ A key is generated here, returned once, and stored only as its peppered hash. Re
 grace period so that a tenant can rotate: create a new key, revoke the old one with
 ``grace_s``, switch clients over while both work. Revoking never extends a key's life: an earlier
 revocation time always wins.
+
+A tenant's key may mint keys for its tenant. A minted key records its parent and never outlives
+it: the store bounds its expiry by the parent's and revokes it with the parent, so revoking a
+leaked key also takes away every key minted with it. Rotation still works: the key that revokes
+its parent (the successor, minted from it) is spared and detached, and only it, so a key an
+attacker minted with the leaked one dies with it. The store counts usable keys in the same
+step that adds one, so parallel requests cannot pass the limit together.
 """
 
 from __future__ import annotations
@@ -13,7 +20,7 @@ from collections.abc import Callable
 from control_plane.api_keys import display_parts, generate_key, hash_key
 from control_plane.audit import AuditLog
 from control_plane.clock import Clock
-from control_plane.errors import LimitExceededError, NotFoundError
+from control_plane.errors import NotFoundError
 from control_plane.ids import KEY_ID_PREFIX, TENANT_ID_PREFIX, new_id
 from control_plane.models import ApiKey, Principal
 from control_plane.stores.base import ControlStore
@@ -56,12 +63,9 @@ class KeyAdmin:
             else require_int("expires_in_s", expires_in_s, lo=1, hi=MAX_EXPIRES_IN_S)
         )
         now = self._clock()
-        usable = [k for k in await self._store.list_keys(owner) if k.usable_at(now)]
-        if len(usable) >= MAX_USABLE_KEYS_PER_TENANT:
-            raise LimitExceededError(f"a tenant may hold at most {MAX_USABLE_KEYS_PER_TENANT} usable keys")
         secret = generate_key()
         prefix, last4 = display_parts(secret)
-        key = ApiKey(
+        requested = ApiKey(
             id=new_id(KEY_ID_PREFIX),
             tenant_id=owner,
             prefix=prefix,
@@ -71,9 +75,12 @@ class KeyAdmin:
             last_used_at=None,
             expires_at=None if lifetime is None else now + lifetime * 1000,
             revoked_at=None,
+            parent_id=None if actor.is_admin else actor.key_id,
         )
-        await self._store.create_key(key)
-        await self._audit.record(actor, "key.create", key.id, tenant_id=owner, expires_at=key.expires_at)
+        key = await self._store.create_key(requested, max_usable=MAX_USABLE_KEYS_PER_TENANT)
+        await self._audit.record(
+            actor, "key.create", key.id, tenant_id=owner, expires_at=key.expires_at, parent_id=key.parent_id
+        )
         return key, secret
 
     async def list_for(self, tenant_id: object) -> list[ApiKey]:
@@ -89,7 +96,9 @@ class KeyAdmin:
         key = await self._store.get_key(checked)
         if key is None or (tenant_id is not None and key.tenant_id != tenant_id):
             raise NotFoundError("no such key")
-        revoked = await self._store.revoke_key(checked, self._clock() + grace * 1000)
+        # A key minted from this one that revokes it is its successor (a rotation): it is spared.
+        spare = None if actor.is_admin or actor.key_id == checked else actor.key_id
+        revoked = await self._store.revoke_key(checked, self._clock() + grace * 1000, spare=spare)
         if revoked is None:
             raise NotFoundError("no such key")
         self._on_revoke()

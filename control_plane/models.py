@@ -57,6 +57,14 @@ class ApiKey:
     last_used_at: int | None
     expires_at: int | None
     revoked_at: int | None
+    parent_id: str | None = None
+    """The tenant key that minted this one (None when the operator did): this key never outlives it."""
+
+    @property
+    def usable_until(self) -> int | None:
+        """When the key stops working (the earlier of expiry and revocation), or None for never."""
+        ends = [t for t in (self.expires_at, self.revoked_at) if t is not None]
+        return min(ends) if ends else None
 
     def usable_at(self, now_ms: int) -> bool:
         """True while the key is neither expired nor past its revocation time."""
@@ -73,6 +81,7 @@ class ApiKey:
             "last_used_at": self.last_used_at,
             "expires_at": self.expires_at,
             "revoked_at": self.revoked_at,
+            "parent_id": self.parent_id,
         }
 
 

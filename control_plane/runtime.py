@@ -12,6 +12,11 @@ Theory of operation: every ``scheduler_interval_ms`` the loop
    also publishes on the node's channel, so ingest nodes react within milliseconds; with
    DynamoDB they poll.
 
+A loop that could not reach the store (it restarted, or this process did) judges no node by a
+heartbeat older than its own return: for one ``node_timeout_ms`` after regaining the store every
+registered node counts as live, so the nodes' heartbeats, stopped by the same outage, can resume
+before anyone's replicas are moved; a node that really died is moved one timeout later.
+
 Nodes silent for ``FORGET_AFTER_TIMEOUTS`` timeouts are removed from the registry (their
 replicas were reassigned long before). A store failure skips a round; it never kills the loop.
 Cancellation (SIGTERM handled by the caller cancelling the task) releases the lease so a
@@ -72,18 +77,29 @@ class ControlLoop:
         self._max_moves = max_moves
         self._clock = clock
         self.owner = owner or f"control-{secrets.token_hex(6)}"
+        self._store_since: int | None = None
+        """Since when every round reached the store (None after one that did not)."""
 
     async def step(self) -> Plan | None:
         """Plan and write one round; None while another control process holds the lease."""
         now = self._clock()
+        if self._store_since is None:
+            self._store_since = now
+        try:
+            return await self._step(now, grace=now - self._store_since <= self._node_timeout_ms)
+        except StoreError:
+            self._store_since = None
+            raise
+
+    async def _step(self, now: int, *, grace: bool) -> Plan | None:
         if not await self._store.try_lease(SCHEDULER_LEASE, self.owner, now, self._lease_ttl_ms):
             return None
         nodes = await self._store.list_nodes()
         for node in nodes:
-            if now - node.heartbeat_at > FORGET_AFTER_TIMEOUTS * self._node_timeout_ms:
+            if not grace and now - node.heartbeat_at > FORGET_AFTER_TIMEOUTS * self._node_timeout_ms:
                 log.info("forgetting node %s (silent for %d ms)", node.id, now - node.heartbeat_at)
                 await self._store.remove_node(node.id)
-        live = [n for n in nodes if now - n.heartbeat_at <= self._node_timeout_ms]
+        live = [n for n in nodes if grace or now - n.heartbeat_at <= self._node_timeout_ms]
         desired = await self._store.desired_books()
         current = await self._store.list_assignments()
         synced = await self._status.synced_replicas({(a.book, a.replica) for a in current})

@@ -21,7 +21,15 @@ from control_plane.clock import Clock, now_ms
 from control_plane.depth import DEFAULT_DEPTH
 from control_plane.keys import KeyAdmin
 from control_plane.markets import MarketValidator
-from control_plane.models import ApiKey, AuditEvent, JsonScalar, Principal, Subscription, Tenant
+from control_plane.models import (
+    ApiKey,
+    AuditEvent,
+    JsonScalar,
+    Principal,
+    ReplicaAssignment,
+    Subscription,
+    Tenant,
+)
 from control_plane.stores.base import ControlStore
 from control_plane.subscriptions import BulkOutcome, SubscriptionDesk
 from control_plane.tenants import TenantAdmin
@@ -133,6 +141,10 @@ class ControlService:
     async def audit(self, limit: object = 100) -> list[AuditEvent]:
         """The newest audit events first."""
         return await self._audit.recent(limit)
+
+    async def assignments(self) -> list[ReplicaAssignment]:
+        """Every replica assignment: which node keeps which replica of which book."""
+        return await self._store.list_assignments()
 
     async def nodes(self) -> list[dict[str, JsonScalar | list[dict[str, JsonScalar]]]]:
         """Each ingest node with ``live`` (heartbeat within node_timeout_ms) and its assignments."""

@@ -46,6 +46,10 @@ class ControlSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="LADDER_", frozen=True, extra="ignore")
 
     redis_url: str | None = Field(default=None, description="Valkey/Redis URL (the redis control store).")
+    control_redis_url: str | None = Field(
+        default=None,
+        description="The redis control store, when it is not the book store (`ladder up` keeps them apart).",
+    )
     redis_password: SecretStr | None = Field(default=None, description="AUTH token, when not in the URL.")
     control_store: Literal["redis", "dynamodb"] = "redis"
     control_prefix: str = Field(default="ladder:", description="Key prefix of the redis control store.")
@@ -77,3 +81,8 @@ class ControlSettings(BaseSettings):
 
     _usable_admin_key = field_validator("admin_key")(admin_key_length)
     _usable_pepper = field_validator("pepper")(pepper_length)
+
+    @property
+    def control_store_url(self) -> str | None:
+        """Where the redis control store lives: its own URL, or the book store's."""
+        return self.control_redis_url or self.redis_url

@@ -23,6 +23,8 @@ from pathlib import Path
 from book_store.server import die_with_parent
 
 log = logging.getLogger("ladder.up")
+STABLE_AFTER_S = 60.0
+"""A child that ran this long before it died is restarted after the shortest delay again."""
 
 
 @dataclass
@@ -38,10 +40,12 @@ class Child:
     proc: subprocess.Popen[str] | None = None
     ready_value: str | None = None
     restarts: int = 0
+    started_at: float = 0.0
     _ready: threading.Event = field(default_factory=threading.Event)
 
     def start(self) -> None:
         self._ready.clear()
+        self.started_at = time.monotonic()
         stderr = None if self.log_path is None else self.log_path.open("a")
         self.proc = subprocess.Popen(  # noqa: S603 - our own interpreter and module
             [sys.executable, "-m", *self.args],
@@ -113,22 +117,30 @@ class Supervisor:
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda *_: self._stopping.set())
         try:
-            while not self._stopping.wait(0.5):
-                for child in self.children:
-                    if child.proc is not None and child.proc.poll() is not None:
-                        child.restarts += 1
-                        delay = min(30.0, 0.5 * 2 ** min(child.restarts, 6))
-                        log.warning(
-                            "%s exited (%s); restarting in %.1f s", child.name, child.proc.returncode, delay
-                        )
-                        if self._stopping.wait(delay):
-                            break
-                        child.start()
+            self.watch()
         finally:
             self.stop()
 
+    def watch(self) -> None:
+        """Restart children that die, with backoff, until :meth:`stop` (runs in any thread)."""
+        while not self._stopping.wait(0.2):
+            for child in self.children:
+                if child.proc is not None and child.proc.poll() is not None:
+                    # Backoff is for a child that keeps dying; one that ran a while starts afresh.
+                    if time.monotonic() - child.started_at > STABLE_AFTER_S:
+                        child.restarts = 0
+                    child.restarts += 1
+                    delay = min(30.0, 0.25 * 2 ** min(child.restarts, 7))
+                    log.warning(
+                        "%s exited (%s); restarting in %.1f s", child.name, child.proc.returncode, delay
+                    )
+                    if self._stopping.wait(delay):
+                        return
+                    child.start()
+
     def stop(self, timeout_s: float = 15.0) -> None:
         """Signal every child (readers first, venue last), then wait; stragglers get SIGKILL."""
+        self._stopping.set()
         for child in reversed(self.children):
             child.terminate()
         deadline = time.monotonic() + timeout_s

@@ -12,8 +12,8 @@ import logging
 import signal
 
 import aiohttp
-import redis.asyncio as redis
 
+from book_store.connect import store_client
 from book_store.metrics_server import serve_metrics
 from book_store.telemetry import Telemetry
 from ingest_nodes import telemetry
@@ -50,15 +50,20 @@ async def _serve(settings: IngestSettings) -> None:
 
     loop.add_signal_handler(signal.SIGTERM, stop.set)
     loop.add_signal_handler(signal.SIGINT, stop_now)
-    client = redis.Redis.from_url(settings.redis_url)
+    client = store_client(settings.redis_url, settings.redis_password)
+    control = client
+    if settings.control_redis_url:
+        control = store_client(settings.control_redis_url, settings.redis_password)
     node_ids = {"service.instance.id": settings.node_id, "ladder.node_id": settings.node_id}
     pipeline = Telemetry.from_env("ladder-ingest", resource_attributes=node_ids)
     metrics = telemetry.install(telemetry.IngestTelemetry(pipeline)).telemetry
     async with aiohttp.ClientSession() as session, serve_metrics(metrics.render_prometheus):
-        node = IngestNode(settings, client, session)
+        node = IngestNode(settings, client, session, control_client=control)
         print(f"LADDER_INGEST_NODE={settings.node_id}", flush=True)
         await node.run(stop, drain=lambda: drain)
     await client.aclose()
+    if control is not client:
+        await control.aclose()
     metrics.shutdown()
 
 

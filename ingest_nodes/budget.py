@@ -22,6 +22,8 @@ from typing import Final
 
 import redis.asyncio as redis
 
+from book_store.keys import weight_key_prefix
+
 log = logging.getLogger(__name__)
 
 WINDOW_MS: Final = 60_000
@@ -87,7 +89,7 @@ class WeightBudget:
         limit: int,
         margin_ms: int = DEFAULT_MARGIN_MS,
     ) -> None:
-        self._prefix = f"ladder:{{weight|{egress_id}|{venue_host}}}"
+        self._prefix = weight_key_prefix(egress_id, venue_host)
         self._limit = limit
         self._margin_ms = margin_ms
         self._take = client.register_script(_TAKE)

@@ -6,9 +6,12 @@ The control plane decides which book replicas each node keeps; the node only fol
 heartbeats every ``heartbeat_ms``, and reconciles its running replicas with its assignment set
 whenever that set changes (starting what is new, stopping what was taken away). A node that stops
 heartbeating loses its assignments to other nodes within a few seconds, so a crash costs no reads
-where a book has a second replica. On SIGTERM the node asks to be drained: the scheduler moves its
-replicas away make-before-break, the node keeps serving them until they are gone (or
-``drain_timeout_s``), then leaves.
+where a book has a second replica. A node cut off from the control store for half a node timeout
+(it may be declared dead and its replicas moved) fences its book writer: it keeps its books but
+publishes nothing until a heartbeat gets through and it has re-read its assignments, so a node
+that comes back never republishes a replica that was taken from it. On SIGTERM the node asks to be
+drained: the scheduler moves its replicas away make-before-break, the node keeps serving them until
+they are gone (or ``drain_timeout_s``), then leaves.
 
 Per exchange the node runs one snapshot scheduler (every snapshot inside the weight budget shared
 through the store) and one feed (the venue connections and their rollovers). Alongside: the
@@ -22,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 import zlib
 from collections import Counter
 from collections.abc import Callable, Coroutine
@@ -45,7 +49,7 @@ from ingest_nodes.exchanges import exchange_specs
 from ingest_nodes.key_leases import KeyLeases
 from ingest_nodes.publisher import Publisher
 from ingest_nodes.replica import BookReplica
-from ingest_nodes.reporting import StatsReporter
+from ingest_nodes.reporting import StatsReporter, process_usage
 from ingest_nodes.rest import VenueRequestError
 from ingest_nodes.settings import IngestSettings
 from ingest_nodes.stats import ReplicaStats
@@ -55,6 +59,7 @@ log = logging.getLogger(__name__)
 
 ReplicaId = tuple[BookKey, int]
 SHUTDOWN_STEP_S = 5.0
+CATALOG_CHECK_S = 5.0
 
 
 def _replica_order(key: ReplicaId) -> tuple[str, str, int]:
@@ -64,11 +69,21 @@ def _replica_order(key: ReplicaId) -> tuple[str, str, int]:
 class IngestNode:
     """One ingest process: the replicas it was assigned, and the connections that feed them."""
 
-    def __init__(self, settings: IngestSettings, client: redis.Redis, session: aiohttp.ClientSession) -> None:
+    def __init__(
+        self,
+        settings: IngestSettings,
+        client: redis.Redis,
+        session: aiohttp.ClientSession,
+        *,
+        control_client: redis.Redis | None = None,
+    ) -> None:
+        """``client`` is the book store; ``control_client`` the control store, if kept apart."""
         self.settings = settings
         self.node_id = settings.node_id
         self._client = client
-        self._assignments = AssignmentClient(client)
+        self._assignments = AssignmentClient(control_client or client)
+        self._reached_at = 0.0
+        """When the last heartbeat that got through was sent (loop time)."""
         self._writer = BookWriter(client, on_flush=telemetry.current().flushed)
         self.publisher = Publisher(
             self._writer,
@@ -183,15 +198,52 @@ class IngestNode:
     # -- assignments ----------------------------------------------------------------------------
 
     async def _heartbeat(self) -> None:
+        loop = asyncio.get_running_loop()
         period = self.settings.heartbeat_ms / 1000
-        while True:
-            try:
-                await self._assignments.heartbeat(self.node_id, load=len(self.replicas))
-                await self._hold_keys()
-            except StoreError as exc:
-                log.warning("control plane unreachable (%s); keeping current replicas", type(exc).__name__)
-            if not await self._pause(period):
-                return
+        fence_after = self.settings.node_timeout_ms / 2000
+        self._reached_at = loop.time()
+        watchdog = loop.create_task(self._fence_when_cut_off(fence_after, min(period, fence_after / 4)))
+        try:
+            while True:
+                sent_at = loop.time()
+                try:
+                    # A store that does not answer at all (a partition) must not hold the loop forever.
+                    heartbeat = self._assignments.heartbeat(self.node_id, load=len(self.replicas))
+                    await asyncio.wait_for(heartbeat, fence_after)
+                except (StoreError, TimeoutError) as exc:
+                    log.warning(
+                        "control plane unreachable (%s); keeping current replicas", type(exc).__name__
+                    )
+                else:
+                    self._reached_at = sent_at
+                    if self._writer.fenced:
+                        await self._confirm_assignments()
+                if not await self._pause(period):
+                    return
+        finally:
+            watchdog.cancel()
+
+    async def _fence_when_cut_off(self, fence_after: float, every: float) -> None:
+        """Fence the writer once no heartbeat sent in the last ``fence_after`` got through."""
+        loop = asyncio.get_running_loop()
+        while await self._pause(every):
+            silent = loop.time() - self._reached_at
+            if silent > fence_after and not self._writer.fenced:
+                log.warning(
+                    "control plane unreachable for %.1f s: publishing nothing until assignments are re-read",
+                    silent,
+                )
+                self._writer.fence()
+
+    async def _confirm_assignments(self) -> None:
+        """Back from a fence: apply the assignment set as it is now, then publish again."""
+        try:
+            await asyncio.wait_for(self.reconcile(), self.settings.node_timeout_ms / 1000)
+        except (StoreError, TimeoutError) as exc:
+            log.warning("assignments not re-read yet (%s); still fenced", type(exc).__name__)
+            return
+        self._writer.unfence()
+        log.info("control plane reached again and assignments re-read: publishing again")
 
     async def _follow_assignments(self) -> None:
         """Apply the assignment set whenever it changes (notified, and re-read every few seconds).
@@ -320,11 +372,16 @@ class IngestNode:
                 "connections": exchange.feed.connection_totals().to_json(),
                 "snapshots": exchange.stats.to_json(),
                 "snapshots_pending": exchange.scheduler.pending,
+                "weight_pool": exchange.spec.weight_pool,
+                "weight_limit": exchange.budget.limit,
             }
             for exchange_id, exchange in self.exchanges.items()
         }
         return {
             "node_id": self.node_id,
+            "egress_id": self.settings.egress_id,
+            "process": process_usage(),
+            "publish_latency_ms": telemetry.current().publish_latency(time.time()),
             "replicas": len(self.replicas),
             "synced": sum(synced.values()),
             "replica_totals": totals.to_json(),
@@ -344,31 +401,25 @@ class IngestNode:
         catalog = MarketCatalog(self._client)
         while True:
             try:
-                complete = [
-                    await self._refresh_catalog(catalog, x)
-                    for x in self.exchanges.values()
-                    if not x.spec.needs_credentials or self._has_keys  # else: said once at start
-                ]
+                for exchange in self.exchanges.values():
+                    if not exchange.spec.needs_credentials or self._has_keys:  # else: said once at start
+                        await self._refresh_catalog(catalog, exchange)
             except (RedisError, OSError) as exc:
                 log.warning("market catalog not refreshed: store unreachable (%s)", type(exc).__name__)
-                complete = [False]
-            await asyncio.sleep(self.settings.catalog_refresh_s if all(complete) else 5.0)
+            # A catalog another node refreshed within the interval costs one SET NX to skip, and a
+            # book store that restarted empty gets its catalog back within seconds, not an interval.
+            await asyncio.sleep(min(self.settings.catalog_refresh_s, CATALOG_CHECK_S))
 
-    async def _refresh_catalog(self, catalog: MarketCatalog, exchange: ExchangeRuntime) -> bool:
-        """Refresh one exchange's markets unless another node did within the interval.
-
-        Returns False while the exchange still has no catalog at all.
-        """
+    async def _refresh_catalog(self, catalog: MarketCatalog, exchange: ExchangeRuntime) -> None:
+        """Refresh one exchange's markets unless another node did within the interval."""
         spec = exchange.spec
         lock = f"ladder:catalog-lock:{spec.id}"
         ttl = max(1, int(self.settings.catalog_refresh_s))
         taken = await self._client.set(lock, self.node_id, nx=True, ex=ttl)
         if not taken and await catalog.count(spec.id):
-            return True
+            return
         try:
             await catalog.replace(spec.id, await exchange.rest.markets())
         except (VenueRequestError, VenuePayloadError) as exc:
             log.warning("%s: exchangeInfo failed: %s", spec.id, exc)
             await self._client.delete(lock)
-            return bool(await catalog.count(spec.id))
-        return True

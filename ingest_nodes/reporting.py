@@ -12,6 +12,8 @@ almost nothing. Operators, benchmarks and tests read these; telemetry reads the 
 from __future__ import annotations
 
 import logging
+import os
+import time
 from collections.abc import Mapping
 from typing import Final
 
@@ -19,17 +21,30 @@ import orjson
 import redis.asyncio as redis
 from redis.exceptions import RedisError
 
-from book_store.keys import BookKey
+from book_store.keys import BookKey, node_stats_key
 from ingest_nodes.stats import ReplicaStats
 
 log = logging.getLogger(__name__)
 
-NODE_STATS_PREFIX: Final = "ladder:node-stats:"
 REPLICA_STATS_TTL_S: Final = 86_400
 
 
-def node_stats_key(node_id: str) -> str:
-    return NODE_STATS_PREFIX + node_id
+_PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+def process_usage() -> dict[str, float | int | None]:
+    """The node process's CPU seconds so far and resident memory now (None where unknown).
+
+    An operator's console turns two readings of ``cpu_s`` into a CPU share; memory is read from
+    ``/proc`` (Linux), as no portable call gives the current, not the peak, resident size.
+    """
+    rss: int | None = None
+    try:
+        with open("/proc/self/statm", "rb") as statm:
+            rss = int(statm.read().split()[1]) * _PAGE_SIZE
+    except (OSError, ValueError, IndexError):
+        rss = None
+    return {"cpu_s": round(time.process_time(), 3), "rss_bytes": rss, "at_ms": time.time_ns() // 1_000_000}
 
 
 class StatsReporter:

@@ -26,6 +26,9 @@ class IngestSettings(BaseSettings):
 
     redis_url: str = Field(description="The book store (Valkey/Redis); required for this process.")
     redis_password: SecretStr | None = Field(default=None, description="AUTH token, when not in the URL.")
+    control_redis_url: str | None = Field(
+        default=None, description="The control store (assignments), when it is not the book store."
+    )
     node_id: str = Field(default_factory=_default_node_id)
     capacity: int = Field(default=5000, ge=1, description="Most book replicas this node keeps.")
     exchanges: str = Field(
@@ -136,6 +139,14 @@ class IngestSettings(BaseSettings):
     )
     egress_id: str = Field(default="default", description="Nodes with one egress IP share one budget.")
     heartbeat_ms: int = Field(default=500, ge=50)
+    node_timeout_ms: int = Field(
+        default=3000,
+        ge=100,
+        description=(
+            "The control plane's node timeout (the same variable): a node that could not heartbeat "
+            "for half of it stops publishing until it has re-read its assignments."
+        ),
+    )
     drain_timeout_s: float = Field(default=30.0, ge=0)
 
     @property

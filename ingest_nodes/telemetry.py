@@ -54,6 +54,7 @@ scheduler add ``http.response.status_code``, ``ladder.venue_used_weight`` and ``
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import TYPE_CHECKING, Protocol
@@ -64,7 +65,7 @@ from opentelemetry.trace import Span, StatusCode, set_span_in_context, use_span
 
 from book_store.codec import BookStatus
 from book_store.keys import BookKey
-from book_store.telemetry import HistogramSeries, Telemetry, counts_callback
+from book_store.telemetry import HistogramSeries, Telemetry, bucket_quantile, counts_callback
 
 if TYPE_CHECKING:
     from ingest_nodes.exchange_runtime import ExchangeRuntime
@@ -74,6 +75,9 @@ if TYPE_CHECKING:
 LATENCY_BUCKETS_S = (0.0005, 0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 
 ReplicaKey = tuple[BookKey, int]
+LATENCY_WINDOW_S = 60.0
+"""The node's reported publish-latency percentiles cover about this much recent time."""
+LATENCY_QUANTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99}
 
 
 class ReplicaSource(Protocol):
@@ -107,6 +111,7 @@ class IngestTelemetry:
         self.snapshots = 0
         self._pending: dict[ReplicaKey, tuple[int, HistogramSeries]] = {}
         self._exchange_latency: dict[str, HistogramSeries] = {}
+        self._latency_marks: dict[str, deque[tuple[float, list[int]]]] = {}
         self._resync_spans: dict[ReplicaKey, Span] = {}
         self._resync_weight: dict[ReplicaKey, int] = {}
         self._node: ReplicaSource | None = None
@@ -330,6 +335,30 @@ class IngestTelemetry:
 
     def weight_spent(self, exchange: str, weight: int) -> None:
         self.weight[exchange] = self.weight.get(exchange, 0) + weight
+
+    def publish_latency(self, now_s: float) -> dict[str, dict[str, float | int | None]]:
+        """Per exchange, frame received -> published over about the last minute, in ms:
+        ``count`` and bucket-bound percentiles (what the node reports to the store each interval).
+
+        Each call marks the histogram's counts; the window is the difference from the oldest mark
+        at most :data:`LATENCY_WINDOW_S` old, so a node that got slow shows it within a minute.
+        """
+        summary: dict[str, dict[str, float | int | None]] = {}
+        for exchange, series in self._exchange_latency.items():
+            counts = list(series.bucket_counts)
+            marks = self._latency_marks.get(exchange)
+            if marks is None:
+                marks = self._latency_marks[exchange] = deque([(now_s, [0] * len(counts))])
+            marks.append((now_s, counts))
+            while len(marks) > 2 and now_s - marks[1][0] >= LATENCY_WINDOW_S:
+                marks.popleft()
+            window = [now - then for now, then in zip(counts, marks[0][1], strict=True)]
+            entry: dict[str, float | int | None] = {"count": sum(window)}
+            for name, q in LATENCY_QUANTILES.items():
+                bound = bucket_quantile(series.bounds, window, q)
+                entry[name] = None if bound is None else round(bound * 1000, 3)
+            summary[exchange] = entry
+        return summary
 
     # -- internals --------------------------------------------------------------------------------
 

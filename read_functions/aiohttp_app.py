@@ -4,7 +4,10 @@ It uses aiohttp's low-level server (no application router or middleware): the co
 routes, and the read path is too short to pay for a second layer. The one thing only this
 adapter can do is the WebSocket stream: when the core accepts ``/v1/stream`` it returns a plan,
 and this adapter upgrades the connection and runs :class:`read_functions.stream.BookStream`.
-No access log is kept, so a key sent as ``?api_key=`` is never written anywhere.
+:mod:`read_functions.http1` hands it a connection for exactly that one request, so any other
+answer (a refusal, a failed handshake) closes the connection: aiohttp's own limits, timeouts and
+error pages never serve a second request. No access log is kept, so a key sent as ``?api_key=``
+is never written anywhere.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ import contextlib
 from aiohttp import WSMsgType, web
 
 from book_store.errors import LadderError
+from control_plane.errors import InvalidRequestError
+from read_functions.access import STREAM_PROTOCOL
 from read_functions.deps import Deps
 from read_functions.dispatch import Dispatcher, request_id
 from read_functions.errors import PayloadTooLargeError, error_response
@@ -27,14 +32,21 @@ _CLOSE_REASON_MAX = 120
 class AiohttpAdapter:
     """The request handler of one listener (``secure``: it serves HTTPS)."""
 
-    def __init__(self, dispatcher: Dispatcher, deps: Deps, *, secure: bool = False) -> None:
+    def __init__(
+        self, dispatcher: Dispatcher, deps: Deps, *, secure: bool = False, max_head_bytes: int = 8190
+    ) -> None:
         self._dispatch = dispatcher
         self._deps = deps
         self._max_body = deps.settings.max_body_bytes
+        self._max_head = max_head_bytes
         self._scheme = "https://" if secure else "http://"
 
     def server(self) -> web.Server:
-        return web.Server(self.handle, access_log=None)
+        """aiohttp's protocol, taking any head the caller's own limit let through."""
+        limit = self._max_head
+        return web.Server(
+            self.handle, access_log=None, max_line_size=limit, max_field_size=limit, max_headers=limit
+        )
 
     async def handle(self, http: web.BaseRequest) -> web.StreamResponse:
         path, _, query_string = http.raw_path.partition("?")
@@ -58,9 +70,14 @@ class AiohttpAdapter:
             peer=http.remote or "",
         )
         response = await self._dispatch(request)
-        if response.stream is not None:
-            return await self._stream(http, response.stream, response.headers)
-        return _to_aiohttp(response)
+        if response.stream is None:
+            return _to_aiohttp(response)
+        socket = web.WebSocketResponse(heartbeat=30.0, protocols=(STREAM_PROTOCOL,))
+        if not socket.can_prepare(http).ok:
+            refusal = InvalidRequestError("not a valid WebSocket handshake (RFC 6455 section 4.2.1)")
+            return _to_aiohttp(error_response(refusal, rid))
+        socket.headers.update(response.headers)
+        return await self._stream(http, socket, response.stream)
 
     async def _read_body(self, http: web.BaseRequest) -> bytes:
         if http.content_length is not None and http.content_length > self._max_body:
@@ -71,10 +88,8 @@ class AiohttpAdapter:
         return body
 
     async def _stream(
-        self, http: web.BaseRequest, plan: StreamPlan, headers: dict[str, str]
+        self, http: web.BaseRequest, socket: web.WebSocketResponse, plan: StreamPlan
     ) -> web.StreamResponse:
-        socket = web.WebSocketResponse(heartbeat=30.0)
-        socket.headers.update(headers)
         await socket.prepare(http)
         stream = BookStream(self._deps, plan)
         stream.start()
@@ -106,7 +121,10 @@ async def _discard_incoming(socket: web.WebSocketResponse) -> None:
 
 
 def _to_aiohttp(response: Response) -> web.Response:
+    """An answer that is not a stream: the connection closes after it (see the module's doc)."""
     headers = response.headers
     if response.content_type is not None:
         headers["Content-Type"] = response.content_type
-    return web.Response(status=response.status, body=response.body or None, headers=headers)
+    answer = web.Response(status=response.status, body=response.body or None, headers=headers)
+    answer.force_close()
+    return answer

@@ -7,6 +7,10 @@ A name that is not in the cached list triggers one reload of that exchange if th
 than ``recheck_s`` (a newly listed market is found within that time); otherwise it is refused at
 once, so a stream of made-up names never turns into a stream of store reads. Concurrent loads of
 one exchange share one round trip.
+
+Catalogs in the store are replaced, never deleted; one that is gone (a book store that restarted
+empty, until the ingest nodes publish it again) says nothing about the venue's markets, so the copy
+held here stays in use and its exchange stays known.
 """
 
 from __future__ import annotations
@@ -47,9 +51,10 @@ class CatalogCache:
         """Exchanges that have a catalog, sorted (re-read at most every ``recheck_s``)."""
         if time.monotonic() - self._exchanges_at > self._recheck_s:
             try:
-                self._exchanges = await self._catalog.exchanges()
+                stored = await self._catalog.exchanges()
             except (RedisError, OSError) as exc:
                 raise StoreUnavailableError("catalog unreachable") from exc
+            self._exchanges = sorted({*stored, *self._markets})
             self._exchanges_at = time.monotonic()
         return self._exchanges
 
@@ -116,7 +121,10 @@ class CatalogCache:
             digest = await self._catalog.digest(exchange)
             markets = self._markets.get(exchange)
             if markets is None or digest is None or digest != self._digests.get(exchange):
-                markets = MarketListing((m.market, m) for m in await self._catalog.markets(exchange))
+                loaded = MarketListing((m.market, m) for m in await self._catalog.markets(exchange))
+                if markets and not loaded:
+                    raise StoreUnavailableError(f"the {exchange} catalog is missing from the store")
+                markets = loaded
         except (RedisError, OSError) as exc:
             raise StoreUnavailableError("catalog unreachable") from exc
         self._markets[exchange] = markets

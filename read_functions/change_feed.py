@@ -28,6 +28,9 @@ from read_functions.resp import RespError, RespParser, command
 
 log = logging.getLogger(__name__)
 
+_STABLE_S = 1.0
+"""A connection that lasted this long was up; one closed sooner counts as a failed connect."""
+
 MessageHandler = Callable[[bytes, bytes | memoryview], None]
 """``(channel, payload)``: the payload is often a view into the received data (see read_functions.resp)."""
 
@@ -83,17 +86,24 @@ class ChangeFeed:
         """Subscribe and wait for the server's confirmation of every channel."""
         names = [c.encode() for c in channels]
         transport = self._transport
-        if transport is None:
+        # A connection the server just closed is still ours until its loss is processed.
+        if transport is None or transport.is_closing():
             raise StoreUnavailableError("change feed is not connected")
+        try:
+            transport.write(command(b"SUBSCRIBE", *names))
+        except (OSError, RuntimeError) as exc:  # uvloop: "the handler is closed"
+            raise StoreUnavailableError("change feed connection lost") from exc
         loop = asyncio.get_running_loop()
         futures = []
-        for name in names:
+        for name in names:  # no await since the write: no confirmation can have come yet
             future = self._waiting.get(name)
             if future is None:
                 future = self._waiting[name] = loop.create_future()
             futures.append(future)
-        transport.write(command(b"SUBSCRIBE", *names))
-        await asyncio.gather(*futures)
+        # Every future is awaited to the end, so a lost connection's error is retrieved once each.
+        for outcome in await asyncio.gather(*futures, return_exceptions=True):
+            if isinstance(outcome, BaseException):
+                raise outcome
 
     def unsubscribe(self, channels: Iterable[str]) -> None:
         """Stop receiving ``channels`` (no confirmation awaited; late messages are ignored)."""
@@ -111,7 +121,7 @@ class ChangeFeed:
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, 2.0)
                 continue
-            backoff = 0.05
+            opened_at = asyncio.get_running_loop().time()
             self._transport = protocol.transport
             self._pong_due = False
             self._connected.set()
@@ -122,6 +132,13 @@ class ChangeFeed:
                 pinger.cancel()
                 self._drop(protocol.transport)
             log.warning("change feed: connection lost (%s); dropping cached books", problem or "closed")
+            # A connection closed at once (a server still starting, a proxy with nothing behind it)
+            # is a failed connect, not a lost one: back off as for a refused one.
+            if asyncio.get_running_loop().time() - opened_at < _STABLE_S:
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 2.0)
+            else:
+                backoff = 0.05
 
     def _drop(self, transport: asyncio.WriteTransport) -> None:
         self._transport = None

@@ -69,7 +69,15 @@ class Deps:
                                   max_connections=settings.store_connections,
                                   pool_wait_s=settings.store_wait_ms / 1000)  # fmt: skip
             stack.push_async_callback(client.aclose)
-            store = await stack.enter_async_context(open_control_store(settings.control_settings(), client))
+            control_client = client  # a control store kept apart (ladder up) gets its own bounded pool
+            if settings.control_redis_url and settings.control_store == "redis":
+                control_client = store_client(settings.control_redis_url, settings.redis_password,
+                                              max_connections=settings.store_connections,
+                                              pool_wait_s=settings.store_wait_ms / 1000)  # fmt: skip
+                stack.push_async_callback(control_client.aclose)
+            store = await stack.enter_async_context(
+                open_control_store(settings.control_settings(), control_client)
+            )
             catalog = CatalogCache(client, refresh_s=settings.catalog_refresh_s)
             pepper = await resolve_pepper(settings.control_settings(), store)
             admin_key = settings.admin_key.get_secret_value() if settings.admin_key else None

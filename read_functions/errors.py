@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Iterable
 
 import orjson
 
@@ -34,9 +35,13 @@ log = logging.getLogger(__name__)
 
 
 class MethodNotAllowedError(ApiError):
-    """The path exists but not with this method."""
+    """The path exists but not with this method; its answer says which (``Allow``)."""
 
     code = "method_not_allowed"
+
+    def __init__(self, allowed: Iterable[str]) -> None:
+        self.allowed = tuple(sorted(allowed))
+        super().__init__(f"method not allowed; allowed: {', '.join(self.allowed)}")
 
 
 class PayloadTooLargeError(ApiError):
@@ -54,6 +59,12 @@ class RequestTimeoutError(ApiError):
     """A request that did not arrive completely in time; the connection is closed after it."""
 
     code = "request_timeout"
+
+
+class HttpVersionNotSupportedError(ApiError):
+    """A request line with an HTTP version other than 1.0 and 1.1."""
+
+    code = "http_version_not_supported"
 
 
 class HeadersTooLargeError(ApiError):
@@ -81,6 +92,7 @@ STATUS_BY_ERROR: dict[type[BaseException], int] = {
     PayloadTooLargeError: 413,
     LimitExceededError: 422,
     HeadersTooLargeError: 431,
+    HttpVersionNotSupportedError: 505,
     RateLimitedError: 429,
     BookNotSyncedError: 503,
     BookTooOldError: 503,
@@ -120,4 +132,6 @@ def error_response(exc: BaseException, request_id: str) -> Response:
         retry_after = getattr(exc, "retry_after_s", None)
     if retry_after is not None:
         headers["Retry-After"] = str(max(1, math.ceil(retry_after)))
+    if isinstance(exc, MethodNotAllowedError):
+        headers["Allow"] = ", ".join(exc.allowed)
     return Response(status, error_body(exc.code, message, request_id), JSON, headers)

@@ -94,7 +94,7 @@ def _replies(route: Route) -> dict[int, Reply]:
         errors.add(413)
     if route.access is not Access.PUBLIC:
         errors |= {401, 403, 429, 503}
-    if route.path not in _NO_STORE:
+    if route.path not in _NO_STORE and route.tag != "console":  # console files are in memory
         errors.add(503)
     if route.tag == "subscriptions" or route.path.endswith("/keys"):
         errors |= {404, 409, 422}

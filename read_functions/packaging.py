@@ -8,6 +8,8 @@ module, the builder parses every reachable module of ``read_functions``, ``contr
 ``book_store`` (it reads them and never imports them). It follows module-level and function-level
 imports and skips ``if TYPE_CHECKING:`` blocks. The aiohttp server, the CLI, the supervisor,
 ingest nodes, the fake venue, benchmarks and tests stay out because the handler never reaches them.
+The one non-module part is the web console's static files, which ``read_functions.console``
+reads from the folder beside it: they go in whenever that module does (``MODULE_DATA``).
 
 The imports that leave the first-party packages name third-party modules. Each one is traced to
 the installed distribution that owns its file, and pip installs those distributions into a staging
@@ -52,6 +54,8 @@ RUNTIME_PROVIDED = frozenset({"boto3", "botocore"})
 PLATFORMS = {"manylinux2014_x86_64": "x86_64", "manylinux2014_aarch64": "arm64"}
 PYTHON_VERSIONS = ("3.11", "3.12")
 DEFAULT_OUTPUT = Path("dist/ladder-read-lambda.zip")
+# Files a module reads at run time rather than imports: the module, and the folder it reads.
+MODULE_DATA = {"read_functions.console": "read_functions/console"}
 
 # Lambda's own limits: a zip uploaded directly, and the unpacked function (layers included).
 DIRECT_UPLOAD_LIMIT = 50 * 1024 * 1024
@@ -248,8 +252,15 @@ def pip_install(
 
 
 def first_party_files(graph: ImportGraph, root: Path) -> dict[str, Path]:
-    """Zip entry name -> source file for the modules the handler reaches."""
-    return {path.relative_to(root).as_posix(): path for path in graph.modules.values()}
+    """Zip entry name -> source file for the modules the handler reaches, and the data files
+    those modules read (:data:`MODULE_DATA`)."""
+    files = {path.relative_to(root).as_posix(): path for path in graph.modules.values()}
+    for module, folder in MODULE_DATA.items():
+        if module in graph.modules:
+            for path in sorted((root / folder).rglob("*")):
+                if path.is_file():
+                    files[path.relative_to(root).as_posix()] = path
+    return files
 
 
 def third_party_files(site: Path) -> dict[str, Path]:

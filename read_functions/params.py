@@ -42,7 +42,13 @@ def json_object(request: Request, *, allow_empty: bool = False) -> dict[str, obj
 
 
 def require_fields(body: Mapping[str, object], allowed: frozenset[str]) -> None:
-    """Refuse fields the route does not know (a typo must not be ignored silently)."""
-    unknown = sorted(set(body) - allowed)
+    """Refuse fields the route does not know (a typo must not be ignored silently).
+
+    The answer names the fields the route takes, never the ones sent: a key pasted into the
+    wrong place must not come back in an error (or in whatever logs errors).
+    """
+    unknown = len(set(body) - allowed)
     if unknown:
-        raise InvalidRequestError(f"unknown field(s): {', '.join(unknown[:5])}")
+        raise InvalidRequestError(
+            f"{unknown} unknown field(s); this route takes only: {', '.join(sorted(allowed))}"
+        )

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import orjson
 
-from read_functions import openapi
+from read_functions import console, openapi
 from read_functions.deps import Deps
 from read_functions.handlers import (
     account,
@@ -17,6 +17,7 @@ from read_functions.handlers import (
     books,
     bulk_reads,
     catalog,
+    cluster,
     service,
     subscriptions,
     ubdcc,
@@ -99,7 +100,15 @@ _UBDCC_CREATE = (
 _UBDCC_REPLY = {200: Reply("UBDCC envelope (application errors too: result ERROR).", ref("Ubdcc"))}
 
 
-def _ubdcc(method: str, name: str, handler: Handler, params: tuple[Param, ...], summary: str) -> Route:
+def _ubdcc(
+    method: str,
+    name: str,
+    handler: Handler,
+    params: tuple[Param, ...],
+    summary: str,
+    *,
+    mutates: bool = False,
+) -> Route:
     body = ref("UbdccCreate") if method == "POST" else None
     return Route(
         method,
@@ -112,6 +121,7 @@ def _ubdcc(method: str, name: str, handler: Handler, params: tuple[Param, ...], 
         body=body,
         replies=_UBDCC_REPLY,
         operation_id=f"ubdcc_{name}_{method.lower()}",
+        mutates=mutates,
     )
 
 
@@ -126,9 +136,23 @@ UBDCC_ROUTES: tuple[Route, ...] = (
         replies=_UBDCC_REPLY,
         operation_id="ubdcc_test",
     ),
-    _ubdcc("GET", "create_depthcache", ubdcc.create_depthcache, _UBDCC_CREATE, "Subscribe to one book"),
+    _ubdcc(
+        "GET",
+        "create_depthcache",
+        ubdcc.create_depthcache,
+        _UBDCC_CREATE,
+        "Subscribe to one book",
+        mutates=True,
+    ),
     _ubdcc("POST", "create_depthcache", ubdcc.create_depthcache, (), "Subscribe to one book"),
-    _ubdcc("GET", "create_depthcaches", ubdcc.create_depthcaches, _UBDCC_CREATE, "Subscribe to many books"),
+    _ubdcc(
+        "GET",
+        "create_depthcaches",
+        ubdcc.create_depthcaches,
+        _UBDCC_CREATE,
+        "Subscribe to many books",
+        mutates=True,
+    ),
     _ubdcc("POST", "create_depthcaches", ubdcc.create_depthcaches, (), "Subscribe to many books"),
     _ubdcc("GET", "get_asks", ubdcc.get_asks, _UBDCC_READ, "Asks as numbers"),
     _ubdcc("GET", "get_bids", ubdcc.get_bids, _UBDCC_READ, "Bids as numbers"),
@@ -136,7 +160,14 @@ UBDCC_ROUTES: tuple[Route, ...] = (
     _ubdcc(
         "GET", "get_depthcache_info", ubdcc.get_depthcache_info, (*_UBDCC_BOOK, *_UBDCC_DEBUG), "One book"
     ),
-    _ubdcc("GET", "stop_depthcache", ubdcc.stop_depthcache, (*_UBDCC_BOOK, *_UBDCC_DEBUG), "Unsubscribe"),
+    _ubdcc(
+        "GET",
+        "stop_depthcache",
+        ubdcc.stop_depthcache,
+        (*_UBDCC_BOOK, *_UBDCC_DEBUG),
+        "Unsubscribe",
+        mutates=True,
+    ),
     _ubdcc("GET", "get_cluster_info", ubdcc.get_cluster_info, _UBDCC_DEBUG, "Service overview"),
     _ubdcc("POST", "add_credentials", ubdcc.add_credentials, (), "Not needed by Ladder (error #8002)"),
     _ubdcc("POST", "remove_credentials", ubdcc.remove_credentials, (), "Not needed by Ladder (error #8002)"),
@@ -279,13 +310,23 @@ ROUTES: tuple[Route, ...] = (
         ),
         replies={101: Reply("Switching to WebSocket: one JSON book per published snapshot.", None)},
         query_key=True,
+        websocket=True,
+    ),
+    Route(
+        "GET",
+        "/v1/account",
+        account.account,
+        TENANT,
+        "Who the key belongs to: the operator or a tenant",
+        "account",
+        replies=_ok("Account"),
     ),
     Route(
         "GET",
         "/v1/usage",
         account.usage,
         TENANT,
-        "Requests in the last 60 minutes",
+        "Requests in the last 60 minutes, and use against the tenant's limits",
         "account",
         replies=_ok("Usage"),
     ),
@@ -382,12 +423,39 @@ ROUTES: tuple[Route, ...] = (
     ),
     Route(
         "GET",
-        "/v1/admin/nodes",
-        admin.nodes,
+        "/v1/admin/tenants/{tenant_id}/usage",
+        admin.tenant_usage,
         ADMIN,
-        "Ingest nodes and assignments",
+        "A tenant's usage against its limits",
+        "admin",
+        replies=_ok("Usage"),
+    ),
+    Route(
+        "GET",
+        "/v1/admin/nodes",
+        cluster.nodes,
+        ADMIN,
+        "Ingest nodes, their assignments and last counters",
         "admin",
         replies=_ok("Nodes"),
+    ),
+    Route(
+        "GET",
+        "/v1/admin/books",
+        cluster.books,
+        ADMIN,
+        "Every assigned book, replica by replica, and replica disagreements",
+        "admin",
+        replies=_ok("ClusterBooks"),
+    ),
+    Route(
+        "GET",
+        "/v1/admin/egress",
+        cluster.egress,
+        ADMIN,
+        "The venue weight budget of each egress IP",
+        "admin",
+        replies=_ok("Egress"),
     ),
     Route(
         "GET",
@@ -418,6 +486,7 @@ ROUTES: tuple[Route, ...] = (
         "service",
         replies={200: Reply("Prometheus text.", {"type": "string"}, "text/plain")},
     ),
+    *console.routes(),
     *UBDCC_ROUTES,
 )
 

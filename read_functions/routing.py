@@ -19,7 +19,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
-from control_plane.errors import InvalidRequestError, NotFoundError
+from control_plane.errors import ApiError, InvalidRequestError, NotFoundError
 from read_functions.errors import MethodNotAllowedError
 from read_functions.messages import Request, Response
 
@@ -72,10 +72,17 @@ class Route:
     replies: Mapping[int, Reply] = field(default_factory=dict)
     operation_id: str = ""
     query_key: bool = False  # the key may come as ?api_key= (the WebSocket stream only)
+    websocket: bool = False  # answered over a WebSocket: the one kind of route a connection may upgrade on
+    mutates: bool = False  # a GET that changes state (UBDCC's create and stop); see changes_state
     segments: tuple[str, ...] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "segments", tuple(self.path.split("/")))
+
+    @property
+    def changes_state(self) -> bool:
+        """True for a route that may change what is stored (every method but GET, and some GETs)."""
+        return self.method != "GET" or self.mutates
 
     @property
     def path_params(self) -> tuple[str, ...]:
@@ -110,7 +117,12 @@ class Router:
                 methods[route.method] = route
 
     def match(self, method: str, raw_path: str) -> tuple[Route, PathParams]:
-        """The route and its (read-only) path parameters; NotFoundError or MethodNotAllowedError."""
+        """The route and its (read-only) path parameters; NotFoundError or MethodNotAllowedError.
+
+        HEAD is answered by the GET route (RFC 9110 section 9.3.2): the adapter drops the body.
+        """
+        if method == "HEAD":
+            method = "GET"
         matched = self._matched.get((method, raw_path))
         if matched is not None:
             return matched
@@ -138,6 +150,14 @@ class Router:
             raise _not_allowed(allowed)
         raise NotFoundError("no such route")
 
+    def streams(self, method: str, raw_path: str) -> bool:
+        """Whether the route of this request answers over a WebSocket (``Route.websocket``)."""
+        try:
+            route, _ = self.match(method, raw_path)
+        except ApiError:
+            return False
+        return route.websocket
+
 
 def _group(segments: Sequence[str]) -> tuple[int, str]:
     """Segment count and the segment after ``/v1`` (templates never start with a parameter)."""
@@ -164,4 +184,7 @@ def _decode(segment: str) -> str:
 
 
 def _not_allowed(methods: Mapping[str, Route]) -> MethodNotAllowedError:
-    return MethodNotAllowedError(f"method not allowed; allowed: {', '.join(sorted(methods))}")
+    allowed = set(methods)
+    if "GET" in allowed:
+        allowed.add("HEAD")
+    return MethodNotAllowedError(allowed)

@@ -98,6 +98,10 @@ API_KEY = {
     "last_used_at": NULLABLE_INT,
     "expires_at": NULLABLE_INT,
     "revoked_at": NULLABLE_INT,
+    "parent_id": {
+        "type": ["string", "null"],
+        "description": "The key that minted this one (null when the operator did); it never outlives it.",
+    },
 }
 SUBSCRIPTION = {"exchange": STR, "market": STR, "replicas": INT, "depth": DEPTH, "created_at": INT}
 REPLICA_COUNTERS = ("restarts", "handovers", "stale_episodes", "stall_checks", "quiet_checks", "stalls",
@@ -125,6 +129,68 @@ BOOK_STATUS: Schema = {
     "(see reason)",
 }
 
+_STATUS = {"type": "string", "enum": ["synced", "resyncing", "stale", "starting"]}
+NULLABLE_NUMBER = {"type": ["number", "null"]}
+_CLUSTER_REPLICA = {
+    "replica": INT,
+    "node_id": {"type": ["string", "null"], "description": "the node assigned to keep it (null: none now)"},
+    "status": _STATUS,
+    "update_id": NULLABLE_INT,
+    "publish_time": NULLABLE_INT,
+    "age_ms": NULLABLE_INT,
+    "resyncs": {"type": ["object", "null"], "additionalProperties": INT},
+    **{name: NULLABLE_INT for name in REPLICA_COUNTERS},
+}
+_DISAGREEMENT = {
+    "exchange": STR,
+    "market": STR,
+    **{k: _CLUSTER_REPLICA[k] for k in ("replica", "node_id", "update_id", "mismatches", "audit_mismatches",
+                                        "last_audit_ms")},
+}  # fmt: skip
+_LATENCY = obj({"count": INT, "p50": NULLABLE_NUMBER, "p90": NULLABLE_NUMBER, "p99": NULLABLE_NUMBER})
+_NODE_STATS = obj(
+    {
+        "node_id": STR,
+        "egress_id": STR,
+        "replicas": INT,
+        "synced": INT,
+        "process": obj({"cpu_s": {"type": "number"}, "rss_bytes": NULLABLE_INT, "at_ms": INT}),
+        "publish_latency_ms": {
+            "type": "object",
+            "additionalProperties": _LATENCY,
+            "description": "per exchange, frame received -> published over about the last minute (ms)",
+        },
+    },
+    closed=False,
+)
+_NODE = obj(
+    {
+        "id": STR,
+        "address": STR,
+        "capacity": INT,
+        "started_at": INT,
+        "heartbeat_at": INT,
+        "draining": BOOL,
+        "load": {"type": "number"},
+        "live": BOOL,
+        "assignments": array_of(obj({"exchange": STR, "market": STR, "replica": INT, "node_id": STR})),
+        "stats": {"oneOf": [{"type": "null"}, _NODE_STATS], "description": "the node's last counters"},
+    }
+)
+_EGRESS_POOL = obj(
+    {
+        "egress_id": STR,
+        "pool": {"type": "string", "description": "the venue's weight pool (its REST host)"},
+        "limit": {"type": "integer", "description": "weight a minute the nodes may use"},
+        "used": {"type": "integer", "description": "weight used in the current minute"},
+        "window_ends_in_ms": INT,
+        "closed_for_ms": {"type": "integer", "description": "> 0: a 429/418 closed the pool this long"},
+        "exchanges": array_of(STR),
+        "nodes": array_of(STR),
+        "weight_spent": {"type": "integer", "description": "since each node started"},
+        "refusals": obj({"429": INT, "418": INT}),
+    }
+)
 ERROR_DETAIL = obj({"code": STR, "message": STR})
 
 
@@ -230,6 +296,17 @@ COMPONENTS: dict[str, Schema] = {
             "tenant_id": STR,
             "requests_total": INT,
             "minutes": array_of(obj({"minute": INT, "requests": INT})),
+            "limits": obj({k: v for k, v in TENANT_FIELDS.items() if k != "name"}),
+            "markets": {"type": "integer", "description": "subscriptions, against max_markets"},
+            "most_replicas": {"type": "integer", "description": "the most any subscription asks"},
+            "deepest": {"type": "integer", "description": "the deepest any subscription asks"},
+        }
+    ),
+    "Account": obj(
+        {
+            "role": {"type": "string", "enum": ["operator", "tenant"]},
+            "tenant_id": {"type": ["string", "null"]},
+            "tenant_name": {"type": ["string", "null"]},
         }
     ),
     "ApiKey": obj(API_KEY),
@@ -240,7 +317,23 @@ COMPONENTS: dict[str, Schema] = {
     "Tenants": obj({"tenants": array_of(ref("Tenant"))}),
     "TenantCreate": obj({"name": STR}, {k: v for k, v in TENANT_FIELDS.items() if k != "name"}),
     "TenantUpdate": obj({}, {**TENANT_FIELDS, "disabled": {"type": "boolean"}}),
-    "Nodes": obj({"nodes": array_of({"type": "object"})}),
+    "Nodes": obj({"nodes": array_of(_NODE)}),
+    "ClusterBooks": obj(
+        {
+            "books": array_of(
+                obj(
+                    {
+                        "exchange": STR,
+                        "market": STR,
+                        "status": _STATUS,
+                        "replicas": array_of(obj(_CLUSTER_REPLICA)),
+                    }
+                )
+            ),
+            "disagreements": array_of(obj(_DISAGREEMENT)),
+        }
+    ),
+    "Egress": obj({"egress": array_of(_EGRESS_POOL)}),
     "Audit": obj(
         {
             "audit": array_of(

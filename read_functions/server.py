@@ -33,10 +33,10 @@ from multiprocessing.process import BaseProcess
 from book_store.heap import freeze_survivors
 from book_store.server import die_with_parent
 from control_plane.errors import ConfigurationError
-from read_functions.compat import CompatTenant
+from read_functions.compat import CompatTenant, is_loopback
 from read_functions.deps import Deps
 from read_functions.dispatch import Dispatcher, reset_request_ids
-from read_functions.http1 import Http1Server
+from read_functions.http1 import LISTEN_BACKLOG, Http1Server
 from read_functions.huge_pages import restart_with_huge_pages
 from read_functions.routes import COMPAT_ROUTES, ROUTES
 from read_functions.routing import Router
@@ -79,7 +79,7 @@ def bind(name: str, host: str, port: int, workers: int, tls: ssl.SSLContext | No
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         sock.bind((host, port))
         port = sock.getsockname()[1]
-        sock.listen(1024)
+        sock.listen(LISTEN_BACKLOG)
         sock.setblocking(False)
         sockets.append(sock)
     return Listener(name, host, port, tuple(sockets), tls)
@@ -237,6 +237,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--compat-port", type=int, help="also serve the UBDCC routes here, as one tenant")
     parser.add_argument("--compat-host", default="127.0.0.1", help="the compat listener's address")
     parser.add_argument("--compat-tenant", help="the tenant the compat listener acts as (default: compat)")
+    parser.add_argument(
+        "--compat-keyless-changes",
+        action="store_true",
+        help="let keyless compat requests create and stop books (loopback only; see docs/ubdcc.md)",
+    )
     parser.add_argument("--log-level", default="INFO")
     args = parser.parse_args(argv)
     if args.workers < 1:
@@ -248,8 +253,15 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     logging.basicConfig(level=args.log_level, format="%(asctime)s read %(levelname)s %(name)s: %(message)s")
     try:
-        overrides = {"compat_tenant": args.compat_tenant} if args.compat_tenant else {}
+        overrides: dict[str, object] = {"compat_tenant": args.compat_tenant} if args.compat_tenant else {}
+        if args.compat_keyless_changes:
+            overrides["compat_keyless_changes"] = True
         settings = load_settings(**overrides)
+        keyless = settings.compat_keyless_changes and args.compat_port is not None
+        if keyless and not is_loopback(args.compat_host):
+            raise ConfigurationError(
+                "keyless compat changes are allowed only on a loopback listener (--compat-host 127.0.0.1)"
+            )
         if settings.huge_pages and argv is None:  # started as a program: its argv can be re-run
             restart_with_huge_pages()
         tls = tls_context(args.tls_cert, args.tls_key)

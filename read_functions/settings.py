@@ -20,6 +20,9 @@ class ReadSettings(BaseSettings):
         description="The book store (Valkey/Redis) URL; books, usage and limits live there."
     )
     redis_password: SecretStr | None = Field(default=None, description="AUTH token, when not in the URL.")
+    control_redis_url: str | None = Field(
+        default=None, description="The redis control store, when it is not the book store."
+    )
     control_store: Literal["redis", "dynamodb"] = "redis"
     control_prefix: str = "ladder:"
     dynamodb_table: str = "ladder-control"
@@ -46,6 +49,12 @@ class ReadSettings(BaseSettings):
     book_idle_s: float = Field(default=60.0, gt=0, description="Unsubscribe books not read for this long.")
     rate_lease_ms: int = Field(default=50, ge=1, description="A rate-limit lease is this much of the rate.")
     max_body_bytes: int = Field(default=64 * 1024, ge=1024)
+    # Connection timeouts; unset, the protocol's own defaults (read_functions/http1.py) hold.
+    keepalive_timeout_s: float | None = Field(default=None, gt=0, description="Close an idle connection.")
+    request_timeout_s: float | None = Field(default=None, gt=0, description="408 a slower request.")
+    write_timeout_s: float | None = Field(
+        default=None, gt=0, description="Abort a connection whose client reads nothing this long."
+    )
     max_in_flight: int = Field(
         default=256, ge=1, description="Requests a worker holds at most; past it, 503 overloaded."
     )
@@ -63,6 +72,14 @@ class ReadSettings(BaseSettings):
     compat_max_markets: int = Field(default=5000, ge=1)
     compat_max_replicas: int = Field(default=2, ge=1)
     compat_rate_limit_rps: float = Field(default=100_000.0, gt=0)
+    compat_keyless_changes: bool = Field(
+        default=False,
+        description="Let keyless compat requests create and stop books (a loopback listener only).",
+    )
+    compat_hosts: list[str] = Field(
+        default_factory=list,
+        description="Host names (besides localhost and IP addresses) the compat listener answers to.",
+    )
 
     # The same checks as the control plane's, so that a bad secret is refused at start-up.
     _usable_admin_key = field_validator("admin_key")(admin_key_length)
@@ -73,6 +90,7 @@ class ReadSettings(BaseSettings):
         return ControlSettings(
             redis_url=self.redis_url,
             redis_password=self.redis_password,
+            control_redis_url=self.control_redis_url,
             control_store=self.control_store,
             control_prefix=self.control_prefix,
             dynamodb_table=self.dynamodb_table,

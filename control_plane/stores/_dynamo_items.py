@@ -117,6 +117,8 @@ def key_item(key: ApiKey) -> Item:
     ):
         if value is not None:
             item[name] = num_attr(value)
+    if key.parent_id is not None:
+        item["parent_id"] = str_attr(key.parent_id)
     return item
 
 
@@ -131,6 +133,7 @@ def api_key_from(item: Item) -> ApiKey:
         last_used_at=optional_int(item, "last_used_at"),
         expires_at=optional_int(item, "key_expires_at"),
         revoked_at=optional_int(item, "revoked_at"),
+        parent_id=item["parent_id"]["S"] if "parent_id" in item else None,
     )
 
 

@@ -1,6 +1,8 @@
 """Lua for the Redis control store's atomic operations (one script per operation).
 
-Every script touches only keys that share the store's hash tag, so it runs on Redis Cluster too.
+Every script touches only keys that share the store's hash tag, so it runs on Redis Cluster too;
+scripts that follow links between records (a key's children) build those names from the store's
+base, which carries the tag.
 Absent hash fields read as ``false`` in Lua; optional times are stored as ``''`` when unset.
 """
 
@@ -82,15 +84,97 @@ end
 return reply
 """
 
-# KEYS: key hash. ARGV: revocation time. Only ever moves the revocation earlier.
-REVOKE_KEY = """
+# A key's "usable until" (the earlier of expiry and revocation; '+inf' for never) is also its
+# score in the tenant's live-keys zset, so counting usable keys is one ZCOUNT, not a scan of the
+# tenant's whole key history. A tenant without that zset (keys created before it existed) gets it
+# built from its key history once.
+_LIVE_KEYS = """
+local function until_of(expires, revoked)
+  local t = math.huge
+  if expires and expires ~= '' then t = math.min(t, tonumber(expires)) end
+  if revoked and revoked ~= '' then t = math.min(t, tonumber(revoked)) end
+  return t
+end
+local function score(t)
+  if t == math.huge then return '+inf' end
+  return string.format('%d', t)
+end
+local function ensure_live(base, tenant, live, history)
+  if redis.call('EXISTS', live) == 1 or redis.call('EXISTS', history) == 0 then return end
+  for _, id in ipairs(redis.call('ZRANGE', history, 0, -1)) do
+    local f = redis.call('HMGET', base .. 'key:' .. id, 'expires_at', 'revoked_at')
+    redis.call('ZADD', live, score(until_of(f[1], f[2])), id)
+  end
+end
+"""
+
+# KEYS: key hash, key-hash pointer, tenant's keys zset, tenant's live-keys zset, parent key hash
+# (or any key when there is no parent), parent's children set (likewise).
+# ARGV: store base, tenant id, key id, created_at (= now), usable limit, parent id or '',
+# requested expires_at or '', then the key's other field/value pairs.
+# Returns {1, stored expires_at or ''}, {-2} when the limit is reached, {-3} when the parent is
+# not usable now.
+CREATE_KEY = (
+    _LIVE_KEYS
+    + """
+local now = tonumber(ARGV[4])
+local expires = math.huge
+if ARGV[7] ~= '' then expires = tonumber(ARGV[7]) end
+if ARGV[6] ~= '' then
+  if redis.call('EXISTS', KEYS[5]) == 0 then return {-3} end
+  local p = redis.call('HMGET', KEYS[5], 'expires_at', 'revoked_at')
+  local parent_until = until_of(p[1], p[2])
+  if parent_until <= now then return {-3} end
+  expires = math.min(expires, parent_until)
+end
+ensure_live(ARGV[1], ARGV[2], KEYS[4], KEYS[3])
+redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)
+if redis.call('ZCARD', KEYS[4]) >= tonumber(ARGV[5]) then return {-2} end
+local stored = ''
+if expires ~= math.huge then stored = score(expires) end
+redis.call('HSET', KEYS[1], 'expires_at', stored, 'parent_id', ARGV[6], unpack(ARGV, 8))
+redis.call('SET', KEYS[2], ARGV[3])
+redis.call('ZADD', KEYS[3], now, ARGV[3])
+redis.call('ZADD', KEYS[4], score(expires), ARGV[3])
+if ARGV[6] ~= '' then redis.call('SADD', KEYS[6], ARGV[3]) end
+return {1, stored}
+"""
+)
+
+# KEYS: the key's hash. ARGV: store base, revocation time, key id, the key to spare or ''.
+# Only ever moves a revocation earlier, for the key and, transitively, every key minted from it.
+# A key whose revocation did not move already ends no later than ``at``, and so does everything
+# minted from it (a minted key never outlives its parent), so the walk stops there. The key to
+# spare (a successor revoking its parent in a rotation) is detached from its parent instead, with
+# everything minted from it. Returns 0 for an unknown key.
+REVOKE_KEY = (
+    _LIVE_KEYS
+    + """
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-local current = redis.call('HGET', KEYS[1], 'revoked_at')
-if not current or current == '' or tonumber(current) > tonumber(ARGV[1]) then
-  redis.call('HSET', KEYS[1], 'revoked_at', ARGV[1])
+local base, at = ARGV[1], tonumber(ARGV[2])
+local pending = {ARGV[3]}
+while #pending > 0 do
+  local id = table.remove(pending)
+  local hash = base .. 'key:' .. id
+  local f = redis.call('HMGET', hash, 'revoked_at', 'expires_at', 'tenant_id')
+  if f[3] and (not f[1] or f[1] == '' or tonumber(f[1]) > at) then
+    redis.call('HSET', hash, 'revoked_at', ARGV[2])
+    local live = base .. 'tenant-live-keys:' .. f[3]
+    ensure_live(base, f[3], live, base .. 'tenant-keys:' .. f[3])
+    redis.call('ZADD', live, 'XX', 'LT', score(until_of(f[2], ARGV[2])), id)
+    local children = base .. 'key-children:' .. id
+    for _, child in ipairs(redis.call('SMEMBERS', children)) do
+      if child == ARGV[4] then
+        redis.call('SREM', children, child)
+      else
+        table.insert(pending, child)
+      end
+    end
+  end
 end
 return 1
 """
+)
 
 # KEYS: key hashes. ARGV: one last-used time per key. Only ever moves last_used_at later.
 TOUCH_KEYS = """

@@ -7,7 +7,10 @@ operation of the store itself, never a read-then-write in Python:
 - ``put_subscription(s)`` checks the tenant's ``max_markets`` in the same step that adds markets;
 - ``create_tenant`` / ``update_tenant`` claim the tenant's name in the same step;
 - ``replace_assignments`` swaps a node's whole replica set at once;
-- ``revoke_key`` only ever moves a revocation time earlier; ``touch_keys`` only later;
+- ``create_key`` counts the tenant's usable keys against the limit, and bounds a minted key by
+  its parent's life, in the same step that adds it;
+- ``revoke_key`` only ever moves a revocation time earlier, for the key and every key minted from
+  it (and from those); ``touch_keys`` only later;
 - ``try_lease`` gives the scheduler lease to one control process at a time.
 
 Stores raise ``control_plane.errors`` for the caller's mistakes they detect atomically
@@ -48,7 +51,12 @@ class ControlStore(Protocol):
         """Overwrite a tenant's fields; False if it does not exist; ConflictError on a taken name."""
 
     # -- API keys ---------------------------------------------------------------------------
-    async def create_key(self, key: ApiKey) -> None: ...
+    async def create_key(self, key: ApiKey, *, max_usable: int) -> ApiKey:
+        """Add a key; the stored record, returned, ends no later than its parent (``parent_id``).
+
+        LimitExceededError when the tenant already holds ``max_usable`` keys usable at
+        ``key.created_at``; UnauthorizedError when the parent is not usable then (or unknown).
+        """
 
     async def get_key(self, key_id: str) -> ApiKey | None: ...
 
@@ -57,8 +65,12 @@ class ControlStore(Protocol):
     async def list_keys(self, tenant_id: str) -> list[ApiKey]:
         """The tenant's keys, revoked and expired ones included, oldest first."""
 
-    async def revoke_key(self, key_id: str, at: int) -> ApiKey | None:
-        """Set ``revoked_at`` to ``at`` unless it is already earlier; the key after, or None."""
+    async def revoke_key(self, key_id: str, at: int, *, spare: str | None = None) -> ApiKey | None:
+        """Set ``revoked_at`` to ``at`` unless it is already earlier, and the same for every key
+        minted from it, transitively; the key after, or None.
+
+        ``spare`` (a key minted from it that revokes it: a rotation) is detached from its parent
+        instead, with the keys minted from it, and no longer follows the parent's revocation."""
 
     async def touch_keys(self, last_used: Mapping[str, int]) -> None:
         """Raise each key's ``last_used_at`` to the given time (batched; unknown ids ignored)."""

@@ -8,7 +8,8 @@ schema terraform deploys and :func:`create_table` reproduces) holds every item:
     TENANT#<id>              TENANT        TENANTS               <created_at>#<id>    + market_count
     TENANTNAME#<name_key>    NAME          -                     -                    tenant_id
     TENANT#<id>              SUB#<book>    SUBS                  <book>|<tenant id>
-    KEY#<id>                 KEY           TENANTKEYS#<tenant>   <created_at>#<id>
+    KEY#<id>                 KEY           TENANTKEYS#<tenant>   <created_at>#<id>    + children: [S]
+    TENANT#<id>              LIVEKEYS      -                     -                    live, version
     KEYHASH#<hash>           KEYHASH       -                     -                    key_id
     NODE#<id>                NODE          NODES                 <id>
     NODE#<id>                ASSIGN        ASSIGNMENTS           <id>                 replicas: [S]
@@ -18,7 +19,11 @@ schema terraform deploys and :func:`create_table` reproduces) holds every item:
 ``<book>`` is ``exchange|market``; each of ``replicas`` is ``exchange|market|replica|depth``.
 Atomic steps are conditional writes or TransactWriteItems: a tenant's ``market_count`` moves in
 the same transaction as its subscription item, under the condition
-``market_count < max_markets``; a name item is claimed with ``attribute_not_exists``.
+``market_count < max_markets``; a name item is claimed with ``attribute_not_exists``. A tenant's
+``LIVEKEYS`` item maps each usable key to when it stops working (``live``); a new key is written
+in the same transaction as that map, under the condition that its ``version`` is the one read, and
+a minted key under the condition that its parent's revocation is the one its expiry was bounded
+by (the parent's ``children`` gains it in that step, so a revocation always finds it).
 A transaction that loses a race with another (``TransactionConflict``) is retried.
 
 ``expires_at`` is reserved for TTL (seconds); an API key's own expiry is ``key_expires_at`` (ms).
@@ -36,13 +41,14 @@ import random
 import secrets
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, TypeVar
 
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
 
 from book_store.errors import StoreError
-from control_plane.errors import ConflictError, NotFoundError
+from control_plane.errors import ConflictError, LimitExceededError, NotFoundError, UnauthorizedError
 from control_plane.models import (
     ApiKey,
     AuditEvent,
@@ -84,6 +90,8 @@ from control_plane.stores._dynamo_items import (
 from control_plane.stores.base import AUDIT_LIMIT_MAX
 
 AUDIT_RETENTION_S = 90 * 24 * 3600
+_NEVER = 2**63 - 1
+"""A key without an end, in the live-keys map (DynamoDB numbers have no infinity)."""
 _TRANSACTION_ATTEMPTS = 8
 
 _T = TypeVar("_T")
@@ -104,6 +112,41 @@ class _Cancelled(StoreError):
 
     def failed(self, index: int) -> bool:
         return self.reasons[index] == "ConditionalCheckFailed"
+
+
+def _until(key: ApiKey) -> int:
+    until = key.usable_until
+    return _NEVER if until is None else until
+
+
+def _live_keys_put(tenant_id: str, live: Mapping[str, int], version: int | None) -> Item:
+    """Write the tenant's live-keys map if its version is still ``version`` (None: no map yet)."""
+    put: Item = {
+        "Item": {
+            **primary_key(f"TENANT#{tenant_id}", "LIVEKEYS"),
+            "live": {"M": {key_id: num_attr(until) for key_id, until in live.items()}},
+            "version": num_attr(0 if version is None else version + 1),
+        },
+        "ConditionExpression": "attribute_not_exists(pk)",
+    }
+    if version is not None:
+        put["ConditionExpression"] = "version = :version"
+        put["ExpressionAttributeValues"] = {":version": num_attr(version)}
+    return put
+
+
+def _adopt(parent: ApiKey, child_id: str) -> Item:
+    """Record ``child_id`` among the parent's children, if its revocation is still the one read."""
+    update: Item = {
+        "Key": primary_key(f"KEY#{parent.id}", "KEY"),
+        "UpdateExpression": "ADD children :child",
+        "ConditionExpression": "attribute_exists(pk) AND attribute_not_exists(revoked_at)",
+        "ExpressionAttributeValues": {":child": {"SS": [child_id]}},
+    }
+    if parent.revoked_at is not None:
+        update["ConditionExpression"] = "revoked_at = :revoked"
+        update["ExpressionAttributeValues"][":revoked"] = num_attr(parent.revoked_at)
+    return update
 
 
 def _error_code(exc: ClientError) -> str:
@@ -285,15 +328,65 @@ class DynamoControlStore:
 
     # -- API keys ---------------------------------------------------------------------------
     @_translated
-    async def create_key(self, key: ApiKey) -> None:
+    async def create_key(self, key: ApiKey, *, max_usable: int) -> ApiKey:
+        return await self._run(self._create_key, key, max_usable)
+
+    def _create_key(self, key: ApiKey, max_usable: int) -> ApiKey:
         hash_item = {**primary_key(f"KEYHASH#{key.key_hash}", "KEYHASH"), "key_id": str_attr(key.id)}
-        await self._run(
-            self._retrying,
-            lambda: self._transact(
-                {"Put": {"Item": key_item(key), "ConditionExpression": "attribute_not_exists(pk)"}},
-                {"Put": {"Item": hash_item, "ConditionExpression": "attribute_not_exists(pk)"}},
-            ),
-        )
+        for tries in range(1, _TRANSACTION_ATTEMPTS + 1):
+            stored, guards = key, []
+            if key.parent_id is not None:
+                parent_item = self._get(f"KEY#{key.parent_id}", "KEY")
+                parent = None if parent_item is None else api_key_from(parent_item)
+                if parent is None or not parent.usable_at(key.created_at):
+                    raise UnauthorizedError("API key revoked or expired")
+                ends = [t for t in (key.expires_at, parent.usable_until) if t is not None]
+                stored = replace(key, expires_at=min(ends) if ends else None)
+                guards.append({"Update": _adopt(parent, key.id)})
+            live, version = self._live_keys(key.tenant_id, key.created_at)
+            if len(live) >= max_usable:
+                raise LimitExceededError(f"a tenant may hold at most {max_usable} usable keys")
+            live[key.id] = _until(stored)
+            try:
+                self._transact(
+                    {"Put": {"Item": key_item(stored), "ConditionExpression": "attribute_not_exists(pk)"}},
+                    {"Put": {"Item": hash_item, "ConditionExpression": "attribute_not_exists(pk)"}},
+                    {"Put": _live_keys_put(key.tenant_id, live, version)},
+                    *guards,
+                )
+                return stored
+            except _Cancelled as exc:
+                if exc.failed(0) or exc.failed(1):
+                    raise
+            # Another key was added or revoked, or the parent revoked, meanwhile: read again.
+            time.sleep(random.uniform(0.005, 0.02) * tries)
+        raise ConflictError("the tenant's keys are being changed concurrently; try again")
+
+    def _live_keys(self, tenant_id: str, now: int) -> tuple[dict[str, int], int | None]:
+        """The tenant's keys usable at ``now`` with when each stops working, and the map's version
+        (None before the tenant had one: then it is built from the tenant's keys)."""
+        item = self._get(f"TENANT#{tenant_id}", "LIVEKEYS")
+        if item is None:
+            keys = (api_key_from(i) for i in self._query_index(f"TENANTKEYS#{tenant_id}"))
+            return {k.id: _until(k) for k in keys if k.usable_at(now)}, None
+        live = {key_id: int(value["N"]) for key_id, value in item["live"]["M"].items()}
+        return {key_id: until for key_id, until in live.items() if until > now}, int(item["version"]["N"])
+
+    def _shorten_live_key(self, key: ApiKey) -> None:
+        """Bring the revoked ``key``'s end in its tenant's live map forward (kept for the count)."""
+        for tries in range(1, _TRANSACTION_ATTEMPTS + 1):
+            item = self._get(f"TENANT#{key.tenant_id}", "LIVEKEYS")
+            if item is None:
+                return  # built from the keys themselves on the next create
+            live = {key_id: int(value["N"]) for key_id, value in item["live"]["M"].items()}
+            if live.get(key.id, 0) <= _until(key):
+                return
+            live[key.id] = _until(key)
+            put = _live_keys_put(key.tenant_id, live, int(item["version"]["N"]))
+            if self._conditional(self._client.put_item, **put) is not None:
+                return
+            time.sleep(random.uniform(0.005, 0.02) * tries)
+        raise ConflictError("the tenant's keys are being changed concurrently; try again")
 
     @_translated
     async def get_key(self, key_id: str) -> ApiKey | None:
@@ -314,11 +407,12 @@ class DynamoControlStore:
         return [api_key_from(item) for item in await self._run(self._query_index, f"TENANTKEYS#{tenant_id}")]
 
     @_translated
-    async def revoke_key(self, key_id: str, at: int) -> ApiKey | None:
-        def revoke() -> ApiKey | None:
+    async def revoke_key(self, key_id: str, at: int, *, spare: str | None = None) -> ApiKey | None:
+        def revoke_one(target: str) -> Item | None:
+            """The key's item after moving its revocation to ``at``; None if it did not move."""
             reply = self._conditional(
                 self._client.update_item,
-                Key=primary_key(f"KEY#{key_id}", "KEY"),
+                Key=primary_key(f"KEY#{target}", "KEY"),
                 UpdateExpression="SET revoked_at = :at",
                 ConditionExpression=(
                     "attribute_exists(pk) AND (attribute_not_exists(revoked_at) OR revoked_at > :at)"
@@ -326,7 +420,26 @@ class DynamoControlStore:
                 ExpressionAttributeValues={":at": num_attr(at)},
                 ReturnValues="ALL_NEW",
             )
-            item = self._get(f"KEY#{key_id}", "KEY") if reply is None else reply["Attributes"]
+            return None if reply is None else dict(reply["Attributes"])
+
+        def revoke() -> ApiKey | None:
+            # A key whose revocation did not move already ends by ``at``, and so does everything
+            # minted from it (a minted key never outlives its parent): the walk stops there.
+            pending = [key_id]
+            while pending:
+                item = revoke_one(pending.pop())
+                if item is not None:
+                    self._shorten_live_key(api_key_from(item))
+                    children = item.get("children", {}).get("SS", [])
+                    if spare in children:
+                        self._client.update_item(
+                            TableName=self._table,
+                            Key=primary_key(f"KEY#{item['id']['S']}", "KEY"),
+                            UpdateExpression="DELETE children :spared",
+                            ExpressionAttributeValues={":spared": {"SS": [spare]}},
+                        )
+                    pending.extend(child for child in children if child != spare)
+            item = self._get(f"KEY#{key_id}", "KEY")
             return None if item is None else api_key_from(item)
 
         return await self._run(revoke)

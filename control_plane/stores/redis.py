@@ -14,6 +14,8 @@ reads, so one slot is not a bottleneck; in exchange nothing needs a cross-slot p
     <prefix>{control}:key:<id>             hash   ApiKey fields
     <prefix>{control}:key-hash:<hash>      string key id
     <prefix>{control}:tenant-keys:<tenant> zset   key id, scored by created_at
+    <prefix>{control}:tenant-live-keys:<tenant> zset key id, scored by when it stops working
+    <prefix>{control}:key-children:<id>    set    ids of the keys minted with that key
     <prefix>{control}:node:<id>            hash   NodeInfo fields
     <prefix>{control}:nodes                set    node ids
     <prefix>{control}:assign:<node>        set    "exchange|market|replica|depth"
@@ -44,7 +46,13 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from book_store.errors import StoreError
 from control_plane.depth import DEFAULT_DEPTH, DEFAULT_MAX_DEPTH
-from control_plane.errors import ConfigurationError, ConflictError, NotFoundError
+from control_plane.errors import (
+    ConfigurationError,
+    ConflictError,
+    LimitExceededError,
+    NotFoundError,
+    UnauthorizedError,
+)
 from control_plane.models import (
     ApiKey,
     AuditEvent,
@@ -148,6 +156,7 @@ def _key_fields(key: ApiKey) -> dict[str, str]:
         "last_used_at": _opt_text(key.last_used_at),
         "expires_at": _opt_text(key.expires_at),
         "revoked_at": _opt_text(key.revoked_at),
+        "parent_id": key.parent_id or "",
     }
 
 
@@ -162,6 +171,7 @@ def _key(f: dict[str, str]) -> ApiKey:
         last_used_at=_opt_int(f.get("last_used_at", "")),
         expires_at=_opt_int(f.get("expires_at", "")),
         revoked_at=_opt_int(f.get("revoked_at", "")),
+        parent_id=f.get("parent_id") or None,
     )
 
 
@@ -206,6 +216,7 @@ class RedisControlStore:
         self._update_tenant = client.register_script(lua.UPDATE_TENANT)
         self._put_subscriptions = client.register_script(lua.PUT_SUBSCRIPTIONS)
         self._delete_subscriptions = client.register_script(lua.DELETE_SUBSCRIPTIONS)
+        self._create_key = client.register_script(lua.CREATE_KEY)
         self._revoke_key = client.register_script(lua.REVOKE_KEY)
         self._touch_keys = client.register_script(lua.TOUCH_KEYS)
         self._update_if_exists = client.register_script(lua.UPDATE_IF_EXISTS)
@@ -260,12 +271,35 @@ class RedisControlStore:
 
     # -- API keys ---------------------------------------------------------------------------
     @_translated
-    async def create_key(self, key: ApiKey) -> None:
-        async with self._client.pipeline(transaction=True) as pipe:
-            pipe.hset(self._k("key", key.id), items=_flat(_key_fields(key)))
-            pipe.set(self._k("key-hash", key.key_hash), key.id)
-            pipe.zadd(self._k("tenant-keys", key.tenant_id), {key.id: key.created_at})
-            await pipe.execute()
+    async def create_key(self, key: ApiKey, *, max_usable: int) -> ApiKey:
+        parent = key.parent_id or key.id  # without a parent, the script does not read these
+        keys = [
+            self._k("key", key.id),
+            self._k("key-hash", key.key_hash),
+            self._k("tenant-keys", key.tenant_id),
+            self._k("tenant-live-keys", key.tenant_id),
+            self._k("key", parent),
+            self._k("key-children", parent),
+        ]
+        fields = _key_fields(key)
+        del fields["expires_at"], fields["parent_id"]
+        args: list[str | int] = [
+            self._base,
+            key.tenant_id,
+            key.id,
+            key.created_at,
+            max_usable,
+            key.parent_id or "",
+            _opt_text(key.expires_at),
+            *_flat(fields),
+        ]
+        reply = await self._create_key(keys=keys, args=args)
+        status = int(reply[0])
+        if status == -2:
+            raise LimitExceededError(f"a tenant may hold at most {max_usable} usable keys")
+        if status == -3:
+            raise UnauthorizedError("API key revoked or expired")
+        return replace(key, expires_at=_opt_int(_text(reply[1])))
 
     @_translated
     async def get_key(self, key_id: str) -> ApiKey | None:
@@ -287,8 +321,9 @@ class RedisControlStore:
         return [_key(_fields(row)) for row in rows if row]
 
     @_translated
-    async def revoke_key(self, key_id: str, at: int) -> ApiKey | None:
-        if not await self._revoke_key(keys=[self._k("key", key_id)], args=[at]):
+    async def revoke_key(self, key_id: str, at: int, *, spare: str | None = None) -> ApiKey | None:
+        args: list[str | int] = [self._base, at, key_id, spare or ""]
+        if not await self._revoke_key(keys=[self._k("key", key_id)], args=args):
             return None
         return await self.get_key(key_id)
 

@@ -1,4 +1,4 @@
-"""A tenant's own account: ``/v1/usage`` and its API keys (``/v1/keys``)."""
+"""The caller's own account: who it is (``/v1/account``), ``/v1/usage`` and its API keys (``/v1/keys``)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,43 @@ from read_functions.params import int_param, json_object, require_fields
 
 MAX_GRACE_S = 30 * 24 * 3600
 _KEY_FIELDS = frozenset({"expires_in_s"})
+LIMITS = ("max_markets", "max_replicas", "max_depth", "rate_limit_rps", "burst")
+
+
+async def account(request: Request, deps: Deps) -> Response:
+    """``GET /v1/account``: whether the key is the operator's or a tenant's (and which tenant).
+
+    Any valid key may ask, so a client (the console) learns what to show without trying an
+    operator route and being refused.
+    """
+    principal = request.principal
+    assert principal is not None
+    if principal.tenant_id is None:
+        return json_response({"role": "operator", "tenant_id": None, "tenant_name": None})
+    tenant = await deps.access.tenant(principal.tenant_id)
+    return json_response({"role": "tenant", "tenant_id": tenant.id, "tenant_name": tenant.name})
 
 
 async def usage(request: Request, deps: Deps) -> Response:
     assert request.principal is not None
-    return json_response(await deps.usage.report(require_tenant(request.principal), now_ms()))
+    return json_response(await usage_report(deps, require_tenant(request.principal)))
+
+
+async def usage_report(deps: Deps, tenant_id: str) -> dict[str, object]:
+    """Requests counted, and what the tenant uses against each of its limits (``GET /v1/usage``).
+
+    ``deepest`` and ``most_replicas`` are the largest wishes among its subscriptions, beside
+    ``max_depth`` and ``max_replicas``; ``markets`` is the count beside ``max_markets``.
+    """
+    tenant = await deps.control.get_tenant(tenant_id)
+    subscriptions = await deps.control.subscriptions(tenant_id)
+    return {
+        **await deps.usage.report(tenant_id, now_ms()),
+        "limits": {name: tenant.to_json()[name] for name in LIMITS},
+        "markets": len(subscriptions),
+        "most_replicas": max((s.replicas for s in subscriptions), default=0),
+        "deepest": max((s.depth for s in subscriptions), default=0),
+    }
 
 
 async def list_keys(request: Request, deps: Deps) -> Response:

@@ -1,9 +1,10 @@
-"""Operator routes under ``/v1/admin``: tenants, their keys, ingest nodes, the audit log."""
+"""Operator routes under ``/v1/admin``: tenants, their keys and usage, the audit log."""
 
 from __future__ import annotations
 
 from read_functions.access import keys_changed, tenant_changed
 from read_functions.deps import Deps
+from read_functions.handlers.account import usage_report
 from read_functions.messages import Request, Response, empty_response, json_response
 from read_functions.params import int_param, json_object, require_fields
 
@@ -39,6 +40,11 @@ async def update_tenant(request: Request, deps: Deps) -> Response:
     return json_response(tenant.to_json())
 
 
+async def tenant_usage(request: Request, deps: Deps) -> Response:
+    """``GET /v1/admin/tenants/{id}/usage``: what the tenant itself sees at ``GET /v1/usage``."""
+    return json_response(await usage_report(deps, request.path_params["tenant_id"]))
+
+
 async def create_tenant_key(request: Request, deps: Deps) -> Response:
     assert request.principal is not None
     body = json_object(request, allow_empty=True)
@@ -59,10 +65,6 @@ async def revoke_any_key(request: Request, deps: Deps) -> Response:
     await deps.control.revoke_key(None, request.path_params["key_id"], actor=request.principal)
     await deps.announce(keys_changed())
     return empty_response()
-
-
-async def nodes(request: Request, deps: Deps) -> Response:
-    return json_response({"nodes": await deps.control.nodes()})
 
 
 async def audit(request: Request, deps: Deps) -> Response:

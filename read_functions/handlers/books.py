@@ -19,6 +19,7 @@ from read_functions.book_read import (
 from read_functions.book_view import Side, view_of
 from read_functions.deps import Deps, now_ms
 from read_functions.messages import JSON, Request, Response
+from read_functions.negotiation import accepts_gzip, etag_matches
 from read_functions.params import int_param
 
 MAX_AGE_LIMIT_MS = 86_400_000
@@ -72,27 +73,13 @@ async def _read(request: Request, deps: Deps, side: Side) -> Response:
         )
     headers = {"ETag": view.etag, "Cache-Control": "no-cache"}
     if_none_match = request.headers.get("if-none-match")
-    if if_none_match is not None and _matches(if_none_match, view.etag):
+    if if_none_match is not None and etag_matches(if_none_match, view.etag):
         return Response(304, b"", None, headers)
     body = view.body(age_ms)
     accept_encoding = request.headers.get("accept-encoding")
-    if accept_encoding is not None and _accepts_gzip(accept_encoding):
+    if accept_encoding is not None and accepts_gzip(accept_encoding):
         compressor = zlib.compressobj(1, zlib.DEFLATED, 31)
         body = compressor.compress(body) + compressor.flush()
         headers["Content-Encoding"] = "gzip"
         headers["Vary"] = "Accept-Encoding"
     return Response(200, body, JSON, headers)
-
-
-def _matches(if_none_match: str, etag: str) -> bool:
-    """Weak comparison (RFC 9110 13.1.2): ``W/`` prefixes are ignored on both sides."""
-    wanted = etag.removeprefix("W/")
-    return any(tag.strip().removeprefix("W/") in (wanted, "*") for tag in if_none_match.split(","))
-
-
-def _accepts_gzip(accept_encoding: str) -> bool:
-    for item in accept_encoding.split(","):
-        coding, _, params = item.partition(";")
-        if coding.strip().lower() in ("gzip", "x-gzip"):
-            return params.replace(" ", "").lower() not in ("q=0", "q=0.0", "q=0.00", "q=0.000")
-    return False

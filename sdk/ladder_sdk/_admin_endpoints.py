@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from . import _parse as parse
 from ._call import Call, params, path
 from ._errors import ConfigurationError
-from ._models import ApiKey, AuditEntry, CreatedKey, Node, Tenant
+from ._models import ApiKey, AuditEntry, ClusterBook, CreatedKey, EgressBudget, Node, Tenant, Usage
 
 TENANT_FIELDS = frozenset(
     {"name", "max_markets", "max_replicas", "max_depth", "rate_limit_rps", "burst", "disabled"}
@@ -75,6 +75,21 @@ def revoke_key(key_id: str) -> Call[None]:
 def nodes() -> Call[list[Node]]:
     """GET /v1/admin/nodes."""
     return Call("GET", path("v1", "admin", "nodes"), parse.nodes)
+
+
+def tenant_usage(tenant_id: str) -> Call[Usage]:
+    """GET /v1/admin/tenants/{id}/usage."""
+    return Call("GET", path("v1", "admin", "tenants", tenant_id, "usage"), parse.usage)
+
+
+def books() -> Call[list[ClusterBook]]:
+    """GET /v1/admin/books."""
+    return Call("GET", path("v1", "admin", "books"), parse.cluster_books)
+
+
+def egress() -> Call[list[EgressBudget]]:
+    """GET /v1/admin/egress."""
+    return Call("GET", path("v1", "admin", "egress"), parse.egress)
 
 
 def audit(limit: int | None) -> Call[list[AuditEntry]]:

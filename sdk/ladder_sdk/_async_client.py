@@ -23,7 +23,20 @@ from ._call import Call
 from ._config import ADMIN_KEY_ENV, Timeout, Verify
 from ._foreign import STREAM_ERRORS
 from ._logging import STREAM_LOGGER
-from ._models import ApiKey, AuditEntry, BulkResult, CreatedKey, Market, Node, Subscription, Tenant, Usage
+from ._models import (
+    Account,
+    ApiKey,
+    AuditEntry,
+    BulkResult,
+    ClusterBook,
+    CreatedKey,
+    EgressBudget,
+    Market,
+    Node,
+    Subscription,
+    Tenant,
+    Usage,
+)
 from ._retry import RetryPolicy
 from ._stream import StreamSession
 
@@ -191,8 +204,12 @@ class AsyncLadder(_AsyncClient):
         """This tenant's subscriptions with each book's status."""
         return await self._run(tenant.subscriptions())
 
+    async def account(self) -> Account:
+        """Whose key this client holds: the operator's or a tenant's (which one)."""
+        return await self._run(tenant.account())
+
     async def usage(self) -> Usage:
-        """Request counts: the total and per minute for the last hour."""
+        """Request counts (the total and per minute for the last hour) and use against the limits."""
         return await self._run(tenant.usage())
 
     async def keys(self) -> list[ApiKey]:
@@ -265,6 +282,18 @@ class AsyncLadderAdmin(_AsyncClient):
     async def nodes(self) -> list[Node]:
         """The ingest nodes, their heartbeats and assignments."""
         return await self._run(admin.nodes())
+
+    async def tenant_usage(self, tenant_id: str) -> Usage:
+        """A tenant's usage against its limits, as the tenant sees it."""
+        return await self._run(admin.tenant_usage(tenant_id))
+
+    async def books(self) -> list[ClusterBook]:
+        """Every book the cluster keeps, replica by replica: node, status, age, resyncs, mismatches."""
+        return await self._run(admin.books())
+
+    async def egress(self) -> list[EgressBudget]:
+        """Each egress IP's venue weight pools: weight used this minute against the limit, 429/418 seen."""
+        return await self._run(admin.egress())
 
     async def audit(self, limit: int | None = None) -> list[AuditEntry]:
         """The audit log, newest first; `limit` caps how many entries (the server has a default)."""

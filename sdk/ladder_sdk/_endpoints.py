@@ -5,7 +5,7 @@ from __future__ import annotations
 from . import _parse as parse
 from ._book import Book, BookRead, Top
 from ._call import Call, params, path
-from ._models import ApiKey, BulkResult, CreatedKey, Market, Subscription, Usage
+from ._models import Account, ApiKey, BulkResult, CreatedKey, Market, Subscription, Usage
 
 
 def book(
@@ -80,6 +80,11 @@ def unsubscribe(exchange: str, market: str) -> Call[None]:
 def subscriptions() -> Call[list[Subscription]]:
     """GET /v1/subscriptions."""
     return Call("GET", path("v1", "subscriptions"), parse.subscriptions)
+
+
+def account() -> Call[Account]:
+    """GET /v1/account."""
+    return Call("GET", path("v1", "account"), parse.account)
 
 
 def usage() -> Call[Usage]:

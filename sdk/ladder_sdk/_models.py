@@ -79,12 +79,40 @@ class UsageMinute:
 
 
 @dataclass(frozen=True)
+class UsageLimits:
+    """The limits an operator set for a tenant (what `Usage` is measured against)."""
+
+    max_markets: int
+    max_replicas: int
+    max_depth: int
+    rate_limit_rps: float
+    burst: int
+
+
+@dataclass(frozen=True)
 class Usage:
-    """A tenant's request counts: the total and the last 60 minutes."""
+    """A tenant's request counts (the total and the last 60 minutes) and its use of its limits.
+
+    `markets` is its subscriptions against `limits.max_markets`; `most_replicas` and `deepest`
+    are the largest wishes among them. The last four are None from a server that predates them.
+    """
 
     tenant_id: str
     requests_total: int
     minutes: tuple[UsageMinute, ...]
+    limits: UsageLimits | None = None
+    markets: int | None = None
+    most_replicas: int | None = None
+    deepest: int | None = None
+
+
+@dataclass(frozen=True)
+class Account:
+    """Whose key this is: `role` "operator" (no tenant) or "tenant" (with its id and name)."""
+
+    role: str
+    tenant_id: str | None
+    tenant_name: str | None
 
 
 @dataclass(frozen=True)
@@ -151,6 +179,53 @@ class Node:
     draining: bool | None
     assignments: tuple[NodeAssignment, ...]
     raw: Mapping[str, object] = field(repr=False)
+    stats: Mapping[str, object] | None = field(default=None, repr=False)
+    """The node's last counters document (replicas, process CPU and memory, publish latency)."""
+
+
+@dataclass(frozen=True)
+class ReplicaState:
+    """One replica of a book as an operator sees it: where it runs, its status and counters.
+
+    Counters are None until the replica's node has reported them.
+    """
+
+    replica: int
+    node_id: str | None
+    status: str
+    update_id: int | None
+    age_ms: int | None
+    resyncs: Mapping[str, int]
+    restarts: int | None
+    stale_episodes: int | None
+    mismatches: int | None
+    audit_mismatches: int | None
+
+
+@dataclass(frozen=True)
+class ClusterBook:
+    """A book the cluster keeps, and each of its replicas."""
+
+    exchange: str
+    market: str
+    status: str
+    replicas: tuple[ReplicaState, ...]
+
+
+@dataclass(frozen=True)
+class EgressBudget:
+    """One venue weight pool behind one egress IP: weight used this minute against the limit."""
+
+    egress_id: str
+    pool: str
+    used: int
+    limit: int
+    window_ends_in_ms: int
+    closed_for_ms: int
+    refusals: Mapping[str, int]
+    exchanges: tuple[str, ...]
+    nodes: tuple[str, ...]
+    weight_spent: int
 
 
 @dataclass(frozen=True)

@@ -23,17 +23,22 @@ from types import MappingProxyType
 from ._book import Book, BookRead, Level, Top, datetime_from_ms
 from ._errors import APIResponseError
 from ._models import (
+    Account,
     ApiKey,
     AuditEntry,
     BulkResult,
+    ClusterBook,
     CreatedKey,
+    EgressBudget,
     Market,
     MarketResult,
     Node,
     NodeAssignment,
+    ReplicaState,
     Subscription,
     Tenant,
     Usage,
+    UsageLimits,
     UsageMinute,
 )
 
@@ -77,6 +82,17 @@ class _Fields:
 
     def optional_integer(self, name: str) -> int | None:
         return None if self.data.get(name) is None else self.integer(name)
+
+    def counts(self, name: str) -> Mapping[str, int]:
+        """An object of integer counts ({} when absent or null)."""
+        value = self.data.get(name)
+        if value is None:
+            return MappingProxyType({})
+        if not isinstance(value, Mapping) or not all(
+            isinstance(n, int) and not isinstance(n, bool) for n in value.values()
+        ):
+            raise self._wrong(name, "an object of counts")
+        return MappingProxyType(dict(value))
 
     def flag(self, name: str) -> bool:
         value = self.data.get(name)
@@ -279,10 +295,34 @@ def usage(data: object) -> Usage:
     for item in fields.array("minutes"):
         minute = _Fields(item, "usage minute")
         minutes.append(UsageMinute(minute=minute.time("minute"), requests=minute.integer("requests")))
+    limits = None
+    if fields.data.get("limits") is not None:
+        given = _Fields(fields.data["limits"], "usage limits")
+        limits = UsageLimits(
+            max_markets=given.integer("max_markets"),
+            max_replicas=given.integer("max_replicas"),
+            max_depth=given.integer("max_depth"),
+            rate_limit_rps=given.number("rate_limit_rps"),
+            burst=given.integer("burst"),
+        )
     return Usage(
         tenant_id=fields.text("tenant_id"),
         requests_total=fields.integer("requests_total"),
         minutes=tuple(minutes),
+        limits=limits,
+        markets=fields.optional_integer("markets"),
+        most_replicas=fields.optional_integer("most_replicas"),
+        deepest=fields.optional_integer("deepest"),
+    )
+
+
+def account(data: object) -> Account:
+    """GET /v1/account."""
+    fields = _Fields(data, "account")
+    return Account(
+        role=fields.text("role"),
+        tenant_id=fields.optional_text("tenant_id"),
+        tenant_name=fields.optional_text("tenant_name"),
     )
 
 
@@ -358,6 +398,9 @@ def node(data: object) -> Node:
         draining=fields.optional_flag("draining"),
         assignments=tuple(assignments),
         raw=fields.frozen(),
+        stats=None
+        if not isinstance(stats := fields.data.get("stats"), Mapping)
+        else MappingProxyType(dict(stats)),
     )
 
 
@@ -387,3 +430,61 @@ def audit(data: object) -> list[AuditEntry]:
 def nothing(data: object) -> None:
     """For 204 answers: there is nothing to read."""
     del data
+
+
+def replica_state(data: object) -> ReplicaState:
+    """One replica of an entry of GET /v1/admin/books."""
+    fields = _Fields(data, "replica")
+    return ReplicaState(
+        replica=fields.integer("replica"),
+        node_id=fields.optional_text("node_id"),
+        status=fields.text("status"),
+        update_id=fields.optional_integer("update_id"),
+        age_ms=fields.optional_integer("age_ms"),
+        resyncs=fields.counts("resyncs"),
+        restarts=fields.optional_integer("restarts"),
+        stale_episodes=fields.optional_integer("stale_episodes"),
+        mismatches=fields.optional_integer("mismatches"),
+        audit_mismatches=fields.optional_integer("audit_mismatches"),
+    )
+
+
+def cluster_books(data: object) -> list[ClusterBook]:
+    """GET /v1/admin/books: {"books": [...], "disagreements": [...]} (the latter follow from the former)."""
+    books = []
+    for item in _items(data, "books", "books"):
+        fields = _Fields(item, "book")
+        books.append(
+            ClusterBook(
+                exchange=fields.text("exchange"),
+                market=fields.text("market"),
+                status=fields.text("status"),
+                replicas=tuple(replica_state(r) for r in fields.array("replicas")),
+            )
+        )
+    return books
+
+
+def egress(data: object) -> list[EgressBudget]:
+    """GET /v1/admin/egress: {"egress": [...]}."""
+    pools = []
+    for item in _items(data, "egress", "egress"):
+        fields = _Fields(item, "egress pool")
+        names = {key: fields.array(key) for key in ("exchanges", "nodes")}
+        if not all(isinstance(n, str) for values in names.values() for n in values):
+            raise APIResponseError("egress pool: exchanges and nodes must be lists of strings")
+        pools.append(
+            EgressBudget(
+                egress_id=fields.text("egress_id"),
+                pool=fields.text("pool"),
+                used=fields.integer("used"),
+                limit=fields.integer("limit"),
+                window_ends_in_ms=fields.integer("window_ends_in_ms"),
+                closed_for_ms=fields.integer("closed_for_ms"),
+                refusals=fields.counts("refusals"),
+                exchanges=tuple(str(n) for n in names["exchanges"]),
+                nodes=tuple(str(n) for n in names["nodes"]),
+                weight_spent=fields.integer("weight_spent"),
+            )
+        )
+    return pools

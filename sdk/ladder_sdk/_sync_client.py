@@ -22,7 +22,20 @@ from ._call import Call
 from ._config import ADMIN_KEY_ENV, Timeout, Verify
 from ._foreign import STREAM_ERRORS
 from ._logging import STREAM_LOGGER
-from ._models import ApiKey, AuditEntry, BulkResult, CreatedKey, Market, Node, Subscription, Tenant, Usage
+from ._models import (
+    Account,
+    ApiKey,
+    AuditEntry,
+    BulkResult,
+    ClusterBook,
+    CreatedKey,
+    EgressBudget,
+    Market,
+    Node,
+    Subscription,
+    Tenant,
+    Usage,
+)
 from ._retry import RetryPolicy
 from ._stream import StreamSession
 
@@ -210,8 +223,12 @@ class Ladder(_SyncClient):
         """This tenant's subscriptions with each book's status."""
         return self._run(tenant.subscriptions())
 
+    def account(self) -> Account:
+        """Whose key this client holds: the operator's or a tenant's (which one)."""
+        return self._run(tenant.account())
+
     def usage(self) -> Usage:
-        """Request counts: the total and per minute for the last hour."""
+        """Request counts (the total and per minute for the last hour) and use against the limits."""
         return self._run(tenant.usage())
 
     def keys(self) -> list[ApiKey]:
@@ -290,6 +307,18 @@ class LadderAdmin(_SyncClient):
     def nodes(self) -> list[Node]:
         """The ingest nodes, their heartbeats and assignments."""
         return self._run(admin.nodes())
+
+    def tenant_usage(self, tenant_id: str) -> Usage:
+        """A tenant's usage against its limits, as the tenant sees it."""
+        return self._run(admin.tenant_usage(tenant_id))
+
+    def books(self) -> list[ClusterBook]:
+        """Every book the cluster keeps, replica by replica: node, status, age, resyncs, mismatches."""
+        return self._run(admin.books())
+
+    def egress(self) -> list[EgressBudget]:
+        """Each egress IP's venue weight pools: weight used this minute against the limit, 429/418 seen."""
+        return self._run(admin.egress())
 
     def audit(self, limit: int | None = None) -> list[AuditEntry]:
         """The audit log, newest first; `limit` caps how many entries (the server has a default)."""

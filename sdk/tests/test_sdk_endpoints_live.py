@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from ladder_sdk import (
+    Account,
     ApiKey,
     AsyncLadder,
     AsyncLadderAdmin,
@@ -17,8 +18,10 @@ from ladder_sdk import (
     Book,
     BookRead,
     BulkResult,
+    ClusterBook,
     ConfigurationError,
     CreatedKey,
+    EgressBudget,
     Ladder,
     LadderAdmin,
     Market,
@@ -62,7 +65,52 @@ NODE = {
     "live": True,
     "assignments": [{"exchange": "binance.com", "market": "ETHBTC", "replica": 1, "node_id": "node-1"}],
 }
-USAGE = {"tenant_id": "t1", "requests_total": 3, "minutes": [{"minute": 0, "requests": 3}]}
+USAGE = {
+    "tenant_id": "t1",
+    "requests_total": 3,
+    "minutes": [{"minute": 0, "requests": 3}],
+    "limits": {"max_markets": 5, "max_replicas": 2, "max_depth": 1000, "rate_limit_rps": 10, "burst": 20},
+    "markets": 1,
+    "most_replicas": 2,
+    "deepest": 100,
+}
+REPLICA = {
+    "replica": 0,
+    "node_id": "node-1",
+    "status": "synced",
+    "update_id": 9,
+    "publish_time": 1,
+    "age_ms": 3,
+    "resyncs": {"gap": 1},
+    "restarts": 1,
+    "handovers": 0,
+    "stale_episodes": 0,
+    "refreshes": 0,
+    "audits": 0,
+    "audit_mismatches": 0,
+    "last_audit_ms": None,
+    "mismatches": 0,
+}
+BOOKS = {
+    "books": [{"exchange": "binance.com", "market": "ETHBTC", "status": "synced", "replicas": [REPLICA]}],
+    "disagreements": [],
+}
+EGRESS = {
+    "egress": [
+        {
+            "egress_id": "default",
+            "pool": "api.binance.com",
+            "limit": 4800,
+            "used": 20,
+            "window_ends_in_ms": 1000,
+            "closed_for_ms": 0,
+            "exchanges": ["binance.com"],
+            "nodes": ["node-1"],
+            "weight_spent": 20,
+            "refusals": {"429": 0, "418": 0},
+        }
+    ]
+}
 AUDIT = {"at": 3, "actor": "operator", "action": "tenant.create", "target": "t1", "detail": {"name": "acme"}}
 SUB = {"exchange": "binance.com", "market": "ETHBTC", "replicas": 2, "depth": 100, "created_at": 1}
 BULK = {
@@ -144,6 +192,8 @@ TENANT_CASES = [
          "DELETE", "/v1/subscriptions/alpaca/BTC%2FUSD", 204, None, None),
     Case("subscriptions", (), {},
          "GET", "/v1/subscriptions", 200, {"subscriptions": [SUB | {"status": "synced"}]}, Subscription),
+    Case("account", (), {},
+         "GET", "/v1/account", 200, {"role": "tenant", "tenant_id": "t1", "tenant_name": "acme"}, Account),
     Case("usage", (), {},
          "GET", "/v1/usage", 200, USAGE, Usage),
     Case("keys", (), {},
@@ -178,6 +228,12 @@ ADMIN_CASES = [
          "DELETE", "/v1/admin/keys/k1", 204, None, None),
     Case("nodes", (), {},
          "GET", "/v1/admin/nodes", 200, {"nodes": [NODE]}, Node),
+    Case("tenant_usage", ("t1",), {},
+         "GET", "/v1/admin/tenants/t1/usage", 200, USAGE, Usage),
+    Case("books", (), {},
+         "GET", "/v1/admin/books", 200, BOOKS, ClusterBook),
+    Case("egress", (), {},
+         "GET", "/v1/admin/egress", 200, EGRESS, EgressBudget),
     Case("audit", (), {"limit": 5},
          "GET", "/v1/admin/audit", 200, {"audit": [AUDIT]}, AuditEntry, query={"limit": "5"}),
 ]  # fmt: skip

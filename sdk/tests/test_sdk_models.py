@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 
 import pytest
-from ladder_sdk import APIResponseError, Book, CreatedKey, Level, NodeAssignment
+from ladder_sdk import APIResponseError, Book, CreatedKey, Level, NodeAssignment, UsageLimits
 from ladder_sdk import _parse as parse
 
 BOOK = """{"exchange": "binance.com", "market": "ETHBTC", "update_id": 7281945,
@@ -154,6 +154,18 @@ def test_subscription_usage_and_keys() -> None:
     )
     assert usage.minutes[0].minute == datetime(1970, 1, 1, 0, 1, tzinfo=UTC)
     assert usage.requests_total == 5
+    assert usage.limits is None and usage.markets is None  # an older server's answer
+    limits = {"max_markets": 5, "max_replicas": 2, "max_depth": 700, "rate_limit_rps": 2.5, "burst": 9}
+    usage = parse.usage({"tenant_id": "t1", "requests_total": 5, "minutes": [], "limits": limits,
+                         "markets": 3, "most_replicas": 2, "deepest": 500})  # fmt: skip
+    assert usage.limits == UsageLimits(5, 2, 700, 2.5, 9)
+    assert (usage.markets, usage.most_replicas, usage.deepest) == (3, 2, 500)
+    with pytest.raises(APIResponseError, match="max_depth"):
+        parse.usage(
+            {"tenant_id": "t1", "requests_total": 5, "minutes": [], "limits": {**limits, "max_depth": "x"}}
+        )
+    account = parse.account({"role": "operator", "tenant_id": None, "tenant_name": None})
+    assert (account.role, account.tenant_id) == ("operator", None)
 
     key = parse.api_keys(
         {
@@ -227,6 +239,50 @@ def test_tenant_and_operator_listings() -> None:
     )
     with pytest.raises(APIResponseError, match="actor"):
         parse.audit_entry({"at": 0, "action": "x", "target": "y"})
+    assert node.stats is None
+    reported = parse.node({"id": "n2", "stats": {"replicas": 3, "process": {"cpu_s": 1.5}}})
+    assert reported.stats is not None and reported.stats["replicas"] == 3
+
+
+def test_cluster_books_and_egress() -> None:
+    replica = {
+        "replica": 1,
+        "node_id": None,
+        "status": "stale",
+        "update_id": None,
+        "age_ms": None,
+        "resyncs": {"gap": 2, "disconnect": 1},
+        "restarts": 3,
+        "stale_episodes": None,
+        "mismatches": 1,
+        "audit_mismatches": 0,
+    }
+    [book] = parse.cluster_books(
+        {
+            "books": [{"exchange": "b", "market": "M", "status": "stale", "replicas": [replica]}],
+            "disagreements": [],
+        }
+    )
+    [state] = book.replicas
+    assert (book.status, state.node_id, state.restarts, state.resyncs["gap"]) == ("stale", None, 3, 2)
+    with pytest.raises(APIResponseError, match="resyncs"):
+        parse.replica_state(replica | {"resyncs": {"gap": "2"}})
+    pool = {
+        "egress_id": "e",
+        "pool": "p",
+        "used": 5,
+        "limit": 10,
+        "window_ends_in_ms": 100,
+        "closed_for_ms": 0,
+        "refusals": {"429": 1, "418": 0},
+        "exchanges": ["b"],
+        "nodes": ["n1"],
+        "weight_spent": 7,
+    }
+    [budget] = parse.egress({"egress": [pool]})
+    assert (budget.used, budget.limit, budget.refusals["429"], budget.nodes) == (5, 10, 1, ("n1",))
+    with pytest.raises(APIResponseError, match="nodes"):
+        parse.egress({"egress": [pool | {"nodes": [1]}]})
 
 
 def test_created_key_repr_and_str_never_show_the_secret() -> None:

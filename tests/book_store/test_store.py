@@ -70,6 +70,29 @@ async def test_writer_batches_a_loop_turn_into_one_flush(redis_client: redis.Red
     await pubsub.aclose()  # type: ignore[no-untyped-call]  # redis-py leaves it unannotated
 
 
+async def test_a_fenced_writer_sends_nothing_until_unfenced(redis_client: redis.Redis) -> None:
+    """A node that may have been declared dead keeps recording but writes only after it has
+    removed the replicas taken from it: then the removal, not the last snapshot, is what lands."""
+    writer = BookWriter(redis_client)
+    writer.put(BOOK, 0, snap(1, 0))
+    writer.put(BOOK, 1, snap(1, 1))
+    await writer.drain()
+    writer.fence()
+    assert writer.fenced
+    writer.put(BOOK, 0, snap(2, 0))
+    writer.put(BOOK, 1, snap(2, 1))
+    await asyncio.sleep(0.05)
+    await writer.drain()
+    assert {r: s.meta.update_id for r, s in (await BookReader(redis_client).replicas(BOOK)).items()} == {
+        0: 1,
+        1: 1,
+    }
+    writer.remove(BOOK, 1)  # replica 1 was moved away meanwhile
+    writer.unfence()
+    await writer.drain()
+    assert {r: s.meta.update_id for r, s in (await BookReader(redis_client).replicas(BOOK)).items()} == {0: 2}
+
+
 def test_choose_replica_prefers_synced_fresh_newest() -> None:
     synced_old = Snapshot(snap(10, 0, publish_time=1000))
     synced_new = Snapshot(snap(12, 1, publish_time=1000))
@@ -114,7 +137,7 @@ def test_embedded_server_dies_with_its_parent() -> None:
     )
     parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     assert parent.stdout is not None
-    assert parent.stdout.readline().startswith("LADDER_REDIS_URL=redis://127.0.0.1:")
+    assert parent.stdout.readline().startswith("LADDER_STORE_READY=redis://127.0.0.1:")
     pids = subprocess.run(["pgrep", "-P", str(parent.pid)], capture_output=True, text=True).stdout.split()
     assert pids, "the server should be running"
     os.kill(parent.pid, signal.SIGKILL)

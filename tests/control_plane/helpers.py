@@ -26,7 +26,11 @@ def make_tenant(name: str | None = None, **overrides: object) -> Tenant:
 
 
 def make_key(
-    tenant_id: str, *, created_at: int = 1_700_000_000_000, expires_at: int | None = None
+    tenant_id: str,
+    *,
+    created_at: int = 1_700_000_000_000,
+    expires_at: int | None = None,
+    parent_id: str | None = None,
 ) -> tuple[ApiKey, str]:
     secret = generate_key()
     prefix, last4 = display_parts(secret)
@@ -40,6 +44,7 @@ def make_key(
         last_used_at=None,
         expires_at=expires_at,
         revoked_at=None,
+        parent_id=parent_id,
     )
     return key, secret
 

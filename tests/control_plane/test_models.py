@@ -40,6 +40,7 @@ def test_key_json_and_repr_leave_out_the_hash() -> None:
         "last_used_at": None,
         "expires_at": 9_000,
         "revoked_at": None,
+        "parent_id": None,
     }
     assert "f" * 64 not in repr(key)
 

@@ -12,6 +12,7 @@ import pytest
 import redis.asyncio as redis
 
 from book_store.codec import BookStatus, SnapshotMeta, encode_snapshot
+from book_store.errors import StoreError
 from book_store.keys import BookKey
 from control_plane.assignments import AssignmentClient
 from control_plane.models import BookRef, Subscription
@@ -70,6 +71,66 @@ async def test_step_places_replicas_and_moves_them_off_a_dead_node(redis_store: 
     await nodes.heartbeat("node-2")
     await loop.step()
     assert [n.id for n in await redis_store.list_nodes()] == ["node-2"]
+
+
+async def test_a_loop_back_from_a_store_outage_moves_nothing_for_one_timeout(
+    valkey_url: str, redis_store: RedisControlStore
+) -> None:
+    """Heartbeats stop with the store: right after it returns, an old heartbeat proves nothing."""
+    clock = ManualClock()
+    nodes = AssignmentClient(redis_store, clock=clock)
+    for node_id in ("node-1", "node-2"):
+        await nodes.register(node_id, "", capacity=10)
+    await _subscribe(redis_store, 1, BTC)
+    impatient = redis.Redis.from_url(valkey_url, socket_timeout=0.2)
+    loop = ControlLoop(RedisControlStore(impatient, redis_store.prefix), EverythingSynced(), clock=clock)
+    await loop.step()
+    placed = await redis_store.list_assignments()
+    [holder] = {a.node_id for a in placed}
+    other = "node-2" if holder == "node-1" else "node-1"
+
+    admin = redis_store.client
+    await admin.client_pause(10_000, all=False)  # the store stops answering writes
+    try:
+        clock.now += 10_000
+        with pytest.raises(StoreError):
+            await loop.step()
+    finally:
+        await admin.client_unpause()
+    clock.now += 2_000  # back; the holder's heartbeat is 12 s old, as it had no store to send one to
+    await nodes.heartbeat(other)
+    await loop.step()
+    assert await redis_store.list_assignments() == placed
+    assert len(await redis_store.list_nodes()) == 2
+    clock.now += 3_001  # a whole timeout since the loop regained the store, and the holder is silent
+    await nodes.heartbeat(other)
+    await loop.step()
+    assert {a.node_id for a in await redis_store.list_assignments()} == {other}
+    await impatient.aclose()
+
+
+async def test_a_new_loop_gives_stale_heartbeats_one_timeout(redis_store: RedisControlStore) -> None:
+    clock = ManualClock()
+    nodes = AssignmentClient(redis_store, clock=clock)
+    for node_id in ("node-1", "node-2"):
+        await nodes.register(node_id, "", capacity=10)
+    await _subscribe(redis_store, 1, BTC)
+    first = ControlLoop(redis_store, EverythingSynced(), clock=clock)
+    await first.step()
+    await first.release()  # as a stopping control process does
+    placed = await redis_store.list_assignments()
+    [holder] = {a.node_id for a in placed}
+    other = "node-2" if holder == "node-1" else "node-1"
+
+    clock.now += 60_000  # the control process restarts a minute later, before any heartbeat
+    restarted = ControlLoop(redis_store, EverythingSynced(), clock=clock)
+    await restarted.step()
+    assert await redis_store.list_assignments() == placed
+    await nodes.heartbeat(other)
+    clock.now += 3_001
+    await nodes.heartbeat(other)
+    await restarted.step()
+    assert {a.node_id for a in await redis_store.list_assignments()} == {other}
 
 
 async def test_step_keeps_each_book_as_deep_as_its_deepest_subscriber(redis_store: RedisControlStore) -> None:

@@ -17,6 +17,7 @@ from control_plane.errors import (
     UnknownExchangeError,
     UnknownMarketError,
 )
+from control_plane.keys import MAX_USABLE_KEYS_PER_TENANT
 from control_plane.markets import StaticMarketValidator
 from control_plane.models import OPERATOR, NodeInfo, Principal, ReplicaAssignment
 from control_plane.service import ControlService
@@ -216,6 +217,57 @@ async def test_last_used_is_written_in_batches(service: ControlService, clock: M
 
     await service.flush_last_used()
     assert (await service.list_keys(tenant_id))[0].last_used_at == clock.now
+
+
+async def test_a_key_minted_with_a_tenant_key_dies_with_it(
+    service: ControlService, clock: ManualClock
+) -> None:
+    tenant_id = await new_tenant(service)
+    parent, _ = await tenant_key(service, tenant_id, expires_in_s=60)
+    minted, minted_secret = await service.create_key(tenant_id, actor=parent)
+    assert (minted.parent_id, minted.expires_at) == (parent.key_id, clock.now + 60_000)
+    minted_principal = Principal(tenant_id, minted.id, False)
+    grandchild, grandchild_secret = await service.create_key(tenant_id, 3600, actor=minted_principal)
+    assert grandchild.expires_at == clock.now + 60_000
+    for secret in (minted_secret, grandchild_secret):
+        await service.authenticate(secret)  # cached from here on
+
+    await service.revoke_key(tenant_id, parent.key_id, actor=parent)
+    for secret in (minted_secret, grandchild_secret):
+        with pytest.raises(UnauthorizedError):
+            await service.authenticate(secret)
+    with pytest.raises(UnauthorizedError):
+        await service.create_key(tenant_id, actor=parent)
+    events = await service.audit(3)
+    assert events[1].detail["parent_id"] == minted.id
+
+
+async def test_rotation_spares_the_successor_and_nothing_else(
+    service: ControlService, clock: ManualClock
+) -> None:
+    tenant_id = await new_tenant(service)
+    old, _ = await tenant_key(service, tenant_id)
+    successor, successor_secret = await service.create_key(tenant_id, actor=old)
+    _, planted_secret = await service.create_key(tenant_id, actor=old)  # minted by whoever had the old key
+    new = Principal(tenant_id, successor.id, False)
+
+    await service.revoke_key(tenant_id, old.key_id, grace_s=60, actor=new)
+    clock.now += 60_000
+    assert await service.authenticate(successor_secret) == new
+    with pytest.raises(UnauthorizedError):
+        await service.authenticate(planted_secret)
+
+
+async def test_parallel_key_creation_never_passes_the_limit(service: ControlService) -> None:
+    tenant_id = await new_tenant(service)
+    actor, _ = await tenant_key(service, tenant_id)
+    outcomes = await asyncio.gather(
+        *(service.create_key(tenant_id, actor=actor) for _ in range(60)), return_exceptions=True
+    )
+    assert all(isinstance(o, tuple | LimitExceededError | ConflictError) for o in outcomes)
+    usable = [k for k in await service.list_keys(tenant_id) if k.revoked_at is None]
+    assert len(usable) <= MAX_USABLE_KEYS_PER_TENANT
+    assert sum(isinstance(o, tuple) for o in outcomes) == len(usable) - 1
 
 
 async def test_key_creation_limits(service: ControlService) -> None:

@@ -9,8 +9,8 @@ import pytest
 
 from control_plane.clock import now_ms
 from control_plane.depth import DEFAULT_DEPTH
-from control_plane.errors import ConflictError, LimitExceededError, NotFoundError
-from control_plane.models import AuditEvent, BookRef, BookWish, ReplicaAssignment, Subscription
+from control_plane.errors import ConflictError, LimitExceededError, NotFoundError, UnauthorizedError
+from control_plane.models import ApiKey, AuditEvent, BookRef, BookWish, ReplicaAssignment, Subscription
 from control_plane.stores.base import ControlStore
 from tests.control_plane.helpers import make_key, make_node, make_tenant
 
@@ -78,6 +78,20 @@ async def test_tenant_max_depth_is_kept_and_updated(store: ControlStore) -> None
 # -- API keys ------------------------------------------------------------------------------
 
 
+async def mint(
+    store: ControlStore,
+    tenant_id: str,
+    *,
+    limit: int,
+    created_at: int,
+    expires_at: int | None = None,
+    parent_id: str | None = None,
+) -> ApiKey:
+    """Create a new key under a usable-key limit; the stored record."""
+    key, _ = make_key(tenant_id, created_at=created_at, expires_at=expires_at, parent_id=parent_id)
+    return await store.create_key(key, max_usable=limit)
+
+
 async def test_key_lookup_by_id_hash_and_tenant(store: ControlStore) -> None:
     tenant = make_tenant()
     await store.create_tenant(tenant)
@@ -85,7 +99,7 @@ async def test_key_lookup_by_id_hash_and_tenant(store: ControlStore) -> None:
     second, _ = make_key(tenant.id, created_at=2_000)
     other, _ = make_key("tnt_other")
     for key in (second, first, other):
-        await store.create_key(key)
+        await store.create_key(key, max_usable=50)
 
     assert await store.get_key(first.id) == first
     assert await store.get_key_by_hash(second.key_hash) == second
@@ -95,7 +109,7 @@ async def test_key_lookup_by_id_hash_and_tenant(store: ControlStore) -> None:
 
 async def test_revocation_only_moves_earlier(store: ControlStore) -> None:
     key, _ = make_key("tnt_a")
-    await store.create_key(key)
+    await store.create_key(key, max_usable=50)
 
     revoked = await store.revoke_key(key.id, at=5_000)
     assert revoked is not None and revoked.revoked_at == 5_000
@@ -106,9 +120,108 @@ async def test_revocation_only_moves_earlier(store: ControlStore) -> None:
     assert await store.revoke_key("key_missing", at=1) is None
 
 
+async def test_the_usable_key_limit_counts_only_usable_keys(store: ControlStore) -> None:
+    expiring, _ = make_key("tnt_a", created_at=1_000, expires_at=2_000)
+    revoked, _ = make_key("tnt_a", created_at=1_000)
+    lasting, _ = make_key("tnt_a", created_at=1_000)
+    for key in (expiring, revoked, lasting):
+        await store.create_key(key, max_usable=3)
+    with pytest.raises(LimitExceededError):
+        await mint(store, "tnt_a", created_at=1_500, limit=3)
+    await store.revoke_key(revoked.id, at=1_800)
+
+    # At 1_900 the revoked key is gone and the expiring one not yet: one slot.
+    await mint(store, "tnt_a", created_at=1_900, limit=3)
+    with pytest.raises(LimitExceededError):
+        await mint(store, "tnt_a", created_at=1_950, limit=3)
+    # At 2_000 the expiring key stopped working: one slot again, for this tenant only.
+    await mint(store, "tnt_a", created_at=2_000, limit=3)
+    await mint(store, "tnt_b", created_at=2_000, limit=1)
+    assert len(await store.list_keys("tnt_a")) == 5
+
+
+async def test_parallel_creates_never_pass_the_usable_key_limit(store: ControlStore) -> None:
+    """Check-then-create would let every request of a burst see room; the store counts atomically."""
+
+    async def create() -> bool:
+        try:
+            await mint(store, "tnt_a", created_at=1_000, limit=5)
+        except (LimitExceededError, ConflictError):
+            return False
+        return True
+
+    created = await asyncio.gather(*(create() for _ in range(20)))
+    assert 1 <= sum(created) <= 5
+    assert len(await store.list_keys("tnt_a")) == sum(created)
+
+
+async def test_a_minted_key_never_outlives_its_parent(store: ControlStore) -> None:
+    parent, _ = make_key("tnt_a", created_at=1_000, expires_at=61_000)
+    await store.create_key(parent, max_usable=50)
+
+    forever = await mint(store, "tnt_a", created_at=2_000, parent_id=parent.id, limit=50)
+    assert (forever.expires_at, forever.parent_id) == (61_000, parent.id)
+    assert await store.get_key(forever.id) == forever
+    short = await store.create_key(
+        make_key("tnt_a", created_at=2_000, expires_at=5_000, parent_id=parent.id)[0], max_usable=50
+    )
+    assert short.expires_at == 5_000
+
+    # A parent in its grace period mints keys that end with the grace period.
+    await store.revoke_key(parent.id, at=30_000)
+    graced = await mint(store, "tnt_a", created_at=3_000, parent_id=parent.id, limit=50)
+    assert graced.expires_at == 30_000
+    # A parent that no longer works mints nothing; nor does an unknown one.
+    for parent_id in (parent.id, "key_missing"):
+        with pytest.raises(UnauthorizedError):
+            await mint(store, "tnt_a", created_at=30_000, parent_id=parent_id, limit=50)
+
+
+async def test_revoking_a_key_revokes_every_key_minted_from_it(store: ControlStore) -> None:
+    root, _ = make_key("tnt_a", created_at=1_000)
+    await store.create_key(root, max_usable=3)
+    child = await mint(store, "tnt_a", created_at=1_001, parent_id=root.id, limit=3)
+    grandchild = await mint(store, "tnt_a", created_at=1_002, parent_id=child.id, limit=3)
+    assert grandchild.expires_at is None
+    with pytest.raises(LimitExceededError):
+        await mint(store, "tnt_a", created_at=1_000, limit=3)
+
+    revoked = await store.revoke_key(root.id, at=5_000)
+    assert revoked is not None and revoked.revoked_at == 5_000
+    for key in (child, grandchild):
+        stored = await store.get_key(key.id)
+        assert stored is not None and stored.revoked_at == 5_000
+    # Revoking the child earlier moves only its own subtree; a later time moves nothing.
+    await store.revoke_key(child.id, at=4_000)
+    await store.revoke_key(root.id, at=9_000)
+    assert [(k.id, k.revoked_at) for k in await store.list_keys("tnt_a")] == [
+        (root.id, 5_000),
+        (child.id, 4_000),
+        (grandchild.id, 4_000),
+    ]
+    # Once they stopped working, they no longer count against the limit.
+    for _ in range(3):
+        await mint(store, "tnt_a", created_at=5_000, limit=3)
+
+
+async def test_the_successor_that_revokes_its_parent_is_spared_and_detached(store: ControlStore) -> None:
+    root, _ = make_key("tnt_a", created_at=1_000)
+    await store.create_key(root, max_usable=50)
+    successor = await mint(store, "tnt_a", created_at=1_001, parent_id=root.id, limit=50)
+    its_child = await mint(store, "tnt_a", created_at=1_002, parent_id=successor.id, limit=50)
+    sibling = await mint(store, "tnt_a", created_at=1_003, parent_id=root.id, limit=50)
+
+    await store.revoke_key(root.id, at=60_000, spare=successor.id)
+    revoked = {k.id: k.revoked_at for k in await store.list_keys("tnt_a")}
+    assert revoked == {root.id: 60_000, successor.id: None, its_child.id: None, sibling.id: 60_000}
+    await store.revoke_key(root.id, at=5_000)  # detached: a later, earlier revocation passes it by
+    revoked = {k.id: k.revoked_at for k in await store.list_keys("tnt_a")}
+    assert revoked == {root.id: 5_000, successor.id: None, its_child.id: None, sibling.id: 5_000}
+
+
 async def test_touch_only_moves_last_used_later(store: ControlStore) -> None:
     key, _ = make_key("tnt_a")
-    await store.create_key(key)
+    await store.create_key(key, max_usable=50)
 
     await store.touch_keys({key.id: 7_000, "key_missing": 1})
     await store.touch_keys({key.id: 6_000})

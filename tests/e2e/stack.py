@@ -1,22 +1,50 @@
-"""A whole Ladder stack in subprocesses, started the way `ladder up --venue fake` starts it."""
+"""A whole Ladder stack in subprocesses, started the way `ladder up --venue fake` starts it: the
+two embedded stores (control data with an AOF, books volatile) are supervised children too."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
-from book_store.server import EmbeddedValkey
-from control_plane.cli import FAKE_ALPACA_ARGS, fake_venue_env
+from control_plane.cli import FAKE_ALPACA_ARGS, STORE_PASSWORD_FILE, embedded_stores, fake_venue_env
 from control_plane.supervisor import Child, Supervisor, child_env
+from tests.e2e.tcp_proxy import CuttableProxy
 
 ADMIN_KEY = "ldr_admin_e2e_" + "x" * 20
+STORE_URLS = ("LADDER_REDIS_URL", "LADDER_CONTROL_REDIS_URL")
+
+
+@dataclass
+class StoreLinks:
+    """One component's own connections to the two stores, through proxies a test can slow or cut."""
+
+    books: CuttableProxy
+    control: CuttableProxy
+
+    @classmethod
+    def open(cls, env: dict[str, str]) -> StoreLinks:
+        books, control = (CuttableProxy("127.0.0.1", urlsplit(env[name]).port or 0) for name in STORE_URLS)
+        return cls(books, control)
+
+    def env(self, env: dict[str, str]) -> dict[str, str]:
+        """The store URLs of ``env``, leading through these proxies."""
+        return {
+            "LADDER_REDIS_URL": self.books.url(env["LADDER_REDIS_URL"]),
+            "LADDER_CONTROL_REDIS_URL": self.control.url(env["LADDER_CONTROL_REDIS_URL"]),
+        }
+
+    @property
+    def both(self) -> tuple[CuttableProxy, CuttableProxy]:
+        return self.books, self.control
 
 
 @dataclass
@@ -26,10 +54,15 @@ class Stack:
     api: str
     venue: str
     redis_url: str
+    """The book store (its URL carries the password)."""
+    control_url: str
+    """The control store."""
     supervisor: Supervisor
-    store: EmbeddedValkey
+    data_dir: Path
     log_dir: Path
     env: dict[str, str]
+    links: dict[str, StoreLinks] = field(default_factory=dict)
+    """Per component (child name), its proxied store connections, when the stack was started so."""
     http: httpx.Client = field(default_factory=lambda: httpx.Client(timeout=10))
 
     def admin(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
@@ -75,17 +108,41 @@ class Stack:
         """Everything every child wrote to stderr so far."""
         return "".join(p.read_text(errors="replace") for p in sorted(self.log_dir.glob("*.log")))
 
-    def add_child(self, name: str, args: list[str], ready_key: str | None = None) -> str:
-        """Start one more component against this stack's store and venue; returns its ready value."""
+    def add_child(
+        self, name: str, args: list[str], ready_key: str | None = None, *, proxied: bool = False
+    ) -> str:
+        """Start one more component against this stack's store and venue; returns its ready value.
+
+        ``proxied``: through its own store proxies (in :attr:`links`), so a test can partition it.
+        """
+        env = dict(self.env)
+        if proxied:
+            self.links[name] = StoreLinks.open(self.env)
+            env |= self.links[name].env(self.env)
         child = Child(
-            name, args, child_env(**self.env), ready_key=ready_key, log_path=self.log_dir / f"{name}.log"
+            name, args, child_env(**env), ready_key=ready_key, log_path=self.log_dir / f"{name}.log"
         )
         return self.supervisor.start(child)
+
+    @property
+    def store_password(self) -> str:
+        return (self.data_dir / STORE_PASSWORD_FILE).read_text().strip()
+
+    def store_pid(self, name: str) -> int:
+        """The pid of the Valkey server behind the ``store-control`` or ``store-books`` child."""
+        wrapper = self.child(name).proc
+        assert wrapper is not None
+        children = Path(f"/proc/{wrapper.pid}/task/{wrapper.pid}/children").read_text().split()
+        assert len(children) == 1, children
+        return int(children[0])
 
     def stop(self) -> None:
         self.http.close()
         self.supervisor.stop()
-        self.store.stop()
+        for links in self.links.values():
+            for proxy in links.both:
+                proxy.close()
+        shutil.rmtree(self.data_dir, ignore_errors=True)
         if not os.environ.get("LADDER_KEEP_TEST_LOGS"):  # set it to keep them for a post-mortem
             shutil.rmtree(self.log_dir, ignore_errors=True)
 
@@ -101,20 +158,34 @@ def start_stack(
     ingest_nodes: int = 2,
     extra_env: dict[str, str] | None = None,
     extra_venue_args: list[str] | None = None,
+    proxied: bool = False,
+    supervised: bool = False,
 ) -> Stack:
-    store = EmbeddedValkey()
-    redis_url = store.start()
+    """Start the stores, the fake venue, the control process, ``ingest_nodes`` nodes and the read API.
+
+    ``proxied``: every component reaches the stores through its own proxies (``Stack.links``).
+    ``supervised``: children that die are restarted, as ``ladder up`` restarts them.
+    """
     supervisor = Supervisor()
     log_dir = Path(tempfile.mkdtemp(prefix="ladder-e2e-logs-"))
+    data_dir = Path(tempfile.mkdtemp(prefix="ladder-e2e-data-"))
 
     env: dict[str, str] = {}
+    links: dict[str, StoreLinks] = {}
 
     def child(name: str, args: list[str], ready_key: str | None = None) -> Child:
-        return Child(name, args, child_env(**env), ready_key=ready_key, log_path=log_dir / f"{name}.log")
+        own = dict(env)
+        if proxied and name != "fake-venue":
+            links[name] = StoreLinks.open(env)
+            own |= links[name].env(env)
+        return Child(name, args, child_env(**own), ready_key=ready_key, log_path=log_dir / f"{name}.log")
 
     try:
+        stores, store_env = embedded_stores(data_dir, log_dir)
+        for store in stores:
+            supervisor.start(store)
         env |= {
-            "LADDER_REDIS_URL": redis_url,
+            **store_env,
             "LADDER_ADMIN_KEY": ADMIN_KEY,
             "LADDER_CATALOG_REFRESH_S": "5",
             "LADDER_HEARTBEAT_MS": "200",
@@ -148,14 +219,18 @@ def start_stack(
         api = supervisor.start(child("read", read_args, "LADDER_READ_URL"))
     except BaseException:
         supervisor.stop()
-        store.stop()
+        shutil.rmtree(data_dir, ignore_errors=True)
         raise
+    if supervised:
+        threading.Thread(target=supervisor.watch, daemon=True, name="supervisor").start()
     return Stack(
         api=api,
         venue=venue,
-        redis_url=redis_url,
+        redis_url=env["LADDER_REDIS_URL"],
+        control_url=env["LADDER_CONTROL_REDIS_URL"],
         supervisor=supervisor,
-        store=store,
+        data_dir=data_dir,
         log_dir=log_dir,
         env=env,
+        links=links,
     )

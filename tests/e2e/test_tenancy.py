@@ -76,12 +76,14 @@ def test_keys_and_pepper_never_appear_in_responses_or_logs(stack: Stack) -> None
     ]
     import redis
 
-    client = redis.Redis.from_url(stack.redis_url)
+    client = redis.Redis.from_url(stack.control_url)
     pepper_values = [stored_bytes(v) for k in client.scan_iter("*pepper*") for v in [client.get(k)] if v]
     client.close()
+    assert pepper_values, "the pepper lives in the control store"
     secrets = [
         key,
         ADMIN_KEY,
+        stack.store_password,
         *(p.hex() for p in pepper_values),
         *(p.decode("latin-1") for p in pepper_values),
     ]

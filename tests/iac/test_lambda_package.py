@@ -273,9 +273,13 @@ async def test_zip_answers_api_gateway_events_in_a_clean_interpreter(
         api_gateway_event("/healthz"),
         api_gateway_event(book_path, "depth=5", {"x-api-key": key}),
         api_gateway_event(book_path, "depth=5", {"authorization": f"Bearer {key}x"}),
+        api_gateway_event("/console/vendor/uPlot.esm.min.js"),
     ])  # fmt: skip
 
-    health, book, refused = result["answers"]
+    health, book, refused, console = result["answers"]
+    assert "read_functions/console/index.html" in names and "read_functions/console/vendor/uPlot-LICENSE.txt" in names
+    assert console["statusCode"] == 200 and console["headers"]["Content-Type"].startswith("text/javascript")
+    assert "script-src 'self'" in console["headers"]["Content-Security-Policy"] and "uPlot" in console["body"]
     assert health["statusCode"] == 200 and json.loads(health["body"]) == {"status": "ok"}
     assert book["statusCode"] == 200 and not book["isBase64Encoded"], book
     assert book["headers"]["Content-Type"] == "application/json"

@@ -24,7 +24,7 @@ from read_functions.dispatch import Dispatcher
 from read_functions.http1 import Http1Server
 from read_functions.huge_pages import environment_with_huge_pages, thp_mode
 from read_functions.routes import COMPAT_ROUTES, ROUTES
-from read_functions.routing import Router
+from read_functions.routing import Route, Router
 from read_functions.schemas import COMPONENTS
 from read_functions.server import bind
 from read_functions.settings import ReadSettings
@@ -142,16 +142,22 @@ async def open_stack(redis_url: str, store: redis.Redis, **overrides: Any) -> St
     await MarketCatalog(store).replace("binance.com", [m for m in MARKETS if m.exchange == "binance.com"])
     await MarketCatalog(store).replace("alpaca-crypto", [m for m in MARKETS if m.exchange == "alpaca-crypto"])
     deps = await Deps.open(settings(redis_url, **overrides))
-    servers = []
-    urls = []
-    for routes, source in ((ROUTES, None), (COMPAT_ROUTES, CompatTenant(deps, deps.settings.compat_tenant))):
-        listener = bind("test", "127.0.0.1", 0, 1, None)
-        server = Http1Server.for_api(Dispatcher(Router(routes), deps, source), deps, secure=False)
-        await server.start(listener.sockets[0], None)
-        servers.append(server)
-        urls.append(listener.url)
+    main, main_url = await serve(deps, ROUTES)
+    # The compat listener as a UBDCC user runs it: keyless clients may create and stop books.
+    compat = CompatTenant(deps, deps.settings.compat_tenant, keyless_changes=True)
+    compat_server, compat_url = await serve(deps, COMPAT_ROUTES, compat)
     http = aiohttp.ClientSession(auto_decompress=False, skip_auto_headers=("Accept-Encoding",))
-    return Stack(deps, urls[0], urls[1], http, store, BookWriter(store), servers)
+    return Stack(deps, main_url, compat_url, http, store, BookWriter(store), [main, compat_server])
+
+
+async def serve(
+    deps: Deps, routes: tuple[Route, ...], source: CompatTenant | None = None
+) -> tuple[Http1Server, str]:
+    """A listener on a free loopback port answering ``routes`` (as ``source``'s caller); its URL."""
+    listener = bind("test", "127.0.0.1", 0, 1, None)
+    server = Http1Server.for_api(Dispatcher(Router(routes), deps, source), deps, secure=False)
+    await server.start(listener.sockets[0], None)
+    return server, listener.url
 
 
 class ServerProcess:

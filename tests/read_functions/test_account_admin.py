@@ -141,6 +141,23 @@ async def test_tenant_keys_rotation(stack: Stack) -> None:
     assert status == 403 and "admin key" in error["error"]["message"]
 
 
+async def test_a_key_minted_with_a_short_lived_key_ends_and_is_revoked_with_it(stack: Stack) -> None:
+    _, key = await stack.tenant()
+    status, short = await call(stack, "POST", "/v1/keys", {"X-API-Key": key}, {"expires_in_s": 60})
+    assert status == 201 and short["parent_id"] is not None
+    status, minted = await call(stack, "POST", "/v1/keys", {"X-API-Key": short["key"]}, {})
+    assert status == 201
+    validate(minted, "CreatedKey")
+    assert (minted["parent_id"], minted["expires_at"]) == (short["id"], short["expires_at"])
+    assert (await call(stack, "GET", "/v1/keys", {"X-API-Key": minted["key"]}))[0] == 200
+
+    status, _ = await call(stack, "DELETE", f"/v1/keys/{short['id']}", {"X-API-Key": key})
+    assert status == 204
+    status, error = await call(stack, "GET", "/v1/keys", {"X-API-Key": minted["key"]})
+    assert status == 401 and error["error"]["code"] == "unauthorized"
+    assert (await call(stack, "GET", "/v1/keys", {"X-API-Key": key}))[0] == 200
+
+
 async def test_operator_routes(stack: Stack) -> None:
     admin = stack.admin
     fields = {"name": "Acme", "max_markets": 5, "max_replicas": 2, "rate_limit_rps": 50, "burst": 100}

@@ -8,6 +8,7 @@ import pytest
 import redis.asyncio as redis
 
 from book_store.catalog import MarketCatalog, MarketInfo
+from book_store.errors import StoreUnavailableError
 from control_plane.errors import UnknownMarketError
 from read_functions.catalog_cache import CatalogCache
 
@@ -47,3 +48,23 @@ async def test_an_unchanged_catalog_is_not_read_again(redis_client: redis.Redis)
     assert await hgetall_calls(redis_client) == reads + 1
     assert await cache.market("binance.com", "BNBBTC") == BNB
     assert cache.listing("binance.com") is not listing
+
+
+async def test_a_catalog_gone_from_the_store_is_not_an_empty_venue(redis_client: redis.Redis) -> None:
+    """A book store restarted empty loses the catalogs until the nodes publish them again:
+    known markets keep validating, and an unknown name is 'try again', not 'no such market'."""
+    await MarketCatalog(redis_client).replace("binance.com", [ETH])
+    cache = CatalogCache(redis_client, refresh_s=0.05, recheck_s=0.01)
+    assert await cache.market("binance.com", "ETHBTC") == ETH
+
+    await redis_client.flushdb()  # the store came back empty
+    await refreshed(cache)
+    assert await cache.market("binance.com", "ETHBTC") == ETH
+    assert await cache.exchanges() == ["binance.com"]
+    await asyncio.sleep(0.02)
+    with pytest.raises(StoreUnavailableError):
+        await cache.market("binance.com", "BNBBTC")
+
+    await MarketCatalog(redis_client).replace("binance.com", [ETH, BNB])  # republished
+    await asyncio.sleep(0.02)
+    assert await cache.market("binance.com", "BNBBTC") == BNB

@@ -12,7 +12,6 @@ import contextlib
 import hashlib
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 import orjson
@@ -26,88 +25,27 @@ from read_functions.routes import ROUTES
 from read_functions.routing import Router
 from read_functions.server import bind
 from tests.read_functions.helpers import ADMIN_KEY, ETH, Stack, snapshot
+from tests.read_functions.wire import (
+    Reply,
+    assert_closed,
+    assert_open,
+    assert_refused,
+    chunked,
+    connect,
+    get,
+    raw,
+    read_reply,
+)
 
 BOOK = "/v1/books/binance.com/ETHBTC"
 STREAM = "/v1/stream?exchange=binance.com&market=ETHBTC"
 DATE = "Mon, 01 Jan 2024 00:00:00 GMT"
 WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 
-Connection = tuple[asyncio.StreamReader, asyncio.StreamWriter]
-
-
-@dataclass
-class Reply:
-    status: int
-    headers: dict[str, str]  # names in lower case
-    body: bytes
-
-    def error_code(self) -> str:
-        return str(orjson.loads(self.body)["error"]["code"])
-
-
-def raw(*lines: str, body: bytes = b"") -> bytes:
-    """A request from its request line and header lines, exactly as written."""
-    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
-
-
-def get(path: str, rid: str, *headers: str, method: str = "GET", version: str = "1.1") -> bytes:
-    return raw(f"{method} {path} HTTP/{version}", "Host: test", f"X-Request-ID: {rid}", *headers)
-
 
 def tenant_body() -> bytes:
     fields = {"name": f"t{time.perf_counter_ns()}", "max_markets": 1, "max_replicas": 1}
     return orjson.dumps({**fields, "rate_limit_rps": 10, "burst": 10})
-
-
-def chunked(body: bytes, size: int) -> bytes:
-    """``body`` in the chunked transfer coding, ``size`` bytes a chunk, with the last chunk."""
-    pieces = [body[i : i + size] for i in range(0, len(body), size)]
-    return b"".join(b"%x\r\n%s\r\n" % (len(piece), piece) for piece in pieces) + b"0\r\n\r\n"
-
-
-async def read_reply(reader: asyncio.StreamReader, *, head: bool = False) -> Reply:
-    """One response: its head, then as many body bytes as Content-Length says (none for HEAD/1xx)."""
-    lines = (await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)).decode("latin-1").split("\r\n")
-    version, status, _ = lines[0].split(" ", 2)
-    assert version == "HTTP/1.1", lines[0]
-    headers: dict[str, str] = {}
-    for line in lines[1:-2]:
-        name, _, value = line.partition(":")
-        assert name.lower() not in headers, f"repeated header {name}"
-        headers[name.lower()] = value.strip()
-    length = int(headers.get("content-length", "0"))
-    body = b"" if head or int(status) < 200 else await asyncio.wait_for(reader.readexactly(length), 5)
-    return Reply(int(status), headers, body)
-
-
-def assert_refused(reply: Reply, status: int, code: str) -> None:
-    """A refusal: the JSON error body of every other error, and the connection closed after it."""
-    assert (reply.status, reply.error_code(), reply.headers["connection"]) == (status, code, "close")
-    assert reply.headers["content-type"] == "application/json" and reply.headers["x-request-id"]
-
-
-async def assert_closed(reader: asyncio.StreamReader, within_s: float = 5.0) -> None:
-    """The server closed the connection and sent nothing more (a reset counts as closed)."""
-    with contextlib.suppress(ConnectionResetError):
-        assert await asyncio.wait_for(reader.read(), within_s) == b""
-
-
-async def assert_open(reader: asyncio.StreamReader) -> None:
-    assert not reader.at_eof()
-    with pytest.raises(TimeoutError):
-        await asyncio.wait_for(reader.read(1), 0.05)
-
-
-@contextlib.asynccontextmanager
-async def connect(url: str) -> AsyncIterator[Connection]:
-    parts = urlsplit(url)
-    reader, writer = await asyncio.open_connection(parts.hostname, parts.port)
-    try:
-        yield reader, writer
-    finally:
-        writer.close()
-        with contextlib.suppress(ConnectionError):
-            await writer.wait_closed()
 
 
 @contextlib.asynccontextmanager
@@ -297,7 +235,8 @@ async def test_head_gets_headers_without_a_body(stack: Stack) -> None:
         full = await read_reply(reader)
         writer.write(get("/healthz", "head", method="HEAD") + get("/healthz", "after", "Connection: close"))
         head = await read_reply(reader, head=True)
-        assert head.headers["x-request-id"] == "head" and int(head.headers["content-length"]) > 0
+        assert (head.status, head.headers["x-request-id"]) == (200, "head")
+        assert int(head.headers["content-length"]) == len(full.body)
         assert head.headers["content-type"] == "application/json"
         after = await read_reply(reader)  # would start with the HEAD answer's body if one were sent
         assert (after.status, after.headers["x-request-id"], after.body) == (200, "after", full.body)
@@ -392,16 +331,18 @@ async def test_ws_connect_still_streams(stack: Stack) -> None:
         assert message["update_id"] == 3
 
 
-async def test_a_server_without_an_upgrade_adapter_refuses_upgrades() -> None:
+async def test_a_server_without_an_upgrade_adapter_answers_upgrades_itself() -> None:
     async def core(request: Request) -> Response:
-        return Response(200, b"{}")
+        return Response(200, orjson.dumps({"rid": request.request_id}))
 
     async with running(Http1Server(core, max_body_bytes=1024, secure=False)) as url, connect(url) as conn:
         reader, writer = conn
-        writer.write(get("/", "plain") + get("/", "up", "Connection: Upgrade", "Upgrade: websocket"))
-        assert (await read_reply(reader)).status == 200
-        assert_refused(await read_reply(reader), 400, "invalid_request")
-        await assert_closed(reader)
+        upgrade = get("/", "up", "Connection: Upgrade", "Upgrade: websocket")
+        writer.write(get("/", "plain") + upgrade + get("/", "after"))
+        for rid in ("plain", "up", "after"):
+            reply = await read_reply(reader)
+            assert (reply.status, orjson.loads(reply.body)) == (200, {"rid": rid})
+        await assert_open(reader)
 
 
 async def test_a_core_that_raises_still_answers_500_and_the_connection_goes_on() -> None:

@@ -172,7 +172,8 @@ def exercise(
         )
         if response.status_code >= 500:
             # The one 5xx a healthy server gives: the caller asked for a fresher book than exists.
-            assert response.status_code == 503, response.text
-            assert response.json()["error"]["code"] == "book_too_old", response.text
+            what = f"{case.method} {case.formatted_path} {case.query}: {response.text}"
+            assert response.status_code == 503, what
+            assert response.json()["error"]["code"] == "book_too_old", what
 
     check()

@@ -48,8 +48,19 @@ def test_unknown_paths_methods_and_bad_escapes() -> None:
         ROUTER.match("GET", "/v1/books/binance.com//bids")  # an empty segment names nothing
     with pytest.raises(MethodNotAllowedError, match="GET"):
         ROUTER.match("PUT", "/v1/books/binance.com/ETHBTC")
-    with pytest.raises(MethodNotAllowedError, match="DELETE, GET, POST"):
+    with pytest.raises(MethodNotAllowedError, match="DELETE, GET, HEAD, POST") as refused:
         ROUTER.match("PUT", "/v1/subscriptions")
+    assert refused.value.allowed == ("DELETE", "GET", "HEAD", "POST")
+    with pytest.raises(MethodNotAllowedError, match=r"allowed: DELETE$"):
+        ROUTER.match("HEAD", "/v1/subscriptions/binance.com/ETHBTC")  # HEAD needs a GET route
+
+
+def test_head_is_answered_by_the_get_route() -> None:
+    route, params = ROUTER.match("HEAD", "/v1/books/binance.com/ETHBTC")
+    assert (route.method, params["market"]) == ("GET", "ETHBTC")
+    assert ROUTER.match("HEAD", "/healthz")[0] is ROUTER.match("GET", "/healthz")[0]
+    assert ROUTER.streams("GET", "/v1/stream") and not ROUTER.streams("GET", "/healthz")
+    assert not ROUTER.streams("POST", "/v1/stream") and not ROUTER.streams("GET", "/nope")
     with pytest.raises(InvalidRequestError):
         ROUTER.match("GET", "/v1/books/binance.com/%FF%FE")
     assert {r.path for r in COMPAT_ROUTES} < {r.path for r in ROUTES}

@@ -134,6 +134,22 @@ def test_a_missing_setting_is_named(server_env: dict[str, str]) -> None:
     assert done.returncode == 2 and "LADDER_REDIS_URL: is missing" in done.stderr
 
 
+def test_keyless_compat_changes_are_refused_off_loopback(server_env: dict[str, str]) -> None:
+    import os
+    import subprocess
+    import sys
+
+    args = ["--port", "0", "--compat-port", "0", "--compat-host", "0.0.0.0", "--compat-keyless-changes"]
+    done = subprocess.run(
+        [sys.executable, "-m", "read_functions", *args],
+        env={**os.environ, **server_env, "LADDER_HUGE_PAGES": "false"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2 and "only on a loopback listener" in done.stderr
+
+
 @pytest.mark.skipif(not machine_has_huge_pages(), reason="this kernel offers no transparent huge pages")
 def test_huge_pages_can_be_turned_off(server_env: dict[str, str]) -> None:
     server = ServerProcess([], {**server_env, "LADDER_HUGE_PAGES": "false"})

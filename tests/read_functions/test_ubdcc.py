@@ -10,7 +10,9 @@ import orjson
 from unicorn_binance_local_depth_cache.cluster import Cluster
 
 from book_store.codec import BookStatus
-from tests.read_functions.helpers import BTC, ETH, Stack, levels, snapshot, validate
+from read_functions.compat import CompatTenant
+from read_functions.routes import COMPAT_ROUTES
+from tests.read_functions.helpers import BTC, ETH, Stack, levels, serve, snapshot, validate
 
 BIDS = levels(["0.03512000", "0.03511000", "0.03510000"], "2.00000000")
 ASKS = levels(["0.03513000", "0.03514000", "0.03515000"], "10.00000000")
@@ -191,3 +193,67 @@ async def test_the_compat_tenant_may_subscribe_1000_levels_deep(stack: Stack) ->
         tenants = (await r.json())["tenants"]
     [compat] = [t for t in tenants if t["name"] == stack.deps.settings.compat_tenant]
     assert compat["max_depth"] >= 1000
+
+
+async def status_of(stack: Stack, url: str, headers: dict[str, str] | None = None) -> int:
+    async with stack.http.get(url, headers=headers) as r:
+        await r.read()
+        return r.status
+
+
+async def test_a_keyless_compat_listener_changes_nothing_without_a_key(stack: Stack) -> None:
+    """An <img> tag, a local user or a script without a key may read, never create or stop."""
+    server, base = await serve(stack.deps, COMPAT_ROUTES, CompatTenant(stack.deps, "strict-compat"))
+    stack.servers.append(server)
+    create = f"{base}/create_depthcache?exchange=binance.com&market=ETHBTC"
+    stop = f"{base}/stop_depthcache?exchange=binance.com&market=ETHBTC"
+    async with stack.http.get(create) as r:
+        assert r.status == 401
+        error = await r.json()
+    assert error["error"]["code"] == "unauthorized" and "docs/ubdcc.md" in error["error"]["message"]
+    assert await status_of(stack, stop) == 401
+    async with stack.http.post(f"{base}/create_depthcaches", json={"exchange": "binance.com"}) as r:
+        assert r.status == 401
+    listing = await ubdcc(stack, "/get_depthcache_list", base=base)
+    assert listing["depthcache_list"] == {}
+
+    # A client that sends a key acts as its tenant and may change what it holds.
+    _, key = await stack.tenant()
+    headers = {"X-API-Key": key}
+    assert (await ubdcc(stack, "/create_depthcache?exchange=binance.com&market=ETHBTC", headers, base=base))[
+        "result"
+    ] == "OK"
+    async with stack.http.get(f"{stack.url}/v1/subscriptions", headers=headers) as r:
+        assert [s["market"] for s in (await r.json())["subscriptions"]] == ["ETHBTC"]
+    assert (await ubdcc(stack, "/stop_depthcache?exchange=binance.com&market=ETHBTC", headers, base=base))[
+        "result"
+    ] == "OK"
+
+
+async def test_the_compat_listener_refuses_web_pages_and_rebound_names(stack: Stack) -> None:
+    """Even where keyless clients may change books, a browser or a rebound DNS name may not."""
+    base, port = stack.compat_url, urlsplit(stack.compat_url).port
+    create = f"{base}/create_depthcache?exchange=binance.com&market=ETHBTC"
+    refused: list[dict[str, str]] = [
+        {"Origin": "https://evil.example"},
+        {"Origin": "null"},
+        {"Sec-Fetch-Site": "cross-site"},
+        {"Sec-Fetch-Site": "same-origin"},
+        {"Host": f"evil.example:{port}"},
+        {"Host": "rebound.localhost.evil.example"},
+    ]
+    for headers in refused:
+        async with stack.http.get(create, headers=headers) as r:
+            assert r.status == 403, headers
+            assert (await r.json())["error"]["code"] == "forbidden"
+        assert await status_of(stack, f"{base}/get_depthcache_list", headers) == 403, headers
+    listing = await ubdcc(stack, "/get_depthcache_list", base=base)
+    assert "ETHBTC" not in listing["depthcache_list"].get("binance.com", {})
+
+    _, key = await stack.tenant()
+    async with stack.http.get(create, headers={"Origin": "https://evil.example", "X-API-Key": key}) as r:
+        assert r.status == 403  # a key a page got hold of does not let the page in either
+    for host in (f"localhost:{port}", f"127.0.0.1:{port}", "[::1]", "LOCALHOST"):
+        assert await status_of(stack, f"{base}/get_depthcache_list", {"Host": host}) == 200, host
+    assert await status_of(stack, f"{base}/get_depthcache_list", {"Sec-Fetch-Site": "none"}) == 200
+    assert await status_of(stack, f"{base}/test", {"Origin": "https://evil.example"}) == 200  # no data

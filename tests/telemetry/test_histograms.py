@@ -17,7 +17,8 @@ from opentelemetry.sdk.metrics.export import (
     MetricsData,
 )
 
-from book_store.telemetry import LocalHistogram, Telemetry
+from book_store.telemetry import LocalHistogram, Telemetry, bucket_quantile
+from ingest_nodes.telemetry import IngestTelemetry
 from tests.telemetry.helpers import recorded
 
 BOUNDS = (0.001, 0.01, 0.1)
@@ -167,3 +168,33 @@ def test_the_console_exporter_prints_the_histograms() -> None:
     }
     (point,) = metrics["ladder_test_seconds"]["data"]["data_points"]
     assert (point["count"], point["bucket_counts"], point["min"]) == (1, [0, 0, 1, 0], 0.05)
+
+
+def test_a_quantile_reads_as_the_bound_of_its_bucket() -> None:
+    assert bucket_quantile(BOUNDS, [0, 0, 0, 0], 0.5) is None
+    assert bucket_quantile(BOUNDS, [5, 4, 1, 0], 0.5) == 0.001
+    assert bucket_quantile(BOUNDS, [5, 4, 1, 0], 0.9) == 0.01
+    assert bucket_quantile(BOUNDS, [5, 4, 1, 0], 0.99) == 0.1
+    assert bucket_quantile(BOUNDS, [0, 0, 1, 9], 0.5) == 0.1  # past the last bound: "at least this"
+
+
+def test_reported_publish_latency_covers_about_the_last_minute() -> None:
+    ingest = IngestTelemetry(recorded("ladder-ingest-window").telemetry)
+    series = ingest._latency_of("binance.com")
+    for value in (0.0004, 0.0015, 0.0015, 0.004):
+        series.record(value)
+    assert ingest.publish_latency(1000.0) == {"binance.com": {"count": 4, "p50": 2.0, "p90": 5.0, "p99": 5.0}}
+    series.record(0.3)
+    assert ingest.publish_latency(1030.0)["binance.com"] == {
+        "count": 5,
+        "p50": 2.0,
+        "p90": 500.0,
+        "p99": 500.0,
+    }
+    assert ingest.publish_latency(1061.0)["binance.com"]["count"] == 1  # the first four are over a minute old
+    assert ingest.publish_latency(1100.0)["binance.com"] == {
+        "count": 0,
+        "p50": None,
+        "p90": None,
+        "p99": None,
+    }

@@ -33,6 +33,7 @@ class Running:
     reader: BookReader
     record: Recorded
     http: aiohttp.ClientSession
+    node: IngestNode
 
     async def control(self, **action: object) -> None:
         """The fake venue's control endpoint, for this test's book."""
@@ -79,7 +80,7 @@ async def running(redis_client: redis.Redis, clean_redis_url: str) -> AsyncItera
         node = IngestNode(settings, redis_client, session)
         task = asyncio.create_task(node.run(stop, drain=lambda: False))
         try:
-            yield Running(venue, BookReader(redis_client), record, session)
+            yield Running(venue, BookReader(redis_client), record, session, node)
         finally:
             stop.set()
             await asyncio.wait_for(task, 15)
@@ -158,6 +159,16 @@ async def test_one_update_leaves_its_spans_and_metric_points(running: Running) -
     age = record.value("ladder_book_age_seconds", exchange="binance.com", market="ETHBTC", replica=1)
     assert 0 <= age < 5
     assert record.value("ladder_ingest_published_snapshots") >= 2
+
+    document = running.node.stats()  # what the node reports to the store, for operators
+    reported = document["publish_latency_ms"]
+    assert isinstance(reported, dict) and reported["binance.com"]["count"] == latencies + 1
+    assert 0 < reported["binance.com"]["p50"] <= reported["binance.com"]["p99"] <= 1000
+    process = document["process"]
+    assert isinstance(process, dict) and process["cpu_s"] > 0 and process["rss_bytes"] > 10_000_000
+    exchanges = document["exchanges"]
+    assert isinstance(exchanges, dict) and exchanges["binance.com"]["weight_limit"] > 0
+    assert document["egress_id"] == "default" and exchanges["binance.com"]["weight_pool"]
     text = record.telemetry.render_prometheus().decode()
     assert f'ladder_ingest_events_total{{exchange="binance.com"}} {events + 1}' in text
     assert "# TYPE ladder_ingest_publish_latency_seconds histogram" in text

@@ -11,17 +11,17 @@ from __future__ import annotations
 
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import httpx
 import pytest
 from ladder_sdk import Ladder
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, Tracer, format_span_id, format_trace_id
 
-from book_store.span_queue import BoundedSpanProcessor
+from book_store.span_queue import BoundedSpanProcessor, CountingSpanExporter
 from book_store.telemetry import Telemetry, ladder_version
 from tests.e2e.stack import ADMIN_KEY, Stack, start_stack
 from tests.telemetry.otlp_receiver import OtlpReceiver, otlp_receiver
@@ -37,9 +37,8 @@ def closed_port() -> int:
 
 
 def scrape_value(text: str, sample: str) -> float:
-    """The value of the one sample line that starts with ``sample`` (0 if absent)."""
-    lines = [line for line in text.splitlines() if line.startswith(sample)]
-    return float(lines[0].rsplit(" ", 1)[1]) if lines else 0.0
+    """The sum of the sample lines that start with ``sample`` (0 if none)."""
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(sample))
 
 
 @pytest.fixture
@@ -113,7 +112,7 @@ def test_a_dead_collector_drops_spans_without_blocking(
 
     dropped, failures, queued = counts()
     assert queued <= 100, "the queue never holds more than its bound"
-    assert dropped > spans / 2, "most spans met a full queue"
+    assert dropped > spans / 2, "most spans met a full queue, or a paused exporter"
     # Every span is accounted for once the batch in flight has failed: dropped, failed or queued.
     deadline = time.monotonic() + 15
     while failures == 0 or dropped + failures + queued != spans:
@@ -258,3 +257,20 @@ def test_reads_go_on_when_the_collector_dies(traced_stack: tuple[Stack, OtlpRece
     assert p(dead, 0.99) < 500, "a read waited for the collector"
     # 600 spans into a queue of 64 whose exports fail: the overflow is dropped and counted
     assert scrape_value(metrics, "ladder_telemetry_spans_dropped_total") > 0, metrics
+
+
+def test_after_a_failed_export_batches_are_skipped_unencoded_for_a_while() -> None:
+    class Refusing(InMemorySpanExporter):
+        calls = 0
+
+        def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+            self.calls += 1
+            return SpanExportResult.FAILURE
+
+    refusing = Refusing()
+    counting = CountingSpanExporter(refusing)
+    batch = [ReadableSpan("ladder.test")]
+    for _ in range(3):
+        assert counting.export(batch) is SpanExportResult.FAILURE
+    assert refusing.calls == 1, "the exporter is not asked again during its pause"
+    assert counting.outcomes == {"failed": 1, "skipped": 2}
