@@ -216,6 +216,7 @@ class IngestNode:
                     )
                 else:
                     self._reached_at = sent_at
+                    await self._hold_keys()  # renew the venue key leases with the heartbeat
                     if self._writer.fenced:
                         await self._confirm_assignments()
                 if not await self._pause(period):
