@@ -118,7 +118,7 @@ class Deps:
                 usage=UsageCounter(client),
                 telemetry=Telemetry(),
                 readiness=readiness,
-                load=Load(settings.max_in_flight),
+                load=Load(settings.max_in_flight, settings.max_queue_ms / 1000),
                 _stack=stack,
             )
         except BaseException:

@@ -6,14 +6,15 @@ Every exception ends here and nowhere else: :func:`read_functions.errors.error_r
 into a status and an error body. Every response gets ``X-Request-ID``; a tenant's responses also
 get its ``RateLimit-*`` headers.
 
-Load shedding: a worker counts the requests it holds (every listener's together). A request that
-waits for anything (the store, a lease of rate-limit tokens, a key's first look-up) is held
-until its answer; one served from memory is done within its event-loop turn. Past
-``max_in_flight`` held requests, a new one on a route that needs a key is answered 503
+Load shedding: a worker counts the requests it holds (every listener's together) and times them.
+A request that waits for anything (the store, a lease of rate-limit tokens, a key's first
+look-up) is held until its answer; one served from memory is done within its event-loop turn.
+Past ``max_in_flight`` held requests, or while held requests wait longer than ``max_queue_ms``
+(see :mod:`read_functions.load`), a new one on a route that needs a key is answered 503
 ``overloaded`` with ``Retry-After`` before it is authenticated, so a worker whose store slowed
 down, or that is asked more than it can answer, refuses quickly instead of queueing requests
 into their clients' timeouts. Probes and public routes, answered from memory, are never shed.
-The check is one comparison: the hot path does not pay for it.
+The checks are a few comparisons on times already taken: the hot path does not pay for them.
 """
 
 from __future__ import annotations
@@ -75,13 +76,14 @@ class Dispatcher:
         quota: Quota | None = None
         load = deps.load
         load.in_flight += 1
+        admitted = False
         try:
             route, request.path_params = self.router.match(request.method, request.raw_path)
             route_name = route.path
             if route.access is not Access.PUBLIC:
-                if load.in_flight > load.limit:
-                    load.shed += 1
+                if load.refuses(started):
                     raise OverloadedError("this worker is answering as many requests as it can; retry")
+                admitted = True
                 principal = request.principal = await self._principal_source(request, route)
                 if route.access is Access.ADMIN and not principal.is_admin:
                     raise ForbiddenError("this route needs the admin key")
@@ -98,7 +100,11 @@ class Dispatcher:
         if quota is not None:
             quota.add_headers(response.headers)
         response.headers["X-Request-ID"] = request.request_id
-        deps.telemetry.request_done(request, route_name, response.status, time.perf_counter() - started)
+        ended = time.perf_counter()
+        elapsed = ended - started
+        if admitted:
+            load.done(elapsed, ended)
+        deps.telemetry.request_done(request, route_name, response.status, elapsed)
         return response
 
     async def _from_key(self, request: Request, route: Route) -> Principal:

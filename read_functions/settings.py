@@ -58,6 +58,9 @@ class ReadSettings(BaseSettings):
     max_in_flight: int = Field(
         default=256, ge=1, description="Requests a worker holds at most; past it, 503 overloaded."
     )
+    max_queue_ms: int = Field(
+        default=250, ge=1, description="Held requests waiting longer than this: new ones get 503 overloaded."
+    )
     store_connections: int = Field(
         default=100, ge=2, description="Store connections per worker (books, keys, limits, usage)."
     )

@@ -25,6 +25,7 @@ from control_plane.models import OPERATOR
 from control_plane.settings import ControlSettings
 from control_plane.stores.redis import RedisControlStore
 from read_functions.auth_failures import AuthenticationsLimitedError, FailedAuthentications
+from read_functions.load import MIN_EVIDENCE, Load
 from read_functions.readiness import StoreReadiness
 from read_functions.settings import load_settings
 from tests.read_functions.helpers import ETH, PEPPER, Stack, open_stack, snapshot
@@ -94,7 +95,8 @@ async def test_a_known_key_keeps_working_from_a_source_that_fails(stack: Stack) 
 
 @pytest.fixture
 async def patient_stack(clean_redis_url: str, redis_client: redis.Redis) -> AsyncIterator[Stack]:
-    stack = await open_stack(clean_redis_url, redis_client, store_wait_ms=3000)
+    # the point is the pool: requests that wait are not shed here, however long they wait
+    stack = await open_stack(clean_redis_url, redis_client, store_wait_ms=3000, max_queue_ms=10_000)
     yield stack
     await stack.close()
 
@@ -256,6 +258,45 @@ async def test_a_worker_holding_its_limit_answers_503_at_once(
     assert max(seconds for seconds, _, _, _ in shed) < 0.5  # refused at once, not after the stall
     assert probe[1] == 200 and probe[0] < 0.5  # probes are never shed
     assert stack.deps.load.shed == 32 and stack.deps.load.in_flight == 0
+
+
+@pytest.fixture
+async def impatient_stack(clean_redis_url: str, redis_client: redis.Redis) -> AsyncIterator[Stack]:
+    stack = await open_stack(clean_redis_url, redis_client, max_queue_ms=100)
+    yield stack
+    await stack.close()
+
+
+async def test_a_worker_whose_requests_wait_past_the_target_sheds_until_they_drain(
+    impatient_stack: Stack, redis_client: redis.Redis
+) -> None:
+    stack = impatient_stack
+    _, key = await stack.tenant()
+    async with client() as http:
+        assert (await ask(http, f"{stack.url}{SUBSCRIPTIONS}", key))[0] == 200
+        await redis_client.client_pause(400)  # a slow store: every held request waits 0.4 s
+        held = await asyncio.gather(*(ask(http, f"{stack.url}{SUBSCRIPTIONS}", key) for _ in range(10)))
+        assert [status for status, _, _ in held] == [200] * 10  # admitted before the wait was known
+        seconds, status, code, retry = await timed(ask(http, f"{stack.url}{SUBSCRIPTIONS}", key))
+        assert (status, code, retry) == (503, "overloaded", "1") and seconds < 0.2
+        statuses = []  # the queue is gone: after a window without evidence, requests are admitted again
+        for _ in range(20):
+            statuses.append((await ask(http, f"{stack.url}{SUBSCRIPTIONS}", key))[0])
+            if statuses[-1] == 200:
+                break
+            await asyncio.sleep(0.05)
+        assert statuses[-1] == 200 and set(statuses[:-1]) <= {503}, statuses
+
+
+def test_one_slow_request_is_not_a_queue() -> None:
+    load = Load(ceiling=100, target_s=0.1, window_s=0.1)
+    assert not load.refuses(0.0)
+    load.done(5.0, 0.05)  # one request took 5 s (a slow call), nothing else completed
+    assert not load.refuses(0.2)
+    for _ in range(MIN_EVIDENCE):
+        load.done(0.5, 0.25)  # four waited 0.5 s: a queue, refused from now on ...
+    assert load.refuses(0.26) and load.refuses(0.35) and load.shed == 2  # ... and through the next window
+    assert not load.refuses(0.5)  # admitted again once a window passed without evidence
 
 
 # -- the failure budget itself -----------------------------------------------------------------------
