@@ -22,7 +22,7 @@ import aiohttp
 import redis.asyncio as redis
 
 from book_store.server import EmbeddedValkey, free_port
-from control_plane.cli import fake_venue_env
+from control_plane.cli import FAKE_ALPACA_CREDENTIALS, fake_venue_env
 from control_plane.models import ReplicaAssignment
 from control_plane.stores.redis import RedisControlStore
 from control_plane.supervisor import Child, Supervisor, child_env
@@ -83,10 +83,11 @@ class Bench:
         self.env.update(fake_venue_env(url))
         return url
 
-    def start_spot_venue(self, pairs: int, levels: int) -> str:
-        """A fake venue listing ``pairs`` spot markets ``levels`` deep, and nothing else, unthrottled."""
+    def start_spot_venue(self, pairs: int, levels: int, alpaca_pairs: int = 0) -> str:
+        """A fake venue listing ``pairs`` spot markets ``levels`` deep (and ``alpaca_pairs`` Alpaca
+        crypto ones), nothing else, unthrottled."""
         return self.start_fake_venue(
-            *("--spot-symbols", str(pairs), "--futures-symbols", "0", "--alpaca-symbols", "0"),
+            *("--spot-symbols", str(pairs), "--futures-symbols", "0", "--alpaca-symbols", str(alpaca_pairs)),
             *("--rate", "0", "--levels", str(levels)),
         )
 
@@ -170,7 +171,9 @@ def sync_timeout_s(exchange: str, books: int, depth: int) -> float:
     """How long a node may take to sync ``books`` books ``depth`` deep: their snapshots' weight at
     the venue's budget, plus two minutes (5000-level books need 250 weight each, so 50 of them need
     over two minutes of the budget alone)."""
-    spec = EXCHANGES[exchange]
+    spec = EXCHANGES.get(exchange)
+    if spec is None:
+        return 120.0  # a venue without snapshots (Alpaca): books come whole on subscribe
     weight = books * depth_weight(spec.depth_tiers, snapshot_limit(spec.depth_tiers, depth))
     return 60.0 * weight / spec.weight_per_minute + 120.0
 
@@ -200,11 +203,20 @@ def huge_page_mb(pid: int) -> float:
     return kb / 1024
 
 
-async def trading_pairs(http: aiohttp.ClientSession, venue_url: str, count: int) -> list[str]:
-    """The first ``count`` trading spot pairs the (fake) venue lists."""
-    async with http.get(f"{venue_url}/api/v3/exchangeInfo") as response:
-        info = await response.json()
-    pairs = [s["symbol"] for s in info["symbols"] if s["status"] == "TRADING"][:count]
+async def trading_pairs(
+    http: aiohttp.ClientSession, venue_url: str, count: int, *, alpaca: bool = False
+) -> list[str]:
+    """The first ``count`` trading spot (or Alpaca crypto) pairs the (fake) venue lists."""
+    if alpaca:
+        key, _, secret = FAKE_ALPACA_CREDENTIALS.split(",")[0].partition(":")
+        headers = {"APCA-API-KEY-ID": key, "APCA-API-SECRET-KEY": secret}
+        async with http.get(f"{venue_url}/v2/assets?asset_class=crypto", headers=headers) as response:
+            assets = await response.json()
+        pairs = [a["symbol"] for a in assets if a["tradable"]][:count]
+    else:
+        async with http.get(f"{venue_url}/api/v3/exchangeInfo") as response:
+            info = await response.json()
+        pairs = [s["symbol"] for s in info["symbols"] if s["status"] == "TRADING"][:count]
     if len(pairs) < count:
         raise RuntimeError(f"the fake venue lists only {len(pairs)} trading pairs")
     return pairs

@@ -26,6 +26,10 @@ must stay where it is without them.
 Beside them, the *store floor*: this process publishing same-sized messages to itself through
 the same Valkey, i.e. what the store and a Python subscriber cost before Ladder does anything.
 
+``--venue alpaca`` runs the same loads against Alpaca crypto books (``alpaca 20``: 20 levels of
+``--pairs`` pairs on one authenticated connection, frames batching several messages, JSON-number
+prices read exactly) beside the Binance 20-level case, on the same harness, into one report.
+
 ``ingest_time`` is a whole millisecond (the node stamps epoch milliseconds), so every figure
 reads up to 1 ms (0.5 ms on average) above the true latency.
 """
@@ -59,6 +63,7 @@ from book_store.keys import BookKey
 from book_store.writer import decode_message
 
 EXCHANGE = "binance.com"
+ALPACA = "alpaca-crypto"
 BURST = 5
 DEEP_LEVELS = 6000
 DEEP_DEPTH = 5000
@@ -72,6 +77,12 @@ class Case:
     depth: int
     settings: dict[str, str] = field(default_factory=dict)
     beside_deep: bool = False
+    exchange: str = EXCHANGE
+
+    @property
+    def venue(self) -> str:
+        """The fake venue's name for the case's exchange (its control endpoint's ``venue``)."""
+        return "alpaca" if self.exchange == ALPACA else "spot"
 
 
 # 20 levels; 20 beside deep books; 100, the default, cut from full-depth venue books; and the whole
@@ -81,8 +92,10 @@ CASES = {
     "20 beside deep": Case(20, beside_deep=True),
     "100": Case(100),
     "whole": Case(5000, {"head_levels": "5000"}),
+    "alpaca 20": Case(20, exchange=ALPACA),
 }
-SNAPSHOT_BYTES = {"20": 1_000, "100": 5_000, "whole": 110_000}
+CASES_OF_VENUE = {"binance": ["20", "20 beside deep", "100", "whole"], "alpaca": ["20", "alpaca 20"]}
+SNAPSHOT_BYTES = {"20": 1_000, "100": 5_000, "whole": 110_000}  # "alpaca 20" compares with "20"
 REFERENCE = {  # the ingest -> publish pipeline Ladder replaces, same load (p50 / p90 / p99 ms)
     ("20", "smooth"): "21.2 / 29.4 / 44.2 ms",
     ("20", "bursts"): "42.7 / 88.8 / 144.0 ms",
@@ -135,9 +148,12 @@ class Venue:
     """The fake venue's control endpoint: the load shapes of the scenarios, and the steady load of
     the deep books that run beside them (``background``, set again after each reset)."""
 
-    def __init__(self, http: aiohttp.ClientSession, url: str, pairs: list[str], events_per_s: float) -> None:
+    def __init__(
+        self, http: aiohttp.ClientSession, url: str, pairs: list[str], events_per_s: float, name: str = "spot"
+    ) -> None:
         self.http = http
         self.url = url
+        self.name = name
         self.pairs = pairs
         self.rate = events_per_s / len(pairs)
         self.period = BURST / self.rate  # seconds between one pair's bursts
@@ -150,7 +166,7 @@ class Venue:
             await self.control(action="deep_activity", symbol=pair, share=DEEP_SHARE)
 
     async def control(self, **action: object) -> None:
-        async with self.http.post(f"{self.url}/_fake/control", json={"venue": "spot", **action}) as r:
+        async with self.http.post(f"{self.url}/_fake/control", json={"venue": self.name, **action}) as r:
             if r.status != 200:
                 raise RuntimeError(f"venue control {action}: {r.status} {await r.text()}")
 
@@ -220,35 +236,45 @@ async def measure(args: argparse.Namespace, report: Report) -> None:
     }
     results: dict[tuple[str, str], list[dict[str, float]]] = {}
     over_time: dict[str, tuple[list[float], list[float]]] = {}
+    alpaca = any(CASES[name].exchange == ALPACA for name in args.cases)
     with Bench() as bench:
-        url = bench.start_spot_venue(args.pairs + args.deep_pairs, args.levels)
+        url = bench.start_spot_venue(
+            args.pairs + args.deep_pairs, args.levels, alpaca_pairs=args.pairs * alpaca
+        )
         client = redis.Redis.from_url(bench.redis_url)
         async with aiohttp.ClientSession() as http:
             every = await trading_pairs(http, url, args.pairs + args.deep_pairs)
             pairs, deep_pairs = every[: args.pairs], every[args.pairs :]
-            venue = Venue(http, url, pairs, args.events_per_s)
+            spot = Venue(http, url, pairs, args.events_per_s)
             for pair in deep_pairs:  # before anything touches them, so that they are built this deep
-                await venue.control(action="book_levels", symbol=pair, levels=DEEP_LEVELS)
+                await spot.control(action="book_levels", symbol=pair, levels=DEEP_LEVELS)
+            venues = {"spot": spot}
+            if alpaca:
+                alpaca_pairs = await trading_pairs(http, url, args.pairs, alpaca=True)
+                venues["alpaca"] = Venue(http, url, alpaca_pairs, args.events_per_s, "alpaca")
             for name, case in CASES.items():
                 if name not in args.cases:
                     continue
-                node = bench.start_node("bench-latency", exchanges=EXCHANGE, **case.settings, **args.node)
+                venue = venues[case.venue]
+                pairs = venue.pairs
+                exchange = case.exchange
+                node = bench.start_node("bench-latency", exchanges=exchange, **case.settings, **args.node)
                 books = list(pairs)
                 depths = [case.depth] * len(pairs)
                 if case.beside_deep:
                     books += deep_pairs
                     depths += [DEEP_DEPTH] * len(deep_pairs)
                     venue.background, venue.background_rate = deep_pairs, args.deep_rate
-                await bench.assign(node, EXCHANGE, books, depths)
+                await bench.assign(node, exchange, books, depths)
                 await venue.control(action="rate", rate=venue.rate)  # a spot book syncs on its next event
-                timeout_s = sync_timeout_s(EXCHANGE, len(pairs), case.depth)
+                timeout_s = sync_timeout_s(exchange, len(pairs), case.depth)
                 if case.beside_deep:
-                    timeout_s += sync_timeout_s(EXCHANGE, len(deep_pairs), DEEP_DEPTH)
+                    timeout_s += sync_timeout_s(exchange, len(deep_pairs), DEEP_DEPTH)
                 synced = await wait_synced(http, node, len(books), timeout_s)
                 await venue.control(action="rate", rate=0)
                 await venue.restore_background()
                 report.data[f"sync_seconds_{name}"] = synced["seconds"]
-                subscriber = Subscriber(client, [BookKey(EXCHANGE, pair) for pair in pairs])
+                subscriber = Subscriber(client, [BookKey(exchange, pair) for pair in pairs])
                 await subscriber.start()
                 await venue.smooth(args.settle)  # past the work that follows a sync
                 subscriber.samples.clear()
@@ -355,15 +381,20 @@ def _write(
         ("20 beside deep", "bursts"): (2.0, 20.0),
         ("100", "smooth"): (None, 20.0),
         ("100", "bursts"): (None, 20.0),
+        ("alpaca 20", "smooth"): (2.0, 10.0),
+        ("alpaca 20", "bursts"): (2.0, 20.0),
     }
     labels = {
         "20": "20 levels",
         "20 beside deep": f"20 levels beside {args.deep_pairs} books published {DEEP_DEPTH} deep",
         "100": "100 levels of full books",
         "whole": "whole book",
+        "alpaca 20": "Alpaca crypto, 20 levels",
     }
     for depth, label in labels.items():
-        floor = percentiles(floors[depth.split()[0]]).get("p50")
+        if depth not in args.cases:
+            continue
+        floor = percentiles(floors[depth.removeprefix("alpaca ").split()[0]]).get("p50")
         for name in ("smooth", "bursts", "all at once"):
             p50_bound, p99_bound = targets.get((depth, name), (None, None))
             p50 = med(depth, name, "p50")
@@ -464,8 +495,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--levels", type=int, default=1500, help="venue book levels per side")
     parser.add_argument("--deep-pairs", type=int, default=50, help="deep books beside the 20-level ones")
     parser.add_argument(
-        "--cases", type=lambda text: text.split(","), default=list(CASES), help=f"of {','.join(CASES)}"
+        "--venue",
+        choices=sorted(CASES_OF_VENUE),
+        default="binance",
+        help="binance: its cases; alpaca: Alpaca crypto's 20-level case beside Binance's",
     )
+    parser.add_argument("--cases", type=lambda text: text.split(","), help=f"of {','.join(CASES)}")
     parser.add_argument(
         "--node",
         type=lambda text: dict(item.split("=", 1) for item in text.split(",") if item),
@@ -478,7 +513,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--settle", type=float, default=5.0, help="seconds of smooth load after the sync")
     args = parser.parse_args(argv)
-    report = Report("latency", "Ingest -> publish latency (frame received -> subscriber has the snapshot)")
+    args.cases = args.cases or CASES_OF_VENUE[args.venue]
+    name = "latency" if args.venue == "binance" else f"latency-{args.venue}"  # its own report
+    report = Report(name, "Ingest -> publish latency (frame received -> subscriber has the snapshot)")
     harness.run(measure(args, report))
     print(f"report: {report.write()}")
 

@@ -55,6 +55,9 @@ class BookStatus(IntEnum):
     SYNCED = 1
     RESYNCING = 2
     STALE = 3
+    REFUSED = 4
+    """The venue refuses the node's key for this book (bad, missing or over its connection limit):
+    nothing will be served until an operator acts, so readers are told so instead of "retry"."""
 
     @property
     def label(self) -> str:

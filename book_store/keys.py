@@ -10,6 +10,7 @@ every replica of a book with one HGETALL, and a writer's pipeline for one book n
     ladder:{binance.com|BTCUSDT}:stats    hash  replica id -> that replica's counters (JSON, from its node)
     ladder:catalog:binance.com            hash  market -> market info JSON (book_store.catalog)
     ladder:catalog-digest:binance.com     string  digest of that hash's content
+    ladder:unplaced                       hash  "exchange|market" -> why replicas are unplaced
     ladder:node-stats:<node id>           string  an ingest node's counters (JSON), while it reports
     ladder:{weight|<egress>|<pool>}:<minute>  string  request weight used in that minute (ingest_nodes.budget)
     ladder:{weight|<egress>|<pool>}:ban   string  until when the venue closed the pool (ms)
@@ -100,3 +101,7 @@ def node_stats_key(node_id: str) -> str:
 def weight_key_prefix(egress_id: str, pool: str) -> str:
     """The weight budget keys of one venue pool behind one egress IP (one hash tag: one slot)."""
     return f"{KEY_PREFIX}:{{weight|{egress_id}|{pool}}}"
+
+
+UNPLACED_KEY = f"{KEY_PREFIX}:unplaced"
+"""Books whose wanted replicas the scheduler could not place, and why (book_store.unplaced)."""

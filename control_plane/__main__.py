@@ -10,6 +10,7 @@ import signal
 from book_store.connect import store_client
 from book_store.metrics_server import serve_metrics
 from book_store.telemetry import Telemetry
+from book_store.unplaced import UnplacedBooks
 from control_plane import telemetry
 from control_plane.errors import ConfigurationError
 from control_plane.replica_status import BookStoreReplicaStatus
@@ -41,7 +42,7 @@ async def _serve(settings: ControlSettings, redis_url: str) -> None:
     metrics = telemetry.install(telemetry.ControlTelemetry(Telemetry.from_env("ladder-control"))).telemetry
     try:
         async with serve_metrics(metrics.render_prometheus):
-            await run_control(settings, status)
+            await run_control(settings, status, unplaced=UnplacedBooks(client))
     except asyncio.CancelledError:
         logging.getLogger(__name__).info("stopped")
     finally:

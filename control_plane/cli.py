@@ -126,6 +126,7 @@ def _up(args: argparse.Namespace) -> None:
                     n,
                     "--rate",
                     str(args.fake_rate),
+                    *FAKE_ALPACA_ARGS,
                 ],
                 child_env(**env),
                 ready_key="FAKE_VENUE_URL",
@@ -225,15 +226,25 @@ def _store_password(path: Path) -> str:
     return path.read_text().strip()
 
 
+FAKE_ALPACA_CREDENTIALS = ",".join(f"fake-alpaca-key-{i}:fake-alpaca-secret-{i}" for i in range(1, 9))
+"""The keys the fake venue accepts, each for one connection at a time, as Alpaca's plans do."""
+FAKE_ALPACA_ARGS = ("--alpaca-credentials", FAKE_ALPACA_CREDENTIALS, "--alpaca-connection-limit", "1")
+FAKE_EXCHANGES = "binance.com,binance.com-futures,alpaca-crypto"
+
+
 def fake_venue_env(url: str) -> dict[str, str]:
-    """Point every venue endpoint at the fake venue served at ``url``."""
+    """Point every venue endpoint at the fake venue served at ``url``, Alpaca (and its keys) included
+    unless ``LADDER_EXCHANGES`` says otherwise."""
     ws = "ws" + url.removeprefix("http")
     return {
         "LADDER_BINANCE_SPOT_REST_URL": url,
         "LADDER_BINANCE_SPOT_WS_URL": ws,
         "LADDER_BINANCE_FUTURES_REST_URL": url,
         "LADDER_BINANCE_FUTURES_WS_URL": f"{ws}/public",
-        "LADDER_ALPACA_WS_URL": f"{ws}/v1beta3/crypto/us",
+        "LADDER_ALPACA_STREAM_URL": ws,
+        "LADDER_ALPACA_TRADING_URL": url,
+        "LADDER_ALPACA_CREDENTIALS": FAKE_ALPACA_CREDENTIALS,
+        "LADDER_EXCHANGES": os.environ.get("LADDER_EXCHANGES", FAKE_EXCHANGES),
     }
 
 

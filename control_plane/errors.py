@@ -79,6 +79,18 @@ class BookNotSyncedError(_RetryLaterError):
     code = "book_not_synced"
 
 
+class BookUnplacedError(BookNotSyncedError):
+    """Not synced because the scheduler could not place any replica of the book (the reason says why)."""
+
+    code = "book_unplaced"
+
+
+class VenueRefusedError(BookNotSyncedError):
+    """Not synced because the venue refuses Ladder's key for the book (an operator must act)."""
+
+    code = "venue_refused"
+
+
 class BookTooOldError(ApiError):
     code = "book_too_old"
 

@@ -32,9 +32,12 @@ import secrets
 from contextlib import AsyncExitStack
 
 from book_store.errors import StoreError
+from book_store.keys import BookKey
+from book_store.unplaced import UnplacedBooks
 from control_plane import telemetry
 from control_plane.bootstrap import open_control_store
 from control_plane.clock import Clock, now_ms
+from control_plane.models import BookRef
 from control_plane.replica_status import ReplicaStatusSource
 from control_plane.scheduler import DEFAULT_MAX_MOVES, Plan, plan_assignments
 from control_plane.settings import ControlSettings
@@ -59,8 +62,15 @@ class ControlLoop:
         max_moves: int = DEFAULT_MAX_MOVES,
         clock: Clock = now_ms,
         owner: str | None = None,
+        keyed: dict[str, int] | None = None,
+        unplaced: UnplacedBooks | None = None,
     ) -> None:
+        """``keyed``: exchanges whose connections each take a venue key, with their pool sizes;
+        ``unplaced``: where to say why books are unplaced, for readers."""
         self._store = store
+        self._keyed = keyed or {}
+        self._unplaced = unplaced
+        self._said: dict[BookRef, str] | None = None
         self._status = status
         self._node_timeout_ms = node_timeout_ms
         self._lease_ttl_ms = lease_ttl_ms
@@ -94,8 +104,9 @@ class ControlLoop:
         current = await self._store.list_assignments()
         synced = await self._status.synced_replicas({(a.book, a.replica) for a in current})
         plan = await asyncio.to_thread(
-            plan_assignments, desired, live, current, synced, max_moves=self._max_moves
+            plan_assignments, desired, live, current, synced, max_moves=self._max_moves, keyed=self._keyed
         )
+        await self._tell_unplaced(plan)
         for node_id in sorted(plan.changed_nodes()):
             await self._store.replace_assignments(node_id, plan.for_node(node_id))
         if plan.added or plan.removed or plan.resized:
@@ -109,13 +120,30 @@ class ControlLoop:
             )
         return plan
 
+    async def _tell_unplaced(self, plan: Plan) -> None:
+        """Log each book's reason for unplaced replicas once (again only when it changes), and tell
+        readers."""
+        if plan.reasons == self._said:
+            return
+        said = self._said or {}
+        for book, reason in plan.reasons.items():
+            if said.get(book) != reason:
+                log.warning("%s %s: %s", book.exchange, book.market, reason)
+        if self._unplaced is not None:
+            await self._unplaced.replace({BookKey(b.exchange, b.market): r for b, r in plan.reasons.items()})
+        self._said = dict(plan.reasons)
+
     async def release(self) -> None:
         """Give the lease up (on shutdown) so a standby control process takes over at once."""
         await self._store.release_lease(SCHEDULER_LEASE, self.owner)
 
 
 async def run_control(
-    settings: ControlSettings, status: ReplicaStatusSource, *, store: ControlStore | None = None
+    settings: ControlSettings,
+    status: ReplicaStatusSource,
+    *,
+    store: ControlStore | None = None,
+    unplaced: UnplacedBooks | None = None,
 ) -> None:
     """Run scheduling rounds until cancelled. ``store`` defaults to the one settings describe."""
     interval_s = settings.scheduler_interval_ms / 1000
@@ -128,6 +156,8 @@ async def run_control(
             node_timeout_ms=settings.node_timeout_ms,
             lease_ttl_ms=max(settings.node_timeout_ms, 5 * settings.scheduler_interval_ms),
             max_moves=settings.scheduler_max_moves,
+            keyed=settings.keyed_exchanges,
+            unplaced=unplaced,
         )
         log.info("control loop %s running every %d ms", loop.owner, settings.scheduler_interval_ms)
         try:

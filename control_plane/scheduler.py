@@ -28,6 +28,12 @@ preference is what makes a move stick across rounds: a move only goes to a node 
 filled than the source, and the source still carries the old replica, so next round the new
 replica is the target and the old one the surplus until it is released.
 
+Venue keys: a venue that allows one stream connection per key (Alpaca) can carry its books on at
+most as many nodes as there are keys in the pool, one key a node. ``keyed`` names such exchanges
+and their pool sizes: replicas of them go only to nodes that already carry the exchange, or to a
+new node while a key is left; never two replicas of one book on one node (that would take a
+second key there). What cannot be placed stays unplaced, and ``Plan.reasons`` says why.
+
 Depth is not placement: every replica of a book, kept or new, target or surplus, carries the
 book's wished depth. A replica whose depth changed keeps its node and its index (it is
 ``resized``, not added and removed), and its node's set is rewritten so the node adjusts it in
@@ -59,6 +65,8 @@ class Plan:
     removed: frozenset[ReplicaAssignment]
     unplaced: Mapping[BookRef, int] = field(default_factory=dict)
     resized: frozenset[ReplicaAssignment] = frozenset()
+    reasons: Mapping[BookRef, str] = field(default_factory=dict)
+    """Why each unplaced book's replicas could not be placed, for its status."""
 
     def for_node(self, node_id: str) -> list[ReplicaAssignment]:
         return sorted(a for a in self.assignments if a.node_id == node_id)
@@ -71,7 +79,11 @@ class Plan:
 class _Fleet:
     """Per-node counters while a plan is being built."""
 
-    def __init__(self, nodes: Iterable[NodeInfo], kept: Iterable[ReplicaAssignment]) -> None:
+    def __init__(
+        self, nodes: Iterable[NodeInfo], kept: Iterable[ReplicaAssignment], keyed: Mapping[str, int]
+    ) -> None:
+        self.keyed = keyed
+        self.carriers: dict[str, set[str]] = defaultdict(set)  # keyed exchange -> nodes carrying it
         self.nodes = {n.id: n for n in nodes}
         self.eligible = sorted(n.id for n in self.nodes.values() if not n.draining)
         self.eligible_set = frozenset(self.eligible)
@@ -90,6 +102,16 @@ class _Fleet:
 
     def has_room(self, node_id: str) -> bool:
         return self.used[node_id] < self.nodes[node_id].capacity
+
+    def may_carry(self, exchange: str, node_id: str) -> bool:
+        """Whether the node may take a replica of ``exchange``: it holds one of its keys, or one is left."""
+        pool = self.keyed.get(exchange)
+        carriers = self.carriers[exchange]
+        return pool is None or node_id in carriers or len(carriers) < pool
+
+    def carry(self, replica: ReplicaAssignment) -> None:
+        if replica.exchange in self.keyed:
+            self.carriers[replica.exchange].add(replica.node_id)
 
     def best_for_new(self, candidates: Iterable[str]) -> str | None:
         """The candidate with room that would be least filled after taking one more replica."""
@@ -111,6 +133,9 @@ class _Book:
     def holds(self, node_id: str) -> bool:
         return any(r.node_id == node_id for r in (*self.existing, *self.targets))
 
+    def holds_target(self, node_id: str) -> bool:
+        return any(t.node_id == node_id for t in self.targets)
+
     def missing(self) -> int:
         return self.wanted - len(self.targets)
 
@@ -125,8 +150,11 @@ def plan_assignments(
     synced: Set[tuple[BookRef, int]],
     *,
     max_moves: int = DEFAULT_MAX_MOVES,
+    keyed: Mapping[str, int] | None = None,
 ) -> Plan:
-    """Where every wanted replica should live next; see the module docstring for the rules."""
+    """Where every wanted replica should live next; see the module docstring for the rules.
+
+    ``keyed``: exchanges whose connections each need a key of their own, and their pool sizes."""
     live = {n.id for n in nodes}
     by_book: dict[BookRef, list[ReplicaAssignment]] = defaultdict(list)
     for replica in current:
@@ -138,7 +166,8 @@ def plan_assignments(
         for r in replicas
         if r.node_id in live
     ]
-    fleet = _Fleet(nodes, kept)
+    keyed = keyed or {}
+    fleet = _Fleet(nodes, kept, keyed)
     books = _books(desired, by_book, live, fleet, synced)
 
     for book in books:
@@ -163,7 +192,19 @@ def plan_assignments(
         removed=frozenset(r for r in before - assignments if _place(r) not in places_after),
         unplaced={b.ref: b.missing() for b in books if b.missing() > 0},
         resized=frozenset(r for r in assignments - before if _place(r) in places_before),
+        reasons={b.ref: _why_unplaced(b, fleet) for b in books if b.missing() > 0},
     )
+
+
+def _why_unplaced(book: _Book, fleet: _Fleet) -> str:
+    missing, exchange = book.missing(), book.ref.exchange
+    pool = fleet.keyed.get(exchange)
+    if pool is not None and len(fleet.carriers[exchange]) >= pool:
+        return (
+            f"{missing} replica(s) unplaced: {exchange} allows one connection per venue key and its "
+            f"pool of {pool} key(s) is in use on {len(fleet.carriers[exchange])} node(s); add keys"
+        )
+    return f"{missing} replica(s) unplaced: no live node with room"
 
 
 def _place(replica: ReplicaAssignment) -> tuple[str, str, int, str]:
@@ -200,15 +241,22 @@ def _keep_existing(
             return
         if replica in book.targets or not allowed(replica):
             continue
-        if distinct and any(t.node_id == replica.node_id for t in book.targets):
+        if (distinct or book.ref.exchange in fleet.keyed) and book.holds_target(replica.node_id):
+            continue
+        if not fleet.may_carry(book.ref.exchange, replica.node_id):
             continue
         book.targets.append(replica)
         fleet.targets[replica.node_id] += 1
+        fleet.carry(replica)
 
 
 def _create(book: _Book, fleet: _Fleet, *, free_nodes_only: bool) -> None:
+    exchange = book.ref.exchange
+    alone = free_nodes_only or exchange in fleet.keyed  # a keyed book twice on a node takes two keys
     while book.missing() > 0:
-        candidates = [n for n in fleet.eligible if not (free_nodes_only and book.holds(n))]
+        candidates = [
+            n for n in fleet.eligible if not (alone and book.holds(n)) and fleet.may_carry(exchange, n)
+        ]
         node_id = fleet.best_for_new(candidates)
         if node_id is None:
             return
@@ -216,9 +264,9 @@ def _create(book: _Book, fleet: _Fleet, *, free_nodes_only: bool) -> None:
 
 
 def _add(book: _Book, fleet: _Fleet, node_id: str) -> None:
-    book.targets.append(
-        ReplicaAssignment(book.ref.exchange, book.ref.market, book.next_index, node_id, book.depth)
-    )
+    replica = ReplicaAssignment(book.ref.exchange, book.ref.market, book.next_index, node_id, book.depth)
+    book.targets.append(replica)
+    fleet.carry(replica)
     book.next_index += 1
     fleet.targets[node_id] += 1
     fleet.used[node_id] += 1
@@ -246,7 +294,7 @@ def _move_one(books: Sequence[_Book], fleet: _Fleet) -> bool:
                     (b, r) for b in books for r in b.targets if r.node_id == source and r in b.existing
                 ]
             for book, old in movable:
-                if not book.holds(destination):
+                if not book.holds(destination) and fleet.may_carry(book.ref.exchange, destination):
                     book.targets.remove(old)
                     fleet.targets[source] -= 1
                     _add(book, fleet, destination)

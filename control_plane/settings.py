@@ -15,6 +15,7 @@ from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from control_plane.api_keys import MAX_PRESENTED_LENGTH
+from control_plane.venue_keys import key_pool
 
 MIN_SECRET_LENGTH = 16
 
@@ -63,6 +64,20 @@ class ControlSettings(BaseSettings):
     replica_silence_ms: int = Field(
         default=3000, ge=100, description="A replica silent this long does not count as synced."
     )
+    alpaca_key_id: SecretStr | None = Field(default=None, description="Counted, never used here ...")
+    alpaca_secret_key: SecretStr | None = None
+    alpaca_credentials: SecretStr | None = Field(
+        default=None, description="... as the pool is: one node per key may carry alpaca-crypto books."
+    )
+
+    @property
+    def keyed_exchanges(self) -> dict[str, int]:
+        """Exchanges whose connections each take a venue key, and how many keys there are."""
+        return {
+            "alpaca-crypto": len(
+                key_pool(self.alpaca_key_id, self.alpaca_secret_key, self.alpaca_credentials)
+            )
+        }
 
     _usable_admin_key = field_validator("admin_key")(admin_key_length)
     _usable_pepper = field_validator("pepper")(pepper_length)

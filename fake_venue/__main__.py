@@ -68,6 +68,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--history", type=int, default=defaults.history_max_events, help="updates kept per symbol"
     )
     parser.add_argument("--unicode-symbol", action="store_true", help="also list a non-ASCII spot symbol")
+    parser.add_argument(
+        "--alpaca-credentials",
+        default="",
+        help="accepted Alpaca keys, 'KEY:SECRET,KEY:SECRET' (default: any non-empty key)",
+    )
+    parser.add_argument(
+        "--alpaca-connection-limit",
+        type=int,
+        default=defaults.alpaca_connection_limit,
+        help="authenticated Alpaca connections per key (0: unlimited)",
+    )
     return parser.parse_args(argv)
 
 
@@ -91,6 +102,11 @@ def config_from(args: argparse.Namespace) -> VenueConfig:
         history_max_events=args.history,
         history_min_events=min(args.history, VenueConfig().history_min_events),
         unicode_symbol=args.unicode_symbol,
+        alpaca_credentials=tuple(
+            (key, secret)
+            for key, _, secret in (e.partition(":") for e in args.alpaca_credentials.split(",") if e)
+        ),
+        alpaca_connection_limit=args.alpaca_connection_limit,
     )
 
 

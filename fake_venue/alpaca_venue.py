@@ -210,9 +210,28 @@ class AlpacaVenue:
         self._deliver(market.name, recent[-1 - back], [only] if only else self.listeners_of(market.name))
         return 1
 
-    def reset(self, market: Market, conns: list[AlpacaConnection]) -> None:
-        """Send the whole book (``r: true``) now."""
-        self._deliver(market.name, self._full_book(market), conns)
+    def reset(self, market: Market, conns: list[AlpacaConnection], count: int = 1) -> None:
+        """Send the whole book (``r: true``) now; ``count`` > 1 is a storm: that many resets, each
+        followed by one update."""
+        for index in range(count):
+            self._deliver(market.name, self._full_book(market), conns)
+            if index + 1 < count:
+                self.emit(market)
+
+    def assets(self) -> list[dict[str, Any]]:
+        """``GET /v2/assets?asset_class=crypto``: every listed pair, tradable while it trades."""
+        return [
+            {
+                "id": f"fake-{index:08d}",
+                "class": "crypto",
+                "exchange": "CRYPTO",
+                "symbol": name,
+                "name": f"{spec.base} / {spec.quote}",
+                "status": "active" if self.markets.statuses[name] == "TRADING" else "inactive",
+                "tradable": self.markets.statuses[name] == "TRADING",
+            }
+            for index, (name, spec) in enumerate(self.markets.specs.items())
+        ]
 
     def tend(self, now: float) -> None:
         for conn in list(self.connections.values()):

@@ -17,6 +17,9 @@ non-empty key and secret pass unless credentials are configured. Errors, as ``[{
 subscription stays), 406 connection limit exceeded (then closed), 407 slow client (then closed),
 410 a channel this feed does not offer. Only order books carry data here; the other channels are
 accepted and listed but stay silent. Binary (msgpack) frames are not supported and get 400.
+
+The trading API's asset list (``GET /v2/assets?asset_class=crypto``) checks the same credentials
+in its ``APCA-API-*`` headers (403 ``forbidden`` otherwise) and lists every pair.
 """
 
 from __future__ import annotations
@@ -32,6 +35,21 @@ from fake_venue.connection import next_connection_id
 
 SYMBOL = re.compile(r"[A-Z0-9]{1,16}/[A-Z0-9]{1,16}")
 POLICY_VIOLATION = 1008
+LOCATIONS = ("us", "us-1", "eu-1")
+
+
+def assets(venue: AlpacaVenue, request: web.Request) -> web.Response:
+    key, secret = request.headers.get("APCA-API-KEY-ID"), request.headers.get("APCA-API-SECRET-KEY")
+    if not _accepted(venue, key, secret):
+        return web.json_response({"code": 40310000, "message": "forbidden"}, status=403)
+    asset_class = request.query.get("asset_class", "us_equity")
+    return web.json_response(venue.assets() if asset_class == "crypto" else [])
+
+
+def _accepted(venue: AlpacaVenue, key: object, secret: object) -> bool:
+    accepted = venue.config.alpaca_credentials
+    valid = isinstance(key, str) and isinstance(secret, str) and bool(key) and bool(secret)
+    return valid and (not accepted or (key, secret) in accepted)
 
 
 async def serve(venue: AlpacaVenue, request: web.Request) -> web.StreamResponse:
@@ -81,10 +99,7 @@ def _handle(venue: AlpacaVenue, conn: AlpacaConnection, text: str) -> None:
 
 
 def _authenticate(venue: AlpacaVenue, conn: AlpacaConnection, key: object, secret: object) -> None:
-    accepted = venue.config.alpaca_credentials
-    if not (isinstance(key, str) and isinstance(secret, str) and key and secret) or (
-        accepted and (key, secret) not in accepted
-    ):
+    if not isinstance(key, str) or not _accepted(venue, key, secret):
         conn.send_error(402, "auth failed")
         conn.close(POLICY_VIOLATION, "auth failed")
         return

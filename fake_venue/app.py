@@ -7,7 +7,8 @@ Binance spot REST      ``base`` (``/api/v3/depth``, ``/api/v3/exchangeInfo``)
 Binance spot streams   ``ws://host:port`` (``/ws``, ``/ws/<streams>``, ``/stream?streams=``)
 Binance futures REST   ``base`` (``/fapi/v1/depth``, ``/fapi/v1/exchangeInfo``)
 Binance futures WS     ``ws://host:port/public`` (``/public/ws``, ``/public/stream?streams=``)
-Alpaca crypto stream   ``ws://host:port/v1beta3/crypto/us``
+Alpaca crypto stream   ``ws://host:port/v1beta3/crypto/{us,us-1,eu-1}`` (one feed)
+Alpaca trading API     ``base`` (``/v2/assets?asset_class=crypto``)
 test-only              ``/_fake/book``, ``/_fake/control``, ``/_fake/stats``, ``/_fake/connections``
 =====================  ====================================================
 
@@ -114,6 +115,15 @@ class FakeVenue:
     def alpaca_ws_url(self) -> str:
         return self.ws_url + "/v1beta3/crypto/us"
 
+    @property
+    def alpaca_stream_url(self) -> str:
+        """The stream base a client adds ``/v1beta3/crypto/<location>`` to."""
+        return self.ws_url
+
+    @property
+    def alpaca_trading_url(self) -> str:
+        return self.url
+
     def _application(self) -> web.Application:
         app = web.Application()
         for venue in (self.spot, self.futures):
@@ -124,9 +134,13 @@ class FakeVenue:
         async def alpaca(request: web.Request) -> web.StreamResponse:
             return await alpaca_ws.serve(self.alpaca, request)
 
+        async def assets(request: web.Request) -> web.Response:
+            return alpaca_ws.assets(self.alpaca, request)
+
         app.add_routes(
             [
-                web.get("/v1beta3/crypto/us", alpaca),
+                *(web.get(f"/v1beta3/crypto/{location}", alpaca) for location in alpaca_ws.LOCATIONS),
+                web.get("/v2/assets", assets),
                 truth_handler(self.venues),
                 web.post("/_fake/control", self.control.handler()),
                 *stats_routes(self.venues, self._rests),

@@ -38,7 +38,8 @@ http_status        status, count (1), retry_after (0): the next REST answers
 weight_limit       limit
 ack_delay_ms       ms: SUBSCRIBE/UNSUBSCRIBE acks held back, data goes first
 snapshot_in_hole   futures; enabled (true): snapshot ids fall between two events' ranges
-alpaca_reset       symbol (every subscribed one), connection: a full ``r: true`` book now
+alpaca_reset       symbol (every subscribed one), connection, count (1): a full ``r: true`` book
+                   now; count > 1 is a reset storm, each reset followed by one update
 alpaca_limits      connection_limit, symbol_limit (0 = unlimited)
 reset              venue (all): every fault above back to the start-up settings
 =================  ==========================================================================
@@ -295,7 +296,7 @@ class Control:
         hit: set[int] = set()
         for market in markets:
             conns = self._pick(venue.listeners_of(market.name), params)
-            venue.reset(market, conns)
+            venue.reset(market, conns, _int(params, "count", 1))
             hit.update(conn.id for conn in conns)
         return {"symbols": [market.name for market in markets], "connections": sorted(hit)}
 

@@ -2,10 +2,14 @@
 
 Built once per configured exchange from the settings; the node starts the scheduler's dispatcher
 and the stall checker, and places every replica of the exchange on the feed and under the checker.
+The venue decides the REST client (Binance: snapshots and exchangeInfo; Alpaca: the asset list, no
+snapshots, so its scheduler stays idle) and whether connections hold keys (Alpaca: one connection
+per key of ``credentials``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 
@@ -15,19 +19,21 @@ import redis.asyncio as redis
 from ingest_nodes.budget import WeightBudget
 from ingest_nodes.exchanges import ExchangeSpec
 from ingest_nodes.feed import ExchangeFeed
-from ingest_nodes.rest import VenueRestClient
+from ingest_nodes.rest import VenueRest, VenueRestClient
 from ingest_nodes.settings import IngestSettings
 from ingest_nodes.snapshots import SnapshotScheduler
 from ingest_nodes.stall_checks import StallChecker
 from ingest_nodes.stats import SnapshotStats
+from ingest_nodes.venues.alpaca.assets import AlpacaRest
 from ingest_nodes.venues.binance.limits import depth_weight
+from ingest_nodes.venues.credentials import Credential
 
 
 @dataclass(frozen=True, slots=True)
 class ExchangeRuntime:
     spec: ExchangeSpec
     budget: WeightBudget
-    rest: VenueRestClient
+    rest: VenueRest
     scheduler: SnapshotScheduler
     feed: ExchangeFeed
     stats: SnapshotStats
@@ -35,8 +41,14 @@ class ExchangeRuntime:
 
 
 def build_exchange(
-    spec: ExchangeSpec, settings: IngestSettings, client: redis.Redis, session: aiohttp.ClientSession
+    spec: ExchangeSpec,
+    settings: IngestSettings,
+    client: redis.Redis,
+    session: aiohttp.ClientSession,
+    credentials: Sequence[Credential] = (),
 ) -> ExchangeRuntime:
+    """``credentials``: the keys of a venue that authenticates connections (ignored by others); the
+    first reads the asset list, and the feed connects with them until ``set_credentials``."""
     stats = SnapshotStats()
     budget = WeightBudget(
         client,
@@ -44,7 +56,11 @@ def build_exchange(
         venue_host=spec.weight_pool,
         limit=int(spec.weight_per_minute * settings.weight_budget_share),
     )
-    rest = VenueRestClient(session, spec, budget, on_status=stats.refused)
+    rest: VenueRest
+    if spec.resets_on_stream:
+        rest = AlpacaRest(session, spec.id, spec.rest_url, next(iter(credentials), None))
+    else:
+        rest = VenueRestClient(session, spec, budget, on_status=stats.refused)
     scheduler = SnapshotScheduler(
         rest,
         budget,
@@ -61,6 +77,7 @@ def build_exchange(
         max_age_s=settings.connection_max_age_s,
         rollover_jitter=settings.rollover_jitter,
         handover_timeout_s=settings.handover_timeout_s,
+        credentials=list(credentials) if spec.needs_credentials else None,
     )
     return ExchangeRuntime(
         spec=spec,

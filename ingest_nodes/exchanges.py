@@ -6,7 +6,12 @@ from dataclasses import dataclass
 from enum import Enum
 
 from ingest_nodes.settings import IngestSettings
+from ingest_nodes.sync import AlpacaSyncMachine, FuturesSyncMachine, SpotSyncMachine, SyncMachine
+from ingest_nodes.venues.alpaca.stream import AlpacaStream, stream_url
 from ingest_nodes.venues.binance import limits
+from ingest_nodes.venues.binance.stream import BinanceStream
+from ingest_nodes.venues.credentials import Credential
+from ingest_nodes.venues.stream import VenueStream
 
 
 class Protocol(Enum):
@@ -17,7 +22,7 @@ class Protocol(Enum):
 
 @dataclass(frozen=True, slots=True)
 class ExchangeSpec:
-    """One exchange id bound to its protocol and base URLs."""
+    """One exchange id bound to its protocol and base URLs (Alpaca: ``rest_url`` is the trading API)."""
 
     id: str
     protocol: Protocol
@@ -27,6 +32,31 @@ class ExchangeSpec:
     @property
     def is_futures(self) -> bool:
         return self.protocol is Protocol.BINANCE_FUTURES
+
+    @property
+    def resets_on_stream(self) -> bool:
+        """True when a book is (re)built from a full book the stream sends on subscribe (Alpaca),
+        not from REST snapshots stitched to update ids (Binance)."""
+        return self.protocol is Protocol.ALPACA
+
+    @property
+    def needs_credentials(self) -> bool:
+        """True when every connection authenticates with a key, one connection per key (Alpaca)."""
+        return self.protocol is Protocol.ALPACA
+
+    def stream(self, credential: Credential | None = None) -> VenueStream:
+        """The venue's stream protocol for one connection (Alpaca authenticates with ``credential``)."""
+        if self.protocol is Protocol.ALPACA:
+            return AlpacaStream(self.ws_url, credential)
+        return BinanceStream(self.ws_url, futures=self.is_futures)
+
+    def new_machine(self, max_buffer: int) -> SyncMachine:
+        """A sync machine for one book of this exchange."""
+        if self.protocol is Protocol.ALPACA:
+            return AlpacaSyncMachine(max_buffer=max_buffer)
+        if self.is_futures:
+            return FuturesSyncMachine(max_buffer=max_buffer)
+        return SpotSyncMachine(max_buffer=max_buffer)
 
     @property
     def depth_path(self) -> str:
@@ -49,21 +79,6 @@ class ExchangeSpec:
         return limits.FUTURES_WEIGHT_PER_MINUTE if self.is_futures else limits.SPOT_WEIGHT_PER_MINUTE
 
     @property
-    def control_messages_per_s(self) -> int:
-        return (
-            limits.FUTURES_CONTROL_MESSAGES_PER_S if self.is_futures else limits.SPOT_CONTROL_MESSAGES_PER_S
-        )
-
-    @property
-    def stream_path(self) -> str:
-        """The combined-stream endpoint under ``ws_url`` (futures: ``wss://fstream.binance.com/public``).
-
-        Streams are added with ``SUBSCRIBE`` after connecting; every frame comes wrapped as
-        ``{"stream": ..., "data": ...}``, ``serverShutdown`` included.
-        """
-        return "/stream"
-
-    @property
     def weight_pool(self) -> str:
         """What the venue counts request weight against: its REST host and market family.
 
@@ -71,10 +86,6 @@ class ExchangeSpec:
         """
         host = self.rest_url.split("://", 1)[-1].split("/", 1)[0]
         return f"{host}{'/fapi' if self.is_futures else '/api'}"
-
-    def stream_name(self, market: str) -> str:
-        """The diff-depth stream of a market (lower case, 100 ms cadence)."""
-        return f"{market.lower()}@depth@100ms"
 
 
 KNOWN_EXCHANGES = (
@@ -115,7 +126,12 @@ def exchange_specs(settings: IngestSettings) -> dict[str, ExchangeSpec]:
         "binance.us": ExchangeSpec(
             "binance.us", Protocol.BINANCE_SPOT, s.binance_us_rest_url, s.binance_us_ws_url
         ),
-        "alpaca-crypto": ExchangeSpec("alpaca-crypto", Protocol.ALPACA, "", s.alpaca_ws_url),
+        "alpaca-crypto": ExchangeSpec(
+            "alpaca-crypto",
+            Protocol.ALPACA,
+            s.alpaca_trading_url,
+            stream_url(s.alpaca_stream_url, s.alpaca_location),
+        ),
     }
     unknown = [e for e in settings.exchange_ids if e not in every]
     if unknown:

@@ -18,6 +18,9 @@ A *background* lane (a served book's refresh or audit, see ``replica.BookReplica
 every sync: its book keeps serving meanwhile.
 A failed fetch is asked for again after a jittered backoff (the venue's ``Retry-After`` closes the
 shared budget itself, so nobody fetches before it passes).
+
+A lane without ``snapshots`` (a venue that sends whole books on the stream, Alpaca) has no gate and
+never asks: every event goes straight to its engine.
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ class Lane:
         "_last_answer",
         "_on_result",
         "_scheduler",
+        "_snapshots",
         "_trace",
         "engine",
         "ever_synced",
@@ -74,9 +78,11 @@ class Lane:
         trace: Callable[[], AbstractContextManager[None]] = nullcontext,
         backoff: Backoff | None = None,
         background: bool = False,
+        snapshots: bool = True,
     ) -> None:
         """``on_result`` hears every engine result; ``stats`` counts delivered snapshots (a
-        ``background`` lane's apart: its requests queue last); ``trace()`` wraps each request."""
+        ``background`` lane's apart: its requests queue last); ``trace()`` wraps each request;
+        ``snapshots`` False: the venue has none to ask for."""
         self.engine = engine
         self.symbol = symbol
         self.snapshot_limit = snapshot_limit
@@ -87,6 +93,7 @@ class Lane:
         self._trace = trace
         self._backoff = backoff or Backoff()
         self._background = background
+        self._snapshots = snapshots
         self._held: DepthUpdate | None = None
         self._fetching = False
         self._closed = False
@@ -105,7 +112,7 @@ class Lane:
 
     def feed(self, update: DepthUpdate) -> None:
         """One event of the lane's symbol, in arrival order."""
-        if self.engine.machine.state is SyncState.IDLE and not self._fetching:
+        if self._snapshots and self.engine.machine.state is SyncState.IDLE and not self._fetching:
             self._held = update
             self._scheduler.request(self)
             return

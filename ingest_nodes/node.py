@@ -45,14 +45,14 @@ from ingest_nodes import telemetry
 from ingest_nodes.checkpoints import CheckpointLog, ReplicaChecker
 from ingest_nodes.engine import BookEngine
 from ingest_nodes.exchange_runtime import ExchangeRuntime, build_exchange
-from ingest_nodes.exchanges import Protocol, exchange_specs
+from ingest_nodes.exchanges import exchange_specs
+from ingest_nodes.key_leases import KeyLeases
 from ingest_nodes.publisher import Publisher
 from ingest_nodes.replica import BookReplica
 from ingest_nodes.reporting import StatsReporter, process_usage
 from ingest_nodes.rest import VenueRequestError
 from ingest_nodes.settings import IngestSettings
 from ingest_nodes.stats import ReplicaStats
-from ingest_nodes.sync import FuturesSyncMachine, SpotSyncMachine
 from ingest_nodes.venues.errors import VenuePayloadError
 
 log = logging.getLogger(__name__)
@@ -94,11 +94,28 @@ class IngestNode:
             stale_after_ms=settings.stale_after_ms,
             resyncing_keepalive_ms=settings.resyncing_keepalive_ms,
         )
+        specs = exchange_specs(settings)
+        keyed = any(spec.needs_credentials for spec in specs.values())
+        alpaca_keys = settings.alpaca_keys if keyed else []
+        if keyed and not alpaca_keys:
+            log.error(
+                "alpaca-crypto is served but no Alpaca key is configured (LADDER_ALPACA_KEY_ID and "
+                "LADDER_ALPACA_SECRET_KEY, or LADDER_ALPACA_CREDENTIALS): its books stay unserved"
+            )
+        self._has_keys = bool(alpaca_keys)
         self.exchanges: dict[str, ExchangeRuntime] = {
-            exchange: build_exchange(spec, settings, client, session)
-            for exchange, spec in exchange_specs(settings).items()
-            if spec.protocol is not Protocol.ALPACA
+            exchange: build_exchange(spec, settings, client, session, alpaca_keys)
+            for exchange, spec in specs.items()
         }
+        self._leases = {
+            exchange: KeyLeases(client, exchange, self.node_id, alpaca_keys)
+            for exchange, spec in specs.items()
+            if spec.needs_credentials
+        }
+        for exchange in self._leases:
+            self.exchanges[exchange].feed.set_credentials([])  # only what this node leases
+        self._keys_needed: Counter[str] = Counter()
+        self._keys_short: dict[str, tuple[int, int]] = {}
         every, levels = settings.checkpoint_every, settings.checkpoint_levels
         self.checkpoints = CheckpointLog(client, every=every, levels=levels) if every else None
         self.checker = ReplicaChecker(client, resync=settings.resync_on_mismatch)
@@ -146,6 +163,9 @@ class IngestNode:
             await asyncio.wait_for(feeds, SHUTDOWN_STEP_S)
         for key in list(self.replicas):
             await self._stop_replica(key)
+        with contextlib.suppress(TimeoutError, RedisError):
+            for leases in self._leases.values():
+                await asyncio.wait_for(leases.release(), SHUTDOWN_STEP_S)
         with contextlib.suppress(TimeoutError, StoreError):
             await asyncio.wait_for(self._writer.close(), SHUTDOWN_STEP_S)
             if self.checkpoints is not None:
@@ -196,6 +216,7 @@ class IngestNode:
                     )
                 else:
                     self._reached_at = sent_at
+                    await self._hold_keys()  # renew the venue key leases with the heartbeat
                     if self._writer.fenced:
                         await self._confirm_assignments()
                 if not await self._pause(period):
@@ -251,6 +272,11 @@ class IngestNode:
         }
         for key in self.replicas.keys() - wanted.keys():
             await self._stop_replica(key)
+        for exchange in self._leases:
+            # One key per connection, and two replicas of a book never share one.
+            per_book = Counter(book.market for book, _replica in wanted if book.exchange == exchange)
+            self._keys_needed[exchange] = max(per_book.values(), default=0)
+        await self._hold_keys()
         for key, runner in self.replicas.items():
             runner.set_depth(wanted[key])
         for key in sorted(
@@ -258,25 +284,48 @@ class IngestNode:
         ):
             self._start_replica(*key, depth=wanted[key])
 
+    async def _hold_keys(self) -> None:
+        """Lease (and renew) the venue keys the assigned replicas need; hand them to the feeds."""
+        for exchange, leases in self._leases.items():
+            needed = self._keys_needed[exchange]
+            before = len(leases.held)
+            try:
+                held = await leases.hold(needed)
+            except RedisError as exc:
+                log.warning("%s: venue key leases not renewed (%s)", exchange, type(exc).__name__)
+                continue
+            if len(held) != before or len(held) < needed:
+                self.exchanges[exchange].feed.set_credentials(held)
+            short = (len(held), needed) if len(held) < needed else None
+            if short is not None and self._keys_short.get(exchange) != short:
+                log.error("%s: %d venue key(s) needed, %d free in the pool: books wait", exchange, needed,
+                          len(held))  # fmt: skip
+            if short is None:
+                self._keys_short.pop(exchange, None)
+            else:
+                self._keys_short[exchange] = short
+
     def _start_replica(self, book: BookKey, replica: int, *, depth: int) -> None:
         exchange = self.exchanges[book.exchange]
-        machine = FuturesSyncMachine if exchange.spec.is_futures else SpotSyncMachine
-        max_buffer = self.settings.max_buffer
+        spec, max_buffer = exchange.spec, self.settings.max_buffer
         runner = BookReplica(
             book,
             replica,
-            lambda: BookEngine(machine(max_buffer=max_buffer)),
+            lambda: BookEngine(spec.new_machine(max_buffer)),
             exchange.scheduler,
             self.publisher,
             depth=depth,
-            depth_tiers=exchange.spec.depth_tiers,
-            checkpoints=self.checkpoints,
+            depth_tiers=spec.depth_tiers,
+            # Checkpoints compare replicas at equal venue update ids; Alpaca has none.
+            checkpoints=None if spec.resets_on_stream else self.checkpoints,
             stall_policy=self.settings.stall_policy,
+            resets_on_stream=spec.resets_on_stream,
         )
         self.replicas[(book, replica)] = runner
         runner.start()
         exchange.feed.attach(runner)
-        exchange.stall_checker.watch(runner)
+        if not spec.resets_on_stream:  # a stall check asks for a snapshot; Alpaca has none
+            exchange.stall_checker.watch(runner)
         log.debug("started %s/%s replica %d", book.exchange, book.market, replica)
 
     async def _stop_replica(self, key: ReplicaId) -> None:
@@ -354,7 +403,8 @@ class IngestNode:
         while True:
             try:
                 for exchange in self.exchanges.values():
-                    await self._refresh_catalog(catalog, exchange)
+                    if not exchange.spec.needs_credentials or self._has_keys:  # else: said once at start
+                        await self._refresh_catalog(catalog, exchange)
             except (RedisError, OSError) as exc:
                 log.warning("market catalog not refreshed: store unreachable (%s)", type(exc).__name__)
             # A catalog another node refreshed within the interval costs one SET NX to skip, and a

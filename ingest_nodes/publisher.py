@@ -51,6 +51,7 @@ from ingest_nodes.engine import BookEngine
 from ingest_nodes.rest import now_ms
 from ingest_nodes.stall_watch import Rhythm
 from ingest_nodes.stats import ReplicaStats
+from ingest_nodes.venues.stream import Refused
 
 ReplicaKey = tuple[BookKey, int]
 
@@ -63,6 +64,8 @@ class Publishable(Protocol):
     last_publish_ms: int
     last_status: BookStatus | None
     stats: ReplicaStats
+    refusal: Refused | None
+    """Why the venue will not serve the book now (published as ``REFUSED``), or None."""
     watch: Rhythm
     stalled: bool
 
@@ -162,7 +165,7 @@ class Publisher:
 
     def status(self, replica: Publishable, now: int) -> BookStatus:
         if not replica.engine.synced:
-            return BookStatus.RESYNCING
+            return BookStatus.RESYNCING if replica.refusal is None else BookStatus.REFUSED
         watch = replica.watch
         if replica.stalled or (watch.check_failed and now - watch.suspect_at() > self._stale_after):
             return BookStatus.STALE
@@ -177,7 +180,7 @@ class Publisher:
         replica.last_status = status
         meta = _meta(replica, status, now)
         depth = replica.depth
-        if status is BookStatus.RESYNCING:
+        if status is BookStatus.RESYNCING or status is BookStatus.REFUSED:
             payload = encode_snapshot(meta, (), ())
         else:
             bids, asks = engine.book.window()
@@ -192,7 +195,7 @@ class Publisher:
             del self._deep[key]  # the book no longer goes deeper than its head
             self._deep_waiting.pop(key, None)
             self._writer.remove(replica.book, replica.replica, deep_only=True)
-        if status is not BookStatus.RESYNCING:
+        if status is not BookStatus.RESYNCING and status is not BookStatus.REFUSED:
             replica.window_seen(bids, asks)
 
     # -- deep snapshots ----------------------------------------------------------------------

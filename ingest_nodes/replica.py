@@ -35,6 +35,12 @@ served engine. The served book keeps serving all the while. Two things start one
 A depth change (a deeper or shallower subscriber) takes effect at the next publish; a deeper
 depth than the trusted window covers starts a refresh at once.
 
+A venue that sends the whole book on subscribe instead of serving snapshots (``resets_on_stream``,
+Alpaca) has none of this: a book thrown away for any reason but a lost socket is rebuilt by
+subscribing its symbol again on the same connection, and there is no refresh, audit or splice (a
+handover starts the book over). A venue that refuses the connection's session (``on_refused``)
+leaves the book unserved, and its published status says why (``refusal``).
+
 Silent stalls: the replica keeps its book's rhythm (``watch``, see ``stall_watch``), and the
 exchange's :class:`~ingest_nodes.stall_checks.StallChecker` checks a suspect silence against the
 venue. A quiet market is ``confirmed`` (published as ``confirmed_time``); a stalled stream makes
@@ -67,6 +73,7 @@ from ingest_nodes.stall_watch import Rhythm, StallPolicy
 from ingest_nodes.stats import ReplicaStats
 from ingest_nodes.sync import FuturesSyncMachine, SpotSyncMachine
 from ingest_nodes.trusted_window import WindowKeeper
+from ingest_nodes.venues.stream import Refused
 
 log = logging.getLogger(__name__)
 
@@ -102,8 +109,10 @@ class BookReplica:
         depth_tiers: tuple[tuple[int, int], ...],
         checkpoints: CheckpointLog | None = None,
         stall_policy: StallPolicy | None = None,
+        resets_on_stream: bool = False,
     ) -> None:
-        """``depth`` is the levels a side to publish; ``depth_tiers`` the venue's snapshot weights."""
+        """``depth`` is the levels a side to publish; ``depth_tiers`` the venue's snapshot weights;
+        ``resets_on_stream``: the venue rebuilds a book by a resubscribe, not a snapshot."""
         self.book = book
         self.replica = replica
         self.stats = ReplicaStats()
@@ -117,6 +126,9 @@ class BookReplica:
         self.last_status: BookStatus | None = None
         self.synced_since: float | None = None
         """Loop time the served book last became synced or passed an audit (None while not synced)."""
+        self.refusal: Refused | None = None
+        """Why the venue will not serve this book now (bad key, no free key), until it does."""
+        self._resets_on_stream = resets_on_stream
         self._new_engine = new_engine
         self._scheduler = scheduler
         self._publisher = publisher
@@ -175,6 +187,7 @@ class BookReplica:
 
     def on_update(self, update: DepthUpdate, source: StreamConnection) -> None:
         if source is self.source:
+            self.refusal = None
             self.last_event_ms = update.ingest_time
             telemetry.current().event(self.book.exchange)
             if self.stalled:
@@ -203,6 +216,12 @@ class BookReplica:
         elif self._splice is not None and source is self._splice.target:
             self._splice.buffer.clear()
             self._splice.heard = False
+
+    def on_refused(self, source: StreamConnection | None, refusal: Refused) -> None:
+        """The venue refused ``source``'s session (None: no connection could be opened for us)."""
+        if source is self.source:
+            self.refusal = refusal
+            self._publisher.mark(self)
 
     def invalidate(self, reason: str) -> None:
         """Throw the served book away (a replica mismatch, say): it resyncs."""
@@ -297,7 +316,8 @@ class BookReplica:
             self._start_shadow(self._window.refresh_limit(now), audit=False)
 
     def _can_shadow(self) -> bool:
-        return self._shadow is None and self.engine.synced and self._splice is None
+        fresh = not self._resets_on_stream  # no snapshot to sync a shadow from
+        return fresh and self._shadow is None and self.engine.synced and self._splice is None
 
     def _start_shadow(self, limit: int, *, audit: bool) -> None:
         self._shadow = self._lane(self._on_shadow, limit, background=True)
@@ -354,6 +374,7 @@ class BookReplica:
             stats=self.stats,
             trace=lambda: telemetry.current().snapshot_fetch(self),
             background=background,
+            snapshots=not self._resets_on_stream,
         )
 
     def _on_main(self, result: EngineResult) -> None:
@@ -372,6 +393,8 @@ class BookReplica:
             self._publisher.mark(self)
 
     def _resynced(self, reason: str) -> None:
+        if self._resets_on_stream and reason != "disconnect" and self.source is not None:
+            self.source.resubscribe(self.symbol)  # the venue sends the whole book again
         self.stats.resyncs[reason] += 1
         telemetry.current().resync(self, reason)
         self.synced_since = None

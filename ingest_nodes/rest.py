@@ -1,4 +1,6 @@
-"""REST calls to a Binance venue: depth snapshots and exchangeInfo, inside the shared weight budget.
+"""REST calls to a venue: what every venue's client offers, and Binance's (snapshots, exchangeInfo).
+
+Binance: depth snapshots and exchangeInfo, inside the shared weight budget.
 
 Snapshots are paid for by the caller (the snapshot scheduler charges the budget in batches before it
 fetches); exchangeInfo pays for itself. Every answer's ``X-MBX-USED-WEIGHT-1M`` is fed back to the
@@ -9,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Final
+from typing import Final, Protocol
 
 import aiohttp
 from opentelemetry.trace import get_current_span
@@ -48,6 +50,17 @@ class VenueRequestError(LadderError):
 
 def now_ms() -> int:
     return time.time_ns() // 1_000_000
+
+
+class VenueRest(Protocol):
+    """What an exchange's runtime asks its venue over REST."""
+
+    async def snapshot(self, symbol: str, limit: int) -> DepthSnapshot:
+        """A depth snapshot of ``symbol`` (paid for by the caller); VenueRequestError when the venue
+        has none."""
+
+    async def markets(self) -> list[MarketInfo]:
+        """Every market the venue lists, with its status."""
 
 
 class VenueRestClient:

@@ -5,11 +5,14 @@ from __future__ import annotations
 import os
 import secrets
 import socket
+from typing import Literal
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from control_plane.venue_keys import key_pool
 from ingest_nodes.stall_watch import StallPolicy
+from ingest_nodes.venues.credentials import Credential
 
 
 def _default_node_id() -> str:
@@ -43,9 +46,23 @@ class IngestSettings(BaseSettings):
     binance_futures_testnet_ws_url: str = "wss://fstream.binancefuture.com"
     binance_us_rest_url: str = "https://api.binance.us"
     binance_us_ws_url: str = "wss://stream.binance.us:9443"
-    alpaca_ws_url: str = "wss://stream.data.alpaca.markets/v1beta3/crypto/us"
-    alpaca_key_id: SecretStr | None = None
-    alpaca_secret_key: SecretStr | None = None
+    alpaca_stream_url: str = Field(
+        default="wss://stream.data.alpaca.markets",
+        description="Alpaca's market-data stream base (sandbox: wss://stream.data.sandbox.alpaca.markets).",
+    )
+    alpaca_location: Literal["us", "us-1", "eu-1"] = Field(
+        default="us", description="The crypto feed: us (Alpaca), us-1 (Kraken US), eu-1 (Kraken EU)."
+    )
+    alpaca_trading_url: str = Field(
+        default="https://api.alpaca.markets",
+        description="Alpaca's trading API, for the asset list (paper: https://paper-api.alpaca.markets).",
+    )
+    alpaca_key_id: SecretStr | None = Field(default=None, description="One Alpaca API key id ...")
+    alpaca_secret_key: SecretStr | None = Field(default=None, description="... and its secret.")
+    alpaca_credentials: SecretStr | None = Field(
+        default=None,
+        description="A pool of Alpaca keys, 'KEY_ID:SECRET,KEY_ID:SECRET' (in AWS from Secrets Manager).",
+    )
 
     head_levels: int = Field(
         default=100, ge=1, le=5000, description="Levels a side published on every update (the head)."
@@ -131,6 +148,12 @@ class IngestSettings(BaseSettings):
         ),
     )
     drain_timeout_s: float = Field(default=30.0, ge=0)
+
+    @property
+    def alpaca_keys(self) -> list[Credential]:
+        """Every configured Alpaca key (see ``control_plane.venue_keys``)."""
+        pool = key_pool(self.alpaca_key_id, self.alpaca_secret_key, self.alpaca_credentials)
+        return [Credential(key_id, secret) for key_id, secret in pool]
 
     @property
     def stall_policy(self) -> StallPolicy:

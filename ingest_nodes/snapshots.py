@@ -46,7 +46,7 @@ from redis.exceptions import RedisError
 from ingest_nodes import telemetry
 from ingest_nodes.budget import DEFAULT_MARGIN_MS, WINDOW_MS, WeightBudget
 from ingest_nodes.events import DepthSnapshot
-from ingest_nodes.rest import VenueRequestError, VenueRestClient
+from ingest_nodes.rest import VenueRequestError, VenueRest
 from ingest_nodes.stats import SnapshotStats
 from ingest_nodes.venues.errors import VenuePayloadError
 
@@ -126,7 +126,7 @@ class SnapshotScheduler:
 
     def __init__(
         self,
-        rest: VenueRestClient,
+        rest: VenueRest,
         budget: WeightBudget,
         *,
         weight_of: Callable[[int], int],

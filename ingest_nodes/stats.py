@@ -104,6 +104,8 @@ class ConnectionStats:
     frames: int = 0
     unreadable_frames: int = 0
     subscribe_errors: int = 0
+    refusals: int = 0
+    """Sessions the venue refused (bad credentials, connection limit)."""
 
     def add(self, other: ConnectionStats) -> None:
         """Add ``other``'s counts to these (totals over connections)."""
@@ -114,6 +116,7 @@ class ConnectionStats:
         self.frames += other.frames
         self.unreadable_frames += other.unreadable_frames
         self.subscribe_errors += other.subscribe_errors
+        self.refusals += other.refusals
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -124,6 +127,7 @@ class ConnectionStats:
             "frames": self.frames,
             "unreadable_frames": self.unreadable_frames,
             "subscribe_errors": self.subscribe_errors,
+            "refusals": self.refusals,
         }
 
 

@@ -3,7 +3,8 @@
 Shared by the book routes, the UBDCC routes and the stream, so every way of reading a book
 applies the same rules: the market must exist in the catalog (404), the tenant must subscribe
 to it (403; the operator reads everything), and only a replica that is ``synced`` and heard from
-within ``max_silence_ms`` is ever served (503 ``book_not_synced`` otherwise).
+within ``max_silence_ms`` is ever served (503 ``book_not_synced`` otherwise; ``venue_refused`` when
+every replica heard from says the venue refuses its key, which no retry soon will fix).
 
 A replica is chosen by its head snapshot. An ask deeper than the head holds is answered from the
 same replica's deep snapshot when it may be served (see ``Entry.deep_of``), else from the head,
@@ -16,7 +17,8 @@ import weakref
 
 from book_store.codec import BookStatus, Snapshot
 from book_store.reader import choose_replica
-from control_plane.errors import BookNotSyncedError, ForbiddenError
+from book_store.unplaced import UnplacedBooks
+from control_plane.errors import BookNotSyncedError, BookUnplacedError, ForbiddenError, VenueRefusedError
 from control_plane.models import Principal
 from read_functions.book_cache import Entry
 from read_functions.book_refs import BookRef
@@ -24,6 +26,7 @@ from read_functions.book_view import BookView, Side, view_of
 from read_functions.deps import Deps
 
 NOT_SYNCED_RETRY_S = 1.0
+REFUSED_RETRY_S = 30.0
 
 
 async def authorize_book(deps: Deps, principal: Principal, exchange: str, market: str) -> BookRef:
@@ -63,11 +66,30 @@ def synced_replica(deps: Deps, entry: Entry, now_ms: int) -> Snapshot:
     snapshot = entry.served(now_ms, deps.settings.max_silence_ms)
     if snapshot is None:
         book = entry.book
+        silence = deps.settings.max_silence_ms
+        heard = [s.status for s in entry.replicas.values() if now_ms - s.publish_time <= silence]
+        if heard and all(status is BookStatus.REFUSED for status in heard):
+            raise VenueRefusedError(
+                f"{book.exchange} refuses Ladder's venue key for {book.market} (bad, missing, or over "
+                "its connection limit); the operator has been told",
+                REFUSED_RETRY_S,
+            )
         raise BookNotSyncedError(
             f"no replica of {book.exchange} {book.market} is synced right now; retry shortly",
             NOT_SYNCED_RETRY_S,
         )
     return snapshot
+
+
+async def raise_if_unplaced(deps: Deps, entry: Entry) -> None:
+    """For a book no replica of which has published anything: BookUnplacedError with the
+    scheduler's reason, when it has one (only ever asked on the way to a 503)."""
+    if entry.replicas:
+        return
+    reason = (await UnplacedBooks(deps.redis).reasons([entry.book])).get(entry.book)
+    if reason is not None:
+        book = entry.book
+        raise BookUnplacedError(f"{book.exchange} {book.market}: {reason}", REFUSED_RETRY_S)
 
 
 def deeper_view(
@@ -91,10 +113,14 @@ def deepest(deps: Deps, entry: Entry, head: Snapshot, now_ms: int) -> Snapshot:
     return entry.deep_of(head, now_ms, deps.settings.max_silence_ms) or head
 
 
-def best_status(replicas: dict[int, Snapshot], now_ms: int, max_silence_ms: int) -> str:
-    """How a book is doing: ``synced``, ``resyncing``, ``stale`` (all silent) or ``starting`` (none)."""
+def best_status(
+    replicas: dict[int, Snapshot], now_ms: int, max_silence_ms: int, unplaced: str | None = None
+) -> str:
+    """How a book is doing: ``synced``, ``resyncing``, ``stale`` (all silent), ``refused`` (the venue
+    refuses the key), ``unplaced`` (no replica could be placed: ``unplaced`` says why) or
+    ``starting`` (none yet)."""
     if not replicas:
-        return "starting"
+        return "starting" if unplaced is None else "unplaced"
     if choose_replica(replicas.values(), now_ms, max_silence_ms) is not None:
         return BookStatus.SYNCED.label
     heard = [s for s in replicas.values() if now_ms - s.publish_time <= max_silence_ms]

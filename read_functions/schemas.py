@@ -110,7 +110,7 @@ REPLICA_COUNTERS = ("restarts", "handovers", "stale_episodes", "stall_checks", "
 _STORED_LEVELS = {"bids": INT, "asks": INT, "more_bids": BOOL, "more_asks": BOOL}
 _REPLICA_INFO = {
     "replica": INT,
-    "status": {"type": "string", "enum": ["synced", "resyncing", "stale"]},
+    "status": {"type": "string", "enum": ["synced", "resyncing", "stale", "refused"]},
     "update_id": INT,
     "ingest_time": NULLABLE_INT,
     "confirmed_time": NULLABLE_INT,
@@ -120,6 +120,13 @@ _REPLICA_INFO = {
     "deep": {"oneOf": [{"type": "null"}, obj({**_STORED_LEVELS, "update_id": INT, "publish_time": INT})]},
     "resyncs": {"type": ["object", "null"], "additionalProperties": INT},
     **{name: NULLABLE_INT for name in REPLICA_COUNTERS},
+}
+
+BOOK_STATUS: Schema = {
+    "type": "string",
+    "enum": ["synced", "resyncing", "stale", "refused", "unplaced", "starting"],
+    "description": "refused: the venue refuses Ladder's key; unplaced: no replica could be placed "
+    "(see reason)",
 }
 
 _STATUS = {"type": "string", "enum": ["synced", "resyncing", "stale", "starting"]}
@@ -230,7 +237,7 @@ COMPONENTS: dict[str, Schema] = {
                 {
                     "exchange": STR,
                     "market": STR,
-                    "status": {"type": "string", "enum": ["resyncing", "stale", "starting"]},
+                    "status": {"type": "string", "enum": ["resyncing", "stale", "refused", "starting"]},
                 }
             ),
         ]
@@ -240,9 +247,10 @@ COMPONENTS: dict[str, Schema] = {
         {
             "exchange": STR,
             "market": STR,
-            "status": {"type": "string", "enum": ["synced", "resyncing", "stale", "starting"]},
+            "status": BOOK_STATUS,
             "replicas": array_of(obj(_REPLICA_INFO)),
-        }
+        },
+        {"reason": STR},
     ),
     "Market": obj({"exchange": STR, "market": STR, "status": STR, "base": STR, "quote": STR}),
     "Markets": obj({"markets": array_of(ref("Market"))}),
@@ -277,10 +285,8 @@ COMPONENTS: dict[str, Schema] = {
         {
             "subscriptions": array_of(
                 obj(
-                    {
-                        **SUBSCRIPTION,
-                        "status": {"type": "string", "enum": ["synced", "resyncing", "stale", "starting"]},
-                    }
+                    {**SUBSCRIPTION, "status": BOOK_STATUS},
+                    {"reason": STR},
                 )
             )
         }

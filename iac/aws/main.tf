@@ -67,15 +67,16 @@ module "observability" {
 module "iam" {
   source = "./modules/iam"
 
-  name                        = var.name
-  table_arn                   = module.control_tables.table_arn
-  table_index_arns            = module.control_tables.index_arns
-  api_key_pepper_secret_arn   = module.secrets.api_key_pepper_arn
-  admin_key_secret_arn        = module.secrets.admin_key_arn
-  store_auth_token_secret_arn = module.secrets.store_auth_token_arn
-  read_log_group_arn          = module.observability.log_group_arns["read"]
-  service_log_group_arns      = [module.observability.log_group_arns["ingest"], module.observability.log_group_arns["control"]]
-  ecr_repository_arns         = var.ecr_repository_arns
+  name                          = var.name
+  table_arn                     = module.control_tables.table_arn
+  table_index_arns              = module.control_tables.index_arns
+  api_key_pepper_secret_arn     = module.secrets.api_key_pepper_arn
+  admin_key_secret_arn          = module.secrets.admin_key_arn
+  store_auth_token_secret_arn   = module.secrets.store_auth_token_arn
+  alpaca_credentials_secret_arn = var.alpaca_credentials_secret_arn
+  read_log_group_arn            = module.observability.log_group_arns["read"]
+  service_log_group_arns        = [module.observability.log_group_arns["ingest"], module.observability.log_group_arns["control"]]
+  ecr_repository_arns           = var.ecr_repository_arns
 }
 
 module "read_functions" {
@@ -111,31 +112,32 @@ module "read_functions" {
 module "services" {
   source = "./modules/services"
 
-  name                        = var.name
-  image                       = var.image
-  cpu_architecture            = var.ecs_cpu_architecture
-  ingest_cpu                  = var.ingest_cpu
-  ingest_memory_mb            = var.ingest_memory_mb
-  control_cpu                 = var.control_cpu
-  control_memory_mb           = var.control_memory_mb
-  ingest_min_count            = var.ingest_min_count
-  ingest_max_count            = var.ingest_max_count
-  ingest_cpu_target_percent   = var.ingest_cpu_target_percent
-  ingest_stop_timeout_seconds = var.ingest_stop_timeout_seconds
-  container_insights          = var.container_insights
-  subnet_ids                  = module.network.private_subnet_ids
-  ingest_security_group_id    = module.network.ingest_security_group_id
-  control_security_group_id   = module.network.control_security_group_id
-  execution_role_arn          = module.iam.task_execution_role_arn
-  ingest_task_role_arn        = module.iam.ingest_task_role_arn
-  control_task_role_arn       = module.iam.control_task_role_arn
-  ingest_log_group_name       = module.observability.log_group_names["ingest"]
-  control_log_group_name      = module.observability.log_group_names["control"]
-  redis_url                   = module.store.redis_url
-  redis_cluster               = module.store.cluster_mode_enabled
-  table_name                  = module.control_tables.table_name
-  api_key_pepper_secret_arn   = module.secrets.api_key_pepper_arn
-  admin_key_secret_arn        = module.secrets.admin_key_arn
-  store_auth_token_secret_arn = module.secrets.store_auth_token_arn
-  extra_environment           = var.extra_environment
+  name                          = var.name
+  image                         = var.image
+  cpu_architecture              = var.ecs_cpu_architecture
+  ingest_cpu                    = var.ingest_cpu
+  ingest_memory_mb              = var.ingest_memory_mb
+  control_cpu                   = var.control_cpu
+  control_memory_mb             = var.control_memory_mb
+  ingest_min_count              = var.ingest_min_count
+  ingest_max_count              = var.ingest_max_count
+  ingest_cpu_target_percent     = var.ingest_cpu_target_percent
+  ingest_stop_timeout_seconds   = var.ingest_stop_timeout_seconds
+  container_insights            = var.container_insights
+  subnet_ids                    = module.network.private_subnet_ids
+  ingest_security_group_id      = module.network.ingest_security_group_id
+  control_security_group_id     = module.network.control_security_group_id
+  execution_role_arn            = module.iam.task_execution_role_arn
+  ingest_task_role_arn          = module.iam.ingest_task_role_arn
+  control_task_role_arn         = module.iam.control_task_role_arn
+  ingest_log_group_name         = module.observability.log_group_names["ingest"]
+  control_log_group_name        = module.observability.log_group_names["control"]
+  redis_url                     = module.store.redis_url
+  redis_cluster                 = module.store.cluster_mode_enabled
+  table_name                    = module.control_tables.table_name
+  api_key_pepper_secret_arn     = module.secrets.api_key_pepper_arn
+  admin_key_secret_arn          = module.secrets.admin_key_arn
+  store_auth_token_secret_arn   = module.secrets.store_auth_token_arn
+  alpaca_credentials_secret_arn = var.alpaca_credentials_secret_arn
+  extra_environment             = var.extra_environment
 }

@@ -59,6 +59,12 @@ variable "single_nat_gateway" {
 
 # --- secrets ----------------------------------------------------------------------------------
 
+variable "alpaca_credentials_secret_arn" {
+  description = "ARN of an existing secret holding the Alpaca key pool, KEY_ID:SECRET,... (alpaca-crypto in LADDER_EXCHANGES); empty: no Alpaca."
+  type        = string
+  default     = ""
+}
+
 variable "api_key_pepper" {
   description = "Pepper for API-key HMACs (>= 32 characters). Changing it invalidates every issued key."
   type        = string

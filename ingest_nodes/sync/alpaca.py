@@ -13,6 +13,10 @@ disconnect or an invalidation) are dropped, and after a disconnect the book is g
 next reset. This machine never asks for a snapshot; after ``invalidate`` the caller has to
 resubscribe the symbol to make the venue send a fresh reset.
 
+The venue has no update ids, so this machine's ``update_id`` is its own: the number of messages it
+has applied since it was made, resets included. It only grows, so a reader sees a replica's book
+move forward, but it says nothing across replicas (each counts from when it subscribed).
+
 Transitions (``_ON_UPDATE`` below is this table as data):
 
     state   update                                snapshot   disconnect/invalidate
@@ -33,15 +37,16 @@ from ingest_nodes.sync.state import SyncState
 
 
 class AlpacaSyncMachine:
-    """Keeps one Alpaca book's sync state; its update id is always 0 (the venue has none)."""
+    """Keeps one Alpaca book's sync state; its update id counts the messages it applied."""
 
-    __slots__ = ("state",)
+    __slots__ = ("applied", "state")
 
     def __init__(self, *, max_buffer: int = 10_000) -> None:
         """``max_buffer`` is accepted so every machine is built alike; Alpaca never buffers."""
         if max_buffer < 1:
             raise ValueError(f"max_buffer must be at least 1, got {max_buffer}")
         self.state = SyncState.IDLE
+        self.applied = 0
 
     @property
     def synced(self) -> bool:
@@ -50,8 +55,8 @@ class AlpacaSyncMachine:
 
     @property
     def update_id(self) -> int | None:
-        """0 while synced (Alpaca has no ids), None otherwise."""
-        return 0 if self.state is SyncState.SYNCED else None
+        """Messages applied so far while synced (Alpaca has no ids), None otherwise."""
+        return self.applied if self.state is SyncState.SYNCED else None
 
     @property
     def buffered(self) -> int:
@@ -78,9 +83,11 @@ class AlpacaSyncMachine:
         if not update.reset:
             return []
         self.state = SyncState.SYNCED
+        self.applied += 1
         return [ApplyUpdate(update)]
 
     def _follow(self, update: DepthUpdate) -> list[Action]:
+        self.applied += 1
         return [ApplyUpdate(update)]
 
     def _discard(self, reason: str) -> list[Action]:

@@ -11,6 +11,7 @@ from typing import Any
 
 from book_store.codec import Snapshot
 from book_store.reader import BookReader
+from book_store.unplaced import UnplacedBooks
 from read_functions.book_read import authorize_book, best_status
 from read_functions.deps import Deps, now_ms
 from read_functions.messages import Request, Response, json_response
@@ -44,10 +45,12 @@ async def get_book_info(request: Request, deps: Deps) -> Response:
                                                "publish_time": deep.publish_time},
             **{name: counted.get(name) for name in COUNTERS},
         })  # fmt: skip
+    unplaced = None if stored.heads else (await UnplacedBooks(deps.redis).reasons([book])).get(book)
     return json_response({
         "exchange": book.exchange,
         "market": book.market,
-        "status": best_status(stored.heads, now, deps.settings.max_silence_ms),
+        "status": best_status(stored.heads, now, deps.settings.max_silence_ms, unplaced),
+        **({"reason": unplaced} if unplaced is not None else {}),
         "replicas": replicas,
     })  # fmt: skip
 

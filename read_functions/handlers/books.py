@@ -8,8 +8,14 @@ from __future__ import annotations
 
 import zlib
 
-from control_plane.errors import BookTooOldError
-from read_functions.book_read import authorize_book, cached_entry, deeper_view, synced_replica
+from control_plane.errors import BookNotSyncedError, BookTooOldError
+from read_functions.book_read import (
+    authorize_book,
+    cached_entry,
+    deeper_view,
+    raise_if_unplaced,
+    synced_replica,
+)
 from read_functions.book_view import Side, view_of
 from read_functions.deps import Deps, now_ms
 from read_functions.messages import JSON, Request, Response
@@ -45,7 +51,11 @@ async def _read(request: Request, deps: Deps, side: Side) -> Response:
     entry = await cached_entry(deps, ref)
     now = now_ms()
     # Past this point only the entry and its view are touched, not the snapshot: see Entry.served.
-    head = synced_replica(deps, entry, now)
+    try:
+        head = synced_replica(deps, entry, now)
+    except BookNotSyncedError:
+        await raise_if_unplaced(deps, entry)
+        raise
     view = view_of(entry, head, depth, side)
     since = view.known_time
     served = head

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 
 from book_store.catalog import TRADING, MarketInfo
 from book_store.keys import BookKey
+from book_store.unplaced import UnplacedBooks
 from control_plane.auth import require_tenant
 from control_plane.depth import DEFAULT_DEPTH
 from control_plane.errors import InvalidRequestError
@@ -50,11 +51,13 @@ async def list_subscriptions(request: Request, deps: Deps) -> Response:
     subscriptions = await deps.control.subscriptions(require_tenant(request.principal))
     books = [BookKey(s.exchange, s.market) for s in subscriptions]
     replicas = await deps.books.peek_many(books)
+    unplaced = await UnplacedBooks(deps.redis).reasons([b for b in books if not replicas[b]])
     now = now_ms()
     silence = deps.settings.max_silence_ms
     return json_response({
         "subscriptions": [
-            {**s.to_json(), "status": best_status(replicas[book], now, silence)}
+            {**s.to_json(), "status": best_status(replicas[book], now, silence, unplaced.get(book)),
+             **({"reason": unplaced[book]} if book in unplaced else {})}
             for s, book in zip(subscriptions, books, strict=True)
         ]
     })  # fmt: skip

@@ -384,3 +384,51 @@ def test_moves_of_multi_replica_books_stick() -> None:
 
     assert per_node(state) == {"a": 4, "b": 4, "c": 4}
     _check_invariants(state, desired, nodes)
+
+
+# -- venue keys (Alpaca: one stream connection per key) --------------------------------------
+
+
+def pair(i: int) -> BookRef:
+    return BookRef("alpaca-crypto", f"C{i:02d}/USD")
+
+
+def test_a_keyed_exchange_goes_to_at_most_one_node_per_key() -> None:
+    nodes = [make_node(n) for n in "abc"]
+    desired = wants({pair(1): 2, pair(2): 2, book(1): 3})
+    plan = plan_assignments(desired, nodes, [], set(), keyed={"alpaca-crypto": 2})
+    alpaca = [a for a in plan.assignments if a.exchange == "alpaca-crypto"]
+    assert len(alpaca) == 4 and len({a.node_id for a in alpaca}) == 2
+    for ref in (pair(1), pair(2)):  # two replicas of a book never on one node: that takes two keys
+        assert len({a.node_id for a in alpaca if a.book == ref}) == 2
+    assert len([a for a in plan.assignments if a.book == book(1)]) == 3, "other exchanges unaffected"
+    assert not plan.unplaced and not plan.reasons
+
+
+def test_a_pool_too_small_leaves_replicas_unplaced_with_a_reason() -> None:
+    nodes = [make_node(n) for n in "abc"]
+    plan = plan_assignments(wants({pair(1): 2}), nodes, [], set(), keyed={"alpaca-crypto": 1})
+    assert len(plan.assignments) == 1
+    assert plan.unplaced == {pair(1): 1}
+    assert "pool of 1 key(s)" in plan.reasons[pair(1)] and "add keys" in plan.reasons[pair(1)]
+    empty = plan_assignments(wants({pair(1): 1}), nodes, [], set(), keyed={"alpaca-crypto": 0})
+    assert not empty.assignments and "pool of 0 key(s)" in empty.reasons[pair(1)]
+
+
+def test_a_keyed_book_follows_its_key_when_a_node_dies() -> None:
+    nodes = [make_node(n) for n in "abc"]
+    keyed = {"alpaca-crypto": 2}
+    first = plan_assignments(wants({pair(1): 1, pair(2): 1}), nodes, [], set(), keyed=keyed)
+    holders = {a.node_id for a in first.assignments}
+    assert len(holders) == 2
+    dead = sorted(holders)[0]
+    live = [n for n in nodes if n.id != dead]
+    second = plan_assignments(
+        wants({pair(1): 1, pair(2): 1}),
+        live,
+        sorted(first.assignments),
+        synced_all(first.assignments),
+        keyed=keyed,
+    )
+    assert len(second.assignments) == 2 and dead not in {a.node_id for a in second.assignments}
+    assert len({a.node_id for a in second.assignments}) <= 2 and not second.unplaced

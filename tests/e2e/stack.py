@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from control_plane.cli import STORE_PASSWORD_FILE, embedded_stores, fake_venue_env
+from control_plane.cli import FAKE_ALPACA_ARGS, STORE_PASSWORD_FILE, embedded_stores, fake_venue_env
 from control_plane.supervisor import Child, Supervisor, child_env
 from tests.e2e.tcp_proxy import CuttableProxy
 
@@ -201,6 +201,7 @@ def start_stack(
             "30",
             "--alpaca-symbols",
             "5",
+            *FAKE_ALPACA_ARGS,
         ]
         venue = supervisor.start(
             child(

@@ -132,3 +132,49 @@ async def test_a_client_that_stops_reading_gets_407_then_is_closed(http: aiohttp
         assert message.type == aiohttp.WSMsgType.CLOSE
     finally:
         await fake.stop()
+
+
+async def test_the_asset_list_checks_keys_and_lists_every_pair(http: aiohttp.ClientSession) -> None:
+    fake = FakeVenue(small_config(alpaca_credentials=(("good", "secret"),)))
+    await fake.start()
+    try:
+        url = fake.alpaca_trading_url + "/v2/assets?asset_class=crypto"
+        async with http.get(url, headers={"APCA-API-KEY-ID": "bad", "APCA-API-SECRET-KEY": "x"}) as r:
+            assert r.status == 403
+        good = {"APCA-API-KEY-ID": "good", "APCA-API-SECRET-KEY": "secret"}
+        async with http.get(url, headers=good) as r:
+            assets = await r.json()
+        assert len(assets) == 12 and assets[0]["symbol"] == "BTC/USD"
+        assert all(a["class"] == "crypto" and a["status"] == "active" and a["tradable"] for a in assets)
+        async with http.get(fake.alpaca_trading_url + "/v2/assets", headers=good) as r:
+            assert await r.json() == [], "no equities here"
+    finally:
+        await fake.stop()
+
+
+async def test_every_location_serves_the_feed(venue: FakeVenue, http: aiohttp.ClientSession) -> None:
+    for location in ("us", "us-1", "eu-1"):
+        ws = await http.ws_connect(f"{venue.alpaca_stream_url}/v1beta3/crypto/{location}")
+        assert await next_json(ws) == [{"T": "success", "msg": "connected"}]
+        await ws.close()
+
+
+async def test_a_reset_storm_sends_whole_books_between_updates(
+    venue: FakeVenue, http: aiohttp.ClientSession
+) -> None:
+    ws = await authed(http, venue)
+    await ws.send_json({"action": "subscribe", "orderbooks": ["ETH/USD"]})
+    await next_json(ws)
+    await control(http, venue, action="rate", venue="alpaca", rate=0)
+    await asyncio.sleep(0.2)
+    while True:  # drain what was sent before the venue went quiet
+        try:
+            await ws.receive(timeout=0.3)
+        except TimeoutError:
+            break
+    await control(http, venue, action="alpaca_reset", symbol="ETH/USD", count=4)
+    kinds: list[bool] = []
+    while len(kinds) < 7:
+        kinds += [bool(item.get("r")) for item in await next_json(ws)]
+    assert kinds == [True, False, True, False, True, False, True]
+    await ws.close()

@@ -55,3 +55,12 @@ def test_deep_symbol_flags() -> None:
     config = config_from(parse_args(["--deep-symbols", "50", "--deep-levels", "6000", "--levels", "1500"]))
     assert (config.deep_symbols, config.deep_levels, config.levels) == (50, 6000, 1500)
     assert config_from(parse_args([])).deep_symbols == VenueConfig().deep_symbols == 0
+
+
+def test_alpaca_flags() -> None:
+    args = ["--alpaca-credentials", "k1:s1,k2:s2", "--alpaca-connection-limit", "1"]
+    config = config_from(parse_args(args))
+    assert config.alpaca_credentials == (("k1", "s1"), ("k2", "s2"))
+    assert config.alpaca_connection_limit == 1
+    defaults = config_from(parse_args([]))
+    assert defaults.alpaca_credentials == () and defaults.alpaca_connection_limit == 0

@@ -133,7 +133,7 @@ def test_alpaca_reset_replaces_the_whole_book_and_trusts_every_level() -> None:
     assert (
         engine.on_update(alpaca(bids=[("10", "1")], asks=[("11", "1")], reset=True, event_time=2)) == CHANGED
     )
-    assert engine.synced and engine.update_id == 0 and engine.event_time == 2
+    assert engine.synced and engine.update_id == 1 and engine.event_time == 2  # messages applied
     assert engine.on_update(alpaca(bids=[("9", "2")], event_time=3)) == CHANGED
     assert engine.book.top_bids(5) == [b'["10","1"]', b'["9","2"]']
     assert engine.on_update(alpaca(asks=[("12", "1")], reset=True, event_time=4)) == CHANGED
@@ -197,6 +197,6 @@ def test_replay_of_a_recorded_alpaca_session() -> None:
             if isinstance(message, DepthUpdate) and message.symbol == "BTC/USD":
                 engine.on_update(message)
     assert engine.synced
-    assert engine.book.bids() == [("71857.00", "0.10"), ("71855", "1.2")]
+    assert engine.book.bids() == [("71857", "0.1"), ("71855", "1.2")]  # canonical decimal strings
     assert engine.book.asks() == [("71939.7", "0.0015")]
     assert engine.event_time == int(datetime(2024, 3, 12, 10, 38, 51, 250000, tzinfo=UTC).timestamp() * 1000)

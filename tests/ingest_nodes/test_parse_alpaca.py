@@ -47,7 +47,7 @@ def test_recorded_style_session_parses_in_order() -> None:
     assert update.event_time == SECOND_0838_51
     [last] = frames[6]
     assert isinstance(last, DepthUpdate)
-    assert last.bids == (("71857.00", "0.10"),)  # trailing zeros kept as written
+    assert last.bids == (("71857", "0.1"),)  # canonical: trailing zeros dropped, one price one string
     assert frames[7] == [AlpacaError(code=407, msg="slow client")]
 
 
@@ -59,7 +59,10 @@ def test_recorded_style_session_parses_in_order() -> None:
         ("2.5e3", "2500"),
         ("92233720368.54775807", "92233720368.54775807"),
         ("0", "0"),
-        ("0.0", "0.0"),
+        ("0.0", "0"),
+        ("71859.530", "71859.53"),
+        ("7.185953E+4", "71859.53"),
+        ("1.23456789012345678901234567890123", "1.23456789012345678901234567890123"),
         ("123456789012345678901234567890", "123456789012345678901234567890"),
     ],
 )
@@ -67,6 +70,13 @@ def test_numbers_become_exact_plain_strings(number: str, rendered: str) -> None:
     raw = '{"T":"o","S":"X/USD","t":"2024-01-01T00:00:00Z","b":[{"p":' + number + ',"s":1}],"a":[]}'
     [update] = parse_alpaca_frame(raw, 0)
     assert isinstance(update, DepthUpdate) and update.bids == ((rendered, "1"),)
+
+
+@pytest.mark.parametrize("number", ["-1", "-0.5", "NaN", "Infinity", '"1.5"'])
+def test_negative_and_non_numbers_are_refused(number: str) -> None:
+    raw = '{"T":"o","S":"X/USD","t":"2024-01-01T00:00:00Z","b":[{"p":1,"s":' + number + '}],"a":[]}'
+    with pytest.raises(VenuePayloadError, match="non-negative number"):
+        parse_alpaca_frame(raw, 0)
 
 
 @pytest.mark.parametrize(

@@ -20,6 +20,7 @@ from ingest_nodes.publisher import Publisher
 from ingest_nodes.stall_watch import Rhythm
 from ingest_nodes.stats import ReplicaStats
 from ingest_nodes.sync import SpotSyncMachine
+from ingest_nodes.venues.stream import Refused
 from tests.ingest_nodes.driver import snap, upd
 
 BOOK = BookKey("binance.com", "ETHBTC")
@@ -40,6 +41,7 @@ class Replica:
     last_publish_ms: int = 0
     last_status: BookStatus | None = None
     stats: ReplicaStats = field(default_factory=ReplicaStats)
+    refusal: Refused | None = None
     engine: BookEngine = field(default_factory=lambda: BookEngine(SpotSyncMachine()))
     windows: list[tuple[SideWindow, SideWindow]] = field(default_factory=list)
     watch: Rhythm = field(default_factory=lambda: Rhythm(int(time.time() * 1000)))

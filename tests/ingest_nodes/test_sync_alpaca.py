@@ -23,7 +23,7 @@ def test_reset_syncs_and_later_updates_apply() -> None:
     machine = AlpacaSyncMachine()
     drive(machine, (RESET, [ApplyUpdate(RESET)]), (UPDATE, [ApplyUpdate(UPDATE)]))
     assert machine.synced
-    assert machine.update_id == 0
+    assert machine.update_id == 2  # messages applied: the reset and the update
 
 
 def test_reset_mid_stream_is_applied_as_a_whole_book() -> None:

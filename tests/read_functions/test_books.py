@@ -7,6 +7,7 @@ import gzip
 import orjson
 
 from book_store.codec import BookStatus
+from book_store.unplaced import UnplacedBooks
 from tests.read_functions.helpers import ALPACA, BTC, ETH, Stack, levels, now_ms, snapshot, validate
 
 
@@ -152,3 +153,31 @@ async def test_request_id_is_echoed_only_when_safe(stack: Stack) -> None:
     assert response_headers["x-request-id"] == "abc.DEF-123_x"
     _, response_headers, _ = await get(stack, "/healthz", {"X-Request-ID": "bad id<script>"})
     assert response_headers["x-request-id"] != "bad id<script>" and response_headers["x-request-id"]
+
+
+async def test_a_refused_venue_key_and_an_unplaced_book_say_why(stack: Stack) -> None:
+    headers = await stack.subscriber(ALPACA, BTC)
+    path = "/v1/books/alpaca-crypto/BTC%2FUSD"
+    await stack.publish(ALPACA, 1, snapshot(0, 1, status=BookStatus.REFUSED, bids=[], asks=[]))
+    status, response_headers, body = await get(stack, path, headers)
+    assert status == 503 and response_headers["retry-after"] == "30"
+    error = orjson.loads(body)["error"]
+    assert error["code"] == "venue_refused" and "alpaca-crypto" in error["message"]
+    _, _, body = await get(stack, path + "/info", headers)
+    assert orjson.loads(body)["status"] == "refused"
+
+    await UnplacedBooks(stack.store).replace({BTC: "1 replica(s) unplaced: no live node with room"})
+    status, _, body = await get(stack, "/v1/books/binance.com/BTCUSDT", headers)
+    assert status == 503
+    error = orjson.loads(body)["error"]
+    assert error["code"] == "book_unplaced" and "no live node with room" in error["message"]
+    _, _, body = await get(stack, "/v1/books/binance.com/BTCUSDT/info", headers)
+    info = orjson.loads(body)
+    validate(info, "BookInfo")
+    assert info["status"] == "unplaced" and "no live node" in info["reason"]
+    _, _, body = await get(stack, "/v1/subscriptions", headers)
+    listed = {s["market"]: s for s in orjson.loads(body)["subscriptions"]}
+    validate(orjson.loads(body), "Subscriptions")
+    assert listed["BTCUSDT"]["status"] == "unplaced" and "reason" in listed["BTCUSDT"]
+    assert listed["BTC/USD"]["status"] == "refused"
+    await UnplacedBooks(stack.store).replace({})

@@ -1,9 +1,12 @@
 """Pure parser for Alpaca's crypto market-data stream frames (JSON text frames).
 
-Alpaca writes prices and sizes as JSON numbers. They are decoded with ``parse_float=Decimal`` (a
-float would turn ``0.1`` into a binary approximation) and rendered back as plain decimal strings
-without an exponent, so the rest of Ladder sees strings exactly like Binance's. Timestamps are
-RFC-3339 with up to nanosecond precision and are truncated to milliseconds.
+Alpaca writes prices and sizes as JSON numbers. They are decoded with the standard library's
+``json`` and ``parse_float=Decimal``, which hands the number's own text to ``Decimal`` (orjson, like
+any float parser, would turn ``0.1`` into a binary approximation first), and rendered back in one
+canonical form: plain decimal, no exponent, no trailing zeros (``71859.530`` and ``7.185953E+4``
+are both ``71859.53``, zero is ``0``), so one price is one level and one published string whatever
+the venue wrote. Negative numbers, NaN and infinities are refused. Timestamps are RFC-3339 with up
+to nanosecond precision and are truncated to milliseconds.
 """
 
 from __future__ import annotations
@@ -123,12 +126,16 @@ def _levels(rows: object, side: str) -> tuple[Level, ...]:
 
 
 def _number(value: object, key: str) -> str:
-    """A JSON number as a plain decimal string: ``71859.53``, ``0``, ``1E-7`` -> ``0.0000001``."""
-    if type(value) is int:
+    """A JSON number in canonical form: ``71859.530`` -> ``71859.53``, ``1E-7`` -> ``0.0000001``,
+    ``0.0`` -> ``0`` (exact: no rounding context is involved)."""
+    if type(value) is int and value >= 0:
         return str(value)
-    if isinstance(value, Decimal):
-        return format(value, "f")
-    raise VenuePayloadError(f"level {key!r} is missing or not a number")
+    if isinstance(value, Decimal) and value.is_finite() and value >= 0:
+        if not value:
+            return "0"
+        text = format(value, "f")
+        return text.rstrip("0").rstrip(".") if "." in text else text
+    raise VenuePayloadError(f"level {key!r} is missing or not a non-negative number")
 
 
 def _str(message: Mapping[str, object], key: str) -> str:

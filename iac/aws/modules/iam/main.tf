@@ -5,17 +5,20 @@
 #   read (Lambda)    read/write     pepper, admin key, store     its group     VPC ENIs
 #   ingest (task)    read/write     -                            -             PutMetricData, namespace Ladder
 #   control (task)   read/write     -                            -             -
-#   task execution   -              pepper, admin key, store     ECS groups    pull from the listed ECR repos
+#   task execution   -              pepper, admin key, store,    ECS groups    pull from the listed ECR repos
+#                                   Alpaca keys (when given)
 #
 # The read function serves the tenant and operator routes, so it reads the pepper and the admin
 # key itself (at cold start, from the ARNs in its environment). ECS tasks never read a secret: the
 # ECS agent, under the execution role, injects into each container only the values its task
-# definition names (ingest nodes get the store password alone). Ingest nodes register, heartbeat
+# definition names (ingest nodes get the store password and, when given, the Alpaca key pool). Ingest nodes register, heartbeat
 # and poll their assignments in the control table, hence read/write there.
 
 locals {
   table_resources = concat([var.table_arn], var.table_index_arns)
   all_secret_arns = [var.api_key_pepper_secret_arn, var.admin_key_secret_arn, var.store_auth_token_secret_arn]
+  # The read function never needs the venue keys; only the ECS agent injects them into services.
+  service_secret_arns = compact(concat(local.all_secret_arns, [var.alpaca_credentials_secret_arn]))
 }
 
 data "aws_iam_policy_document" "table_access" {
@@ -108,7 +111,7 @@ data "aws_iam_policy_document" "execution" {
   statement {
     sid       = "InjectedSecrets"
     actions   = ["secretsmanager:GetSecretValue"]
-    resources = local.all_secret_arns
+    resources = local.service_secret_arns
   }
 
   statement {

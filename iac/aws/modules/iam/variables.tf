@@ -38,6 +38,12 @@ variable "store_auth_token_secret_arn" {
   type        = string
 }
 
+variable "alpaca_credentials_secret_arn" {
+  description = "ARN of the Alpaca key pool secret (KEY_ID:SECRET,...); empty: none."
+  type        = string
+  default     = ""
+}
+
 variable "read_log_group_arn" {
   description = "ARN of the read function's log group."
   type        = string

@@ -26,6 +26,10 @@ locals {
     LADDER_DYNAMODB_REGION = local.region
   })
 
+  alpaca_secrets = var.alpaca_credentials_secret_arn == "" ? {} : {
+    LADDER_ALPACA_CREDENTIALS = var.alpaca_credentials_secret_arn
+  }
+
   processes = {
     ingest = {
       command       = var.ingest_command
@@ -38,8 +42,11 @@ locals {
       environment = merge(local.common_environment, {
         LADDER_DRAIN_TIMEOUT_S = tostring(var.ingest_stop_timeout_seconds - 15)
       })
-      # Ingest nodes need the store password and nothing else secret.
-      secrets = { LADDER_REDIS_PASSWORD = var.store_auth_token_secret_arn }
+      # Ingest nodes need the store password and, to connect to Alpaca, its key pool.
+      secrets = merge(
+        { LADDER_REDIS_PASSWORD = var.store_auth_token_secret_arn },
+        local.alpaca_secrets,
+      )
     }
     control = {
       command       = var.control_command
@@ -49,11 +56,12 @@ locals {
       log_group     = var.control_log_group_name
       stop_timeout  = var.control_stop_timeout_seconds
       environment   = local.common_environment
-      secrets = {
+      # The control plane counts the Alpaca keys (one node per key) and never uses them.
+      secrets = merge({
         LADDER_REDIS_PASSWORD = var.store_auth_token_secret_arn
         LADDER_PEPPER         = var.api_key_pepper_secret_arn
         LADDER_ADMIN_KEY      = var.admin_key_secret_arn
-      }
+      }, local.alpaca_secrets)
     }
   }
 }

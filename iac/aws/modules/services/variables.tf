@@ -222,6 +222,12 @@ variable "store_auth_token_secret_arn" {
   type        = string
 }
 
+variable "alpaca_credentials_secret_arn" {
+  description = "ARN of the Alpaca key pool secret, injected as LADDER_ALPACA_CREDENTIALS (ingest and control); empty: none."
+  type        = string
+  default     = ""
+}
+
 variable "extra_environment" {
   description = "Further LADDER_* settings for both services (venue URLs, depth, ...); the store, table and secret settings always win."
   type        = map(string)
