@@ -119,6 +119,8 @@ class BookReplica:
         self.source: StreamConnection | None = None
         self.last_event_ms = now_ms()
         self.watch = Rhythm(self.last_event_ms, stall_policy)
+        # Without snapshots there is no stall check: a suspect silence is judged as a failed check is.
+        self.watch.check_failed = resets_on_stream
         """The book's rhythm of events, and its confirmations (see ``stall_watch``)."""
         self.stalled = False
         """A check found events missing: published stale until the next event starts a resync."""

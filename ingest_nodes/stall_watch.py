@@ -77,7 +77,8 @@ class Rhythm:
         self.confirmed_ms: int | None = None
         """When a check last found the venue where the book is (None: none did since the start)."""
         self.check_failed = False
-        """The last check of the current silence could not be made (the venue refused or timed out)."""
+        """The last check could not be made (the venue refused or timed out), or none can be: a
+        suspect silence then turns the book stale after the publisher's ``stale_after_ms``."""
 
     @property
     def policy(self) -> StallPolicy:
@@ -89,7 +90,6 @@ class Rhythm:
         self._last_event_ms = now_ms
         self._backoff = 1
         self._rhythm = None
-        self.check_failed = False
 
     def restart(self, now_ms: int) -> None:
         """The book starts over (synced again, or resumed after a stall): the silence that ended is
@@ -97,7 +97,6 @@ class Rhythm:
         self._last_event_ms = now_ms
         self._backoff = 1
         self.confirmed_ms = None
-        self.check_failed = False
 
     @property
     def last_event_ms(self) -> int:
