@@ -140,7 +140,8 @@ async def test_head_answers_a_get_route_without_its_body(target: Target, path: s
         writer.write(get(path, "head", key, method="HEAD") + get("/healthz", "next"))
         head = await read_reply(reader, head=True)
         assert (full.status, head.status) == (200, 200), full.body
-        assert int(head.headers["content-length"]) == len(full.body)
+        # Book answers carry age_ms, which may gain a digit between the two requests.
+        assert abs(int(head.headers["content-length"]) - len(full.body)) <= (2 if BOOK in path else 0)
         assert head.headers["content-type"] == full.headers["content-type"]
         after = await read_reply(reader)  # would begin with the HEAD answer's body if it had one
         assert (after.status, after.headers["x-request-id"]) == (200, "next")
