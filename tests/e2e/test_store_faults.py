@@ -306,7 +306,7 @@ def test_a_slow_store_slows_store_calls_and_nothing_breaks(stack: Stack, key: st
         outcomes,
         load.errors[:5],
     )
-    assert all_synced(stack, key)
+    wait_until(lambda: all_synced(stack, key), "every book synced again once the store answers at speed")
     reads = dict(load.outcomes("read", since=started))
     print(
         f"slow store (+200 ms): reads {reads} over {ended - started:.1f} s, "
