@@ -1,4 +1,5 @@
-"""Shared test servers: one real Valkey per test session (per xdist worker), never a fake."""
+"""Shared test servers: one real Valkey per test session (per xdist worker), never a fake; and one
+real 6-node Valkey Cluster per session for the tests that ask for it."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import pytest
 import redis.asyncio as redis
 
 from ladder_process.embedded_valkey import EmbeddedValkey
+from tests.valkey_cluster import ValkeyCluster
 
 # Database 0 belongs to session-wide stacks; each test that wants a clean slate gets database 1,
 # flushed before it runs (tests within one xdist worker run one after another).
@@ -42,3 +44,20 @@ async def redis_client(clean_redis_url: str) -> AsyncIterator[redis.Redis]:
     client = redis.Redis.from_url(clean_redis_url)
     yield client
     await client.aclose()
+
+
+@pytest.fixture(scope="session")
+def valkey_cluster() -> Iterator[ValkeyCluster]:
+    """3 primaries with a replica each, started the first time a test of the session asks.
+
+    Tests must leave it whole: one that kills nodes starts a cluster of its own.
+    """
+    with ValkeyCluster() as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def clean_cluster_url(valkey_cluster: ValkeyCluster) -> str:
+    """URL of one node of the session's cluster, every shard emptied before the test."""
+    valkey_cluster.flush()
+    return valkey_cluster.url
