@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import time
 from dataclasses import dataclass
 
@@ -82,6 +83,10 @@ class Run:
     wrong_books: int
     timeline: list[tuple[float, float]]
     store_bytes: int = 0
+    ceiling: float = 0.0
+    """Frames per CPU-second this process parsed just before the run: the machine's speed then."""
+    steal_s: float = 0.0
+    """CPU time the hypervisor took from this machine's CPUs during the blast (``/proc/stat``)."""
 
     @property
     def per_core(self) -> float:
@@ -90,6 +95,17 @@ class Run:
     @property
     def per_second(self) -> float:
         return self.events / self.seconds
+
+    @property
+    def per_ceiling(self) -> float:
+        return self.per_core / self.ceiling if self.ceiling else 0.0
+
+
+def steal_seconds() -> float:
+    """CPU seconds stolen by the hypervisor from all CPUs so far (the ``steal`` column of ``/proc/stat``)."""
+    with open("/proc/stat") as stat:
+        fields = stat.readline().split()
+    return int(fields[8]) / os.sysconf("SC_CLK_TCK")
 
 
 async def blast(
@@ -100,6 +116,7 @@ async def blast(
     stored_before = await store_input_bytes(client)
     start_events = total(before, "ladder_ingest_events_total")
     cpu = cpu_seconds(node.pid)
+    stolen = steal_seconds()
     started = time.monotonic()
     sender = asyncio.create_task(replay.blast())
     sender_seconds = 0.0
@@ -118,6 +135,7 @@ async def blast(
             raise TimeoutError(f"the node applied {done:.0f} of {expected} events in 300 s")
     seconds = time.monotonic() - started
     used = cpu_seconds(node.pid) - cpu
+    stolen = steal_seconds() - stolen
     stored = await store_input_bytes(client) - stored_before
     sent = await sender
     return Run(
@@ -131,6 +149,7 @@ async def blast(
         wrong_books=0,
         timeline=timeline,
         store_bytes=stored,
+        steal_s=stolen,
     )
 
 
@@ -203,7 +222,9 @@ async def measure(args: argparse.Namespace, report: Report) -> None:
                     await replay.wait_subscribed(len(pairs))
                     await replay.prime()
                     await wait_synced(http, node, len(pairs), sync_timeout_s(EXCHANGE, len(pairs), depth))
+                    ceiling = parse_ceiling(recording)  # how fast the machine is right now
                     result = await blast(http, client, node, replay, (args.frames - 1) * len(pairs))
+                    result.ceiling = ceiling
                     result.wrong_books = await wrong_books(bench.redis_url, recording)
                     runs.setdefault(case, []).append(result)
                     cpu_pct = 100 * result.cpu_seconds / result.seconds
@@ -211,7 +232,8 @@ async def measure(args: argparse.Namespace, report: Report) -> None:
                         f"{case} run {run + 1}: {result.per_core:,.0f} events per CPU-second, "
                         f"{result.per_second:,.0f} events/s, node CPU {cpu_pct:.0f} %, "
                         f"{result.store_bytes / result.events:,.0f} store bytes per event, "
-                        f"{result.wrong_books} wrong books",
+                        f"{result.wrong_books} wrong books; parse-only {ceiling:,.0f} frames per CPU-second "
+                        f"just before (ratio {result.per_ceiling:.3f}), {result.steal_s:.2f} s stolen",
                         flush=True,
                     )
                     bench.stop_node(node)
@@ -305,6 +327,9 @@ def _write(
             "sender done at s",
             "resyncs",
             "wrong books",
+            "parse-only frames per CPU-s before",
+            "per core / parse-only",
+            "CPU s stolen",
         ],
         [
             [
@@ -322,6 +347,9 @@ def _write(
                 r.sender_seconds,
                 r.resyncs,
                 r.wrong_books,
+                r.ceiling,
+                r.per_ceiling,
+                r.steal_s,
             ]
             for case, case_runs in runs.items()
             for i, r in enumerate(case_runs)

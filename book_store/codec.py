@@ -9,9 +9,9 @@ Answering depth N is then ``blob[:ends[N-1]]``, and a response is a handful of b
 
 Layout (little-endian)::
 
-    header  <B Q q q q q H B B H H I I>  version, update_id, event_time, ingest_time, publish_time,
-                                         confirmed_time, replica, status, flags, n_bids, n_asks,
-                                         len(bids), len(asks)
+    header  <B Q q q q q H B B H H I I Q>  version, update_id, event_time, ingest_time, publish_time,
+                                           confirmed_time, replica, status, flags, n_bids, n_asks,
+                                           len(bids), len(asks), node
     bid_ends   n_bids x u32            end offset of each bid level inside the bids blob
     ask_ends   n_asks x u32
     bids blob, asks blob
@@ -22,6 +22,11 @@ venue that nothing changed since (a quiet book's stall check); the later of the 
 venue state behind the snapshot is, ``publish_time`` only when it was written. The metadata lives
 in the fixed header so that a reader can choose between replicas (status, update id, publish
 time) with one ``struct.unpack_from`` and no JSON at all.
+
+``node`` is the tag of the ingest node (one process, from its start to its end) that wrote the
+snapshot, so that a reader can take the node's heartbeat (:mod:`book_store.liveness`) as word that
+a quiet replica is still kept. Version 3, the same header without ``node``, is still read (as
+written by no known node), so readers can be upgraded before or after the nodes.
 
 Flags say how far a side may be trusted and which of a replica's two snapshots this is:
 
@@ -44,8 +49,9 @@ from typing import NamedTuple
 
 from ladder_process.errors import StoreError
 
-VERSION = 3
-_HEADER = struct.Struct("<BQqqqqHBBHHII")
+VERSION = 4
+_HEADER = struct.Struct("<BQqqqqHBBHHIIQ")
+_HEADER_V3 = struct.Struct("<BQqqqqHBBHHII")
 _END = struct.Struct("<I")
 
 
@@ -83,6 +89,8 @@ class SnapshotMeta(NamedTuple):
     replica: int
     status: BookStatus
     confirmed_time: int | None = None
+    node: int = 0
+    """The tag of the ingest node that wrote it (0: unknown)."""
 
 
 def encode_snapshot(
@@ -105,6 +113,7 @@ def encode_snapshot(
         len(asks),
         len(bid_blob),
         len(ask_blob),
+        meta.node,
     )
     return b"".join((header, _ends(bids).tobytes(), _ends(asks).tobytes(), bid_blob, ask_blob))
 
@@ -128,28 +137,39 @@ class Snapshot:
     served; levels are sliced out of ``raw`` per call.
     """
 
-    __slots__ = ("_asks_len", "_bids_len", "_meta", "ask_count", "bid_count", "confirmed_time", "deep",
-                 "depth", "event_time", "ingest_time", "known_time", "more_asks", "more_bids",
+    __slots__ = ("_asks_len", "_bids_len", "_header", "_meta", "ask_count", "bid_count", "confirmed_time",
+                 "deep", "depth", "event_time", "ingest_time", "known_time", "more_asks", "more_bids", "node",
                  "publish_time", "raw", "recency", "replica", "status", "update_id")  # fmt: skip
 
     def __init__(self, raw: bytes | memoryview) -> None:
         try:
-            header = _HEADER.unpack_from(raw)
-        except struct.error as exc:
+            version = raw[0]
+            if version == VERSION:
+                (_, update_id, event_time, ingest_time, publish_time, confirmed_time, replica, code, flags,
+                 n_bids, n_asks, bids_len, asks_len, node) = _HEADER.unpack_from(raw)  # fmt: skip
+                header_size = _HEADER.size
+            elif version == 3:
+                (_, update_id, event_time, ingest_time, publish_time, confirmed_time, replica, code, flags,
+                 n_bids, n_asks, bids_len, asks_len) = _HEADER_V3.unpack_from(raw)  # fmt: skip
+                node, header_size = 0, _HEADER_V3.size
+            else:
+                raise StoreError(
+                    f"stored snapshot has codec version {version}, this reader knows 3 and {VERSION}"
+                )
+        except (struct.error, IndexError) as exc:
             raise StoreError("stored snapshot is truncated") from exc
-        (version, update_id, event_time, ingest_time, publish_time, confirmed_time, replica, code, flags,
-         n_bids, n_asks, bids_len, asks_len) = header  # fmt: skip
-        if version != VERSION:
-            raise StoreError(f"stored snapshot has codec version {version}, this reader knows {VERSION}")
         status = _STATUS_BY_CODE.get(code)
         if status is None:
             raise StoreError(f"stored snapshot has an unknown status {code}")
         if flags & ~_KNOWN_FLAGS:
             raise StoreError(f"stored snapshot has unknown flags {flags:#x}")
-        size = _HEADER.size + 4 * (n_bids + n_asks) + bids_len + asks_len
+        size = header_size + 4 * (n_bids + n_asks) + bids_len + asks_len
         if len(raw) != size:
             raise StoreError(f"stored snapshot is {len(raw)} bytes, its header says {size}")
         self.raw = raw
+        self._header: int = header_size
+        self.node: int = node
+        """The tag of the ingest node that wrote it (0: unknown, as in version 3)."""
         self.update_id: int = update_id
         self.event_time: int | None = None if event_time < 0 else event_time
         self.ingest_time: int | None = None if ingest_time < 0 else ingest_time
@@ -188,18 +208,19 @@ class Snapshot:
                 self.replica,
                 self.status,
                 self.confirmed_time,
+                self.node,
             )
         return meta
 
     @property
     def bid_ends(self) -> memoryview:
         """End offset of each bid level inside the bids blob."""
-        return memoryview(self.raw)[_HEADER.size : _HEADER.size + 4 * self.bid_count].cast("I")
+        return memoryview(self.raw)[self._header : self._header + 4 * self.bid_count].cast("I")
 
     @property
     def ask_ends(self) -> memoryview:
         """End offset of each ask level inside the asks blob."""
-        start = _HEADER.size + 4 * self.bid_count
+        start = self._header + 4 * self.bid_count
         return memoryview(self.raw)[start : start + 4 * self.ask_count].cast("I")
 
     def bids(self, depth: int) -> memoryview:
@@ -207,15 +228,15 @@ class Snapshot:
 
         A view, not a copy: a response joins it straight into its body, and a cached book holds
         its levels once."""
-        n_bids = self.bid_count
-        start = _HEADER.size + 4 * (n_bids + self.ask_count)
-        return memoryview(self.raw)[start : start + self._cut(_HEADER.size, n_bids, self._bids_len, depth)]
+        n_bids, header = self.bid_count, self._header
+        start = header + 4 * (n_bids + self.ask_count)
+        return memoryview(self.raw)[start : start + self._cut(header, n_bids, self._bids_len, depth)]
 
     def asks(self, depth: int) -> memoryview:
         """The best ``depth`` asks as JSON array items (no brackets), a view into ``raw``."""
-        n_bids, n_asks = self.bid_count, self.ask_count
-        start = _HEADER.size + 4 * (n_bids + n_asks) + self._bids_len
-        ends = _HEADER.size + 4 * n_bids
+        n_bids, n_asks, header = self.bid_count, self.ask_count, self._header
+        start = header + 4 * (n_bids + n_asks) + self._bids_len
+        ends = header + 4 * n_bids
         return memoryview(self.raw)[start : start + self._cut(ends, n_asks, self._asks_len, depth)]
 
     def _cut(self, ends: int, count: int, blob_len: int, depth: int) -> int:
@@ -241,9 +262,10 @@ def encode_message(replica: int, snapshot: bytes) -> bytes:
     return _REPLICA.pack(replica) + snapshot
 
 
-def tombstone(replica: int, *, deep: bool, now_ms: int) -> bytes:
-    """The snapshot that announces a removed one: empty, ``resyncing``, published ``now_ms``."""
-    meta = SnapshotMeta(0, None, None, now_ms, replica, BookStatus.RESYNCING)
+def tombstone(replica: int, *, deep: bool, now_ms: int, node: int = 0) -> bytes:
+    """The snapshot that announces a removed one: empty, ``resyncing``, published ``now_ms`` by
+    ``node``."""
+    meta = SnapshotMeta(0, None, None, now_ms, replica, BookStatus.RESYNCING, node=node)
     return encode_snapshot(meta, (), (), DEEP if deep else 0)
 
 

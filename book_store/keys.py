@@ -12,6 +12,8 @@ every replica of a book with one HGETALL, and a writer's pipeline for one book n
     ladder:catalog-digest:binance.com     string  digest of that hash's content
     ladder:unplaced                       hash  "exchange|market" -> why replicas are unplaced
     ladder:node-stats:<node id>           string  an ingest node's counters (JSON), while it reports
+    ladder:nodes-alive                    hash  node id -> its latest heartbeat (book_store.liveness),
+                                          and a channel carrying every heartbeat
     ladder:{weight|<egress>|<pool>}:<minute>  string  weight used in that minute (ingest_nodes.venues.budget)
     ladder:{weight|<egress>|<pool>}:ban   string  until when the venue closed the pool (ms)
 """
@@ -107,6 +109,12 @@ CATALOG_INDEX = f"{KEY_PREFIX}:catalog:exchanges"
 def node_stats_key(node_id: str) -> str:
     """An ingest node's counters document (written by the node, read by operators)."""
     return f"{KEY_PREFIX}:node-stats:{node_id}"
+
+
+NODES_ALIVE = f"{KEY_PREFIX}:nodes-alive"
+"""The hash of each ingest node's latest heartbeat, and the channel every heartbeat is published on
+(one name for both: keys and channels are apart in Redis). A quiet replica is heard through its
+node's heartbeat, so it need not be republished to stay servable (book_store.liveness)."""
 
 
 def weight_key_prefix(egress_id: str, pool: str) -> str:

@@ -1,4 +1,11 @@
-"""The read side: every replica of a book in one round trip, and the choice between them."""
+"""The read side: every replica of a book in one round trip, and the choice between them.
+
+A replica may be served while it is ``synced`` and heard from within ``max_silence_ms``: through
+its own ``publish_time``, or through its node's heartbeat when that vouches for it
+(:mod:`book_store.liveness`). A reader that fetches snapshots reads the heartbeats in the same
+round trip when asked to (``heartbeats=``), so a quiet book fetched cold is as servable as one
+followed on the change feed.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +20,8 @@ from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from book_store.codec import BookStatus, Snapshot
-from book_store.keys import BookKey
+from book_store.keys import NODES_ALIVE, BookKey
+from book_store.liveness import Heartbeats
 from ladder_process.errors import StoreError, StoreUnavailableError
 
 
@@ -55,15 +63,17 @@ class BookReader:
         """Every replica's head snapshot of ``book`` (empty when nobody keeps it)."""
         return (await self.stored(book)).heads
 
-    async def many(self, books: Sequence[BookKey]) -> dict[BookKey, dict[int, Snapshot]]:
-        """Every replica's head snapshot of many books in one pipelined round trip."""
-        return {book: stored.heads for book, stored in (await self.stored_many(books)).items()}
+    async def many(
+        self, books: Sequence[BookKey], heartbeats: Heartbeats | None = None
+    ) -> dict[BookKey, dict[int, Snapshot]]:
+        """Every replica's head snapshot of many books in one pipelined round trip (and the nodes'
+        heartbeats into ``heartbeats``, if given)."""
+        stored = await self.stored_many(books, heartbeats)
+        return {book: found.heads for book, found in stored.items()}
 
-    async def stored(self, book: BookKey) -> StoredBook:
-        """Every stored snapshot of ``book``, heads and deep ones."""
-        with store_errors():
-            raw = cast(dict[bytes, bytes], await self._client.hgetall(book.snapshots))
-        return _stored(raw)
+    async def stored(self, book: BookKey, heartbeats: Heartbeats | None = None) -> StoredBook:
+        """Every stored snapshot of ``book``, heads and deep ones (see :meth:`stored_many`)."""
+        return (await self.stored_many([book], heartbeats))[book]
 
     async def counters(self, book: BookKey) -> dict[int, dict[str, Any]]:
         """Each replica's counters as its node last reported them (resyncs, refreshes, audits)."""
@@ -79,9 +89,17 @@ class BookReader:
             for book, raw in zip(books, results, strict=True)
         }
 
-    async def stored_many(self, books: Sequence[BookKey]) -> dict[BookKey, StoredBook]:
-        """Every stored snapshot of many books in one pipelined round trip."""
-        results = await self._hgetall_many([book.snapshots for book in books])
+    async def stored_many(
+        self, books: Sequence[BookKey], heartbeats: Heartbeats | None = None
+    ) -> dict[BookKey, StoredBook]:
+        """Every stored snapshot of many books in one pipelined round trip; with ``heartbeats``,
+        the nodes' heartbeats are read in the same round trip and learnt into it."""
+        keys = [book.snapshots for book in books]
+        if heartbeats is not None:
+            keys.append(NODES_ALIVE)
+        results = await self._hgetall_many(keys)
+        if heartbeats is not None:
+            heartbeats.learn_stored(results.pop().values())
         return {book: _stored(raw) for book, raw in zip(books, results, strict=True)}
 
     async def _hgetall_many(self, keys: Sequence[str]) -> list[dict[bytes, bytes]]:
@@ -95,16 +113,25 @@ class BookReader:
         return results
 
 
-def choose_replica(snapshots: Iterable[Snapshot], now_ms: int, max_silence_ms: int) -> Snapshot | None:
+def heard(snapshot: Snapshot, heartbeats: Heartbeats | None) -> int:
+    """When the replica of ``snapshot`` was last known to be kept (see the module docstring)."""
+    if heartbeats is None:
+        return snapshot.publish_time
+    return heartbeats.heard(snapshot.publish_time, snapshot.node)
+
+
+def choose_replica(
+    snapshots: Iterable[Snapshot], now_ms: int, max_silence_ms: int, heartbeats: Heartbeats | None = None
+) -> Snapshot | None:
     """The replica to serve: synced, heard from within ``max_silence_ms``, newest update id.
 
-    A replica whose ingest node has gone quiet for longer than ``max_silence_ms`` is not trusted even
-    if its last word was ``synced``: ingest nodes republish quiet books, so silence means trouble.
-    Ties on ``update_id`` go to the most recent publish.
+    A replica not heard from for longer than ``max_silence_ms`` is not trusted even if its last
+    word was ``synced``: its node either republishes it or vouches for it with a heartbeat, so
+    silence means trouble. Ties on ``update_id`` go to the most recent publish.
     """
     best: Snapshot | None = None
     for snap in snapshots:
-        if snap.status is not BookStatus.SYNCED or now_ms - snap.publish_time > max_silence_ms:
+        if snap.status is not BookStatus.SYNCED or now_ms - heard(snap, heartbeats) > max_silence_ms:
             continue
         if best is None or (snap.update_id, snap.publish_time) > (best.update_id, best.publish_time):
             best = snap

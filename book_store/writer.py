@@ -16,6 +16,13 @@ snapshot (a replica stopped or moved away, a deep snapshot no longer kept) is de
 with a *tombstone*: an empty ``resyncing`` snapshot of the same kind, which a reader keeps in its
 place and never serves.
 
+The node's heartbeat (:mod:`book_store.liveness`) goes through the writer too, as the last
+command of a batch: it vouches for the node's snapshots, so it must never reach the store before
+a snapshot recorded earlier, nor at all while the writer is fenced. Storing it also tells the
+node whether the store still holds what it wrote: a heartbeat field that was not there before
+(the store restarted empty, or was flushed) calls ``on_lost``, and the node republishes
+everything it keeps.
+
 A writer can be *fenced*: it keeps recording (the newest snapshot per replica, as always) and
 sends nothing until it is unfenced. An ingest node fences its writer when it may have been
 declared dead, so that when it reaches the store again it writes nothing of replicas that were
@@ -33,7 +40,8 @@ import redis.asyncio as redis
 from redis.exceptions import RedisError
 
 from book_store.codec import encode_message, tombstone
-from book_store.keys import BookKey, snapshot_field
+from book_store.keys import NODES_ALIVE, BookKey, snapshot_field
+from book_store.liveness import NodeHeartbeat, encode_heartbeat
 
 log = logging.getLogger(__name__)
 
@@ -54,10 +62,19 @@ class BookWriter:
         self,
         client: redis.Redis,
         *,
+        node_id: str = "",
+        node: int = 0,
         on_flush: Callable[[int, float], None] | None = None,
+        on_lost: Callable[[], None] | None = None,
     ) -> None:
-        """``client`` is owned by the caller. ``on_flush(count, seconds)`` observes each batch."""
+        """``client`` is owned by the caller. ``node_id`` and ``node`` (its tag) name the node
+        in its heartbeats and tombstones. ``on_flush(count, seconds)`` observes each batch;
+        ``on_lost()`` is called when the store no longer held the node's heartbeat."""
         self._client = client
+        self._node_id = node_id
+        self._node = node
+        self._on_lost = on_lost
+        self._heartbeat: bytes | None = None
         self._pending: dict[tuple[BookKey, int, bool], bytes | None] = {}
         self._flusher: asyncio.Task[None] | None = None
         self._on_flush = on_flush
@@ -75,7 +92,7 @@ class BookWriter:
     def unfence(self) -> None:
         """Send what was recorded meanwhile (the newest of each replica) and carry on."""
         self._fenced = False
-        if self._pending:
+        if self._pending or self._heartbeat is not None:
             self._wake()
 
     def put(self, book: BookKey, replica: int, snapshot: bytes, *, deep: bool = False) -> None:
@@ -91,6 +108,16 @@ class BookWriter:
             self._pending[(book, replica, False)] = None
         self._pending[(book, replica, True)] = None
         self._wake()
+
+    def heartbeat(self, time_ms: int, since_ms: int) -> None:
+        """Record the node's heartbeat: at ``time_ms`` its snapshots published since ``since_ms``
+        still stand (written after everything recorded before it, in this loop turn)."""
+        self._heartbeat = encode_heartbeat(self._node_id, NodeHeartbeat(self._node, time_ms, since_ms))
+        self._wake()
+
+    async def forget_node(self) -> None:
+        """Remove the node's heartbeat (it is leaving and has removed its snapshots)."""
+        await self._client.hdel(NODES_ALIVE, self._node_id)
 
     async def drain(self) -> None:
         """Wait until everything recorded so far has been written."""
@@ -110,8 +137,9 @@ class BookWriter:
     async def _flush_loop(self) -> None:
         # Yield once so that every put() of the current loop turn joins this batch.
         await asyncio.sleep(0)
-        while self._pending and not self._fenced:
+        while (self._pending or self._heartbeat is not None) and not self._fenced:
             batch, self._pending = self._pending, {}
+            heartbeat, self._heartbeat = self._heartbeat, None
             started = time.perf_counter()  # loop.time() has 1 ms resolution under uvloop
             pipe = self._client.pipeline(transaction=False)
             now_ms = time.time_ns() // 1_000_000
@@ -119,9 +147,8 @@ class BookWriter:
                 field = snapshot_field(replica, deep=deep)
                 if snapshot is None:
                     pipe.hdel(book.snapshots, field)
-                    pipe.publish(
-                        book.channel, encode_message(replica, tombstone(replica, deep=deep, now_ms=now_ms))
-                    )
+                    removed = tombstone(replica, deep=deep, now_ms=now_ms, node=self._node)
+                    pipe.publish(book.channel, encode_message(replica, removed))
                 elif deep:
                     message = encode_message(replica, snapshot)
                     await self._store_and_publish(
@@ -130,14 +157,21 @@ class BookWriter:
                 else:
                     pipe.hset(book.snapshots, field, snapshot)
                     pipe.publish(book.channel, encode_message(replica, snapshot))
+            if heartbeat is not None:
+                pipe.hset(NODES_ALIVE, self._node_id, heartbeat)
+                pipe.publish(NODES_ALIVE, heartbeat)
             try:
-                await pipe.execute()
+                results = await pipe.execute()
             except (RedisError, OSError) as exc:
                 # Keep the newest version of each failed write unless a newer one arrived.
                 log.warning("book store write failed (%s); retrying %d snapshots", exc, len(batch))
                 for key, value in batch.items():
                     self._pending.setdefault(key, value)
+                if self._heartbeat is None:
+                    self._heartbeat = heartbeat
                 await asyncio.sleep(0.2)
                 continue
+            if heartbeat is not None and results[-2] == 1 and self._on_lost is not None:
+                self._on_lost()  # the field was new: the store lost (or never had) what we wrote
             if self._on_flush is not None:
                 self._on_flush(len(batch), time.perf_counter() - started)

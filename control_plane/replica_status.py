@@ -1,8 +1,9 @@
 """Which replicas are synced right now, as the scheduler needs to know for make-before-break.
 
 The scheduler removes an old replica only once its replacement is synced, so this answer must not
-be optimistic: a replica counts only if its latest snapshot says ``synced`` *and* was published
-within ``max_silence_ms`` (ingest nodes republish quiet books, so silence means trouble).
+be optimistic: a replica counts only if its latest snapshot says ``synced`` *and* it was heard
+from within ``max_silence_ms``: published, or vouched for by its node's heartbeat, read in the
+same round trip (see book_store.liveness; silence means trouble).
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ import redis.asyncio as redis
 
 from book_store.codec import BookStatus
 from book_store.keys import BookKey
-from book_store.reader import BookReader
+from book_store.liveness import Heartbeats
+from book_store.reader import BookReader, heard
 from ladder_process.clock import Clock, now_ms
 
 ReplicaRef = tuple[BookKey, int]
@@ -36,12 +38,13 @@ class BookStoreReplicaStatus:
     async def synced_replicas(self, replicas: Collection[ReplicaRef]) -> set[ReplicaRef]:
         wanted = set(replicas)
         books = sorted({book for book, _ in wanted})
-        stored = await self._reader.many([BookKey(b.exchange, b.market) for b in books])
+        heartbeats = Heartbeats()
+        stored = await self._reader.many([BookKey(b.exchange, b.market) for b in books], heartbeats)
         now = self._clock()
         synced: set[ReplicaRef] = set()
         for book in books:
             for replica, snapshot in stored[BookKey(book.exchange, book.market)].items():
-                fresh = now - snapshot.publish_time <= self._max_silence_ms
+                fresh = now - heard(snapshot, heartbeats) <= self._max_silence_ms
                 if snapshot.status is BookStatus.SYNCED and fresh and (book, replica) in wanted:
                     synced.add((book, replica))
         return synced

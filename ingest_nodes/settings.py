@@ -73,7 +73,14 @@ class IngestSettings(BaseSettings):
         description="A book deeper than the head rewrites its deep snapshot at this rate.",
     )
     publish_interval_ms: int = Field(default=0, ge=0, description="0 publishes every applied update.")
-    keepalive_ms: int = Field(default=1000, ge=50, description="Republish a quiet book this often.")
+    keepalive_ms: int = Field(
+        default=1000, ge=50, description="The node's heartbeat vouches for its quiet books this often."
+    )
+    quiet_keepalive_ms: int = Field(
+        default=30_000,
+        ge=50,
+        description="Republish a quiet synced book this often (the node's heartbeat vouches in between).",
+    )
     resyncing_keepalive_ms: int = Field(
         default=4000, ge=50, description="Republish a book that is not synced this often."
     )

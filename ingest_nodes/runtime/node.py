@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import secrets
 import time
 import zlib
 from collections import Counter
@@ -38,6 +39,7 @@ from redis.exceptions import RedisError
 from book_store.catalog import MarketCatalog
 from book_store.codec import BookStatus
 from book_store.keys import BookKey
+from book_store.liveness import prune_heartbeats
 from book_store.writer import BookWriter
 from control_plane.assignments import AssignmentClient
 from control_plane.models import ReplicaAssignment
@@ -54,6 +56,7 @@ from ingest_nodes.runtime.replica import BookReplica
 from ingest_nodes.settings import IngestSettings
 from ingest_nodes.venues.registry import exchange_specs
 from ingest_nodes.venues.rest import VenueRequestError
+from ladder_process.clock import now_ms
 from ladder_process.errors import StoreError
 from ladder_process.telemetry import Telemetry
 
@@ -61,6 +64,8 @@ log = logging.getLogger(__name__)
 
 ReplicaId = tuple[BookKey, int]
 SHUTDOWN_STEP_S = 5.0
+HEARTBEATS_KEPT_MS = 3_600_000
+"""A starting node removes heartbeats older than this (of nodes that crashed: ids are per process)."""
 CATALOG_CHECK_S = 5.0
 
 
@@ -89,7 +94,16 @@ class IngestNode:
         self._reached_at = 0.0
         """When the last heartbeat that got through was sent (loop time)."""
         self.telemetry = telemetry or IngestTelemetry(Telemetry.disabled("ladder-ingest"))
-        self._writer = BookWriter(client, on_flush=self.telemetry.flushed)
+        self._heartbeat_stored = False
+        self.node_tag = secrets.randbits(63) | 1
+        """This process's tag in its snapshots and heartbeats (new with every start, never 0)."""
+        self._writer = BookWriter(
+            client,
+            node_id=self.node_id,
+            node=self.node_tag,
+            on_flush=self.telemetry.flushed,
+            on_lost=self._store_lost,
+        )
         self.publisher = Publisher(
             self._writer,
             telemetry=self.telemetry,
@@ -99,6 +113,8 @@ class IngestNode:
             keepalive_ms=settings.keepalive_ms,
             stale_after_ms=settings.stale_after_ms,
             resyncing_keepalive_ms=settings.resyncing_keepalive_ms,
+            quiet_keepalive_ms=settings.quiet_keepalive_ms,
+            node=self.node_tag,
         )
         specs = exchange_specs(settings)
         keyed = any(spec.needs_credentials for spec in specs.values())
@@ -139,6 +155,8 @@ class IngestNode:
     async def run(self, stop: asyncio.Event, drain: Callable[[], bool] = lambda: True) -> None:
         """Serve assignments until ``stop`` is set, then (if ``drain()``) drain, and leave."""
         await self._assignments.register(self.node_id, address="", capacity=self.settings.capacity)
+        with contextlib.suppress(RedisError, StoreError):
+            await prune_heartbeats(self._client, now_ms() - HEARTBEATS_KEPT_MS)
         loops: dict[str, Coroutine[Any, Any, None]] = {
             "keepalive": self.publisher.run_keepalive(),
             "catalog": self._catalog_loop(),
@@ -176,6 +194,7 @@ class IngestNode:
                 await asyncio.wait_for(leases.release(), SHUTDOWN_STEP_S)
         with contextlib.suppress(TimeoutError, StoreError):
             await asyncio.wait_for(self._writer.close(), SHUTDOWN_STEP_S)
+            await asyncio.wait_for(self._writer.forget_node(), SHUTDOWN_STEP_S)
             if self.checkpoints is not None:
                 await asyncio.wait_for(self.checkpoints.drain(), SHUTDOWN_STEP_S)
             await asyncio.wait_for(self._assignments.deregister(self.node_id), SHUTDOWN_STEP_S)
@@ -202,6 +221,16 @@ class IngestNode:
                 await job()
             except (RedisError, StoreError, OSError) as exc:
                 log.warning("%s skipped: store unreachable (%s)", job.__name__, type(exc).__name__)
+
+    def _store_lost(self) -> None:
+        """The book store did not hold this node's heartbeat: it lost what the node wrote (or, the
+        first time, the node had written none yet)."""
+        if self._heartbeat_stored:
+            log.warning(
+                "the book store lost this node's heartbeat: republishing %d replicas", len(self.replicas)
+            )
+        self._heartbeat_stored = True
+        self.publisher.republish_all()
 
     # -- assignments ----------------------------------------------------------------------------
 

@@ -30,11 +30,19 @@ an answer that stops short as ``truncated``. After publishing a synced replica t
 the replica its trusted window (``window_seen``): the replica decides whether a fresh snapshot is
 due before the window falls short of the published depth.
 
-A keepalive loop republishes replicas that have been quiet for ``keepalive_ms``, so that readers can
-tell a quiet book from a dead node by ``publish_time``. A synced replica is published ``stale`` when
-a stall check found its stream stalled (see ``stall_checks``), or when its silence has been suspect
-for ``stale_after_ms`` and its check failed (the venue cannot be asked): a quiet book that checks
-confirm stays ``synced``, with ``confirmed_time`` saying when it was last known current.
+Readers must tell a quiet book from a dead node. Every ``keepalive_ms`` the keepalive loop writes
+the node's heartbeat (:mod:`book_store.liveness`), which vouches for every snapshot the node wrote
+within the last two ``quiet_keepalive_ms``, so a quiet synced replica is republished only every
+``quiet_keepalive_ms`` (30 s), and a thousand quiet books cost one store write a second, not a
+thousand. What the heartbeat cannot vouch for is still published: a replica that is not synced
+every ``resyncing_keepalive_ms``, a replica whose status would change with time alone (a failed
+check's silence running out) within ``keepalive_ms`` of it, and, when the store turns out to have
+lost the node's heartbeat (it restarted empty), every replica at once.
+
+A synced replica is published ``stale`` when a stall check found its stream stalled (see
+``stall_checks``), or when its silence has been suspect for ``stale_after_ms`` and its check failed
+(the venue cannot be asked): a quiet book that checks confirm stays ``synced``, with
+``confirmed_time`` saying when it was last known current.
 """
 
 from __future__ import annotations
@@ -105,8 +113,14 @@ class Publisher:
         head_levels: int = 100,
         deep_levels_per_s: int = 2000,
         resyncing_keepalive_ms: int = 4000,
+        quiet_keepalive_ms: int | None = None,
+        node: int = 0,
     ) -> None:
+        """``quiet_keepalive_ms`` defaults to ``keepalive_ms`` (every quiet book republished as often
+        as the heartbeat); ``node`` is the node's tag, written into every snapshot."""
         self._telemetry = telemetry
+        self._node = node
+        self._quiet = max(keepalive_ms, quiet_keepalive_ms or keepalive_ms)
         self._writer = writer
         self._head = head_levels
         self._deep_rate = deep_levels_per_s
@@ -140,6 +154,13 @@ class Publisher:
         self._deep.pop(key, None)
         self._deep_waiting.pop(key, None)
         self._writer.remove(replica.book, replica.replica)
+
+    def republish_all(self) -> None:
+        """The store lost what this node wrote: publish every replica again, deep snapshots too."""
+        for state in self._deep.values():
+            state.said = None
+        for replica in self._replicas.values():
+            self.mark(replica)
 
     def mark(self, replica: Publishable) -> None:
         """The replica changed: publish it at the end of this loop turn (or when its interval allows)."""
@@ -180,7 +201,7 @@ class Publisher:
         if status is BookStatus.STALE and replica.last_status is not BookStatus.STALE:
             replica.stats.stale_episodes += 1
         replica.last_status = status
-        meta = _meta(replica, status, now)
+        meta = _meta(replica, status, now, self._node)
         depth = replica.depth
         if status is BookStatus.RESYNCING or status is BookStatus.REFUSED:
             payload = encode_snapshot(meta, (), ())
@@ -262,30 +283,45 @@ class Publisher:
         if chosen is not None:
             key = chosen[1]
             replica = self._deep_waiting.pop(key)
-            self._write_deep(replica, self._deep[key], _meta(replica, BookStatus.SYNCED, now))
+            self._write_deep(replica, self._deep[key], _meta(replica, BookStatus.SYNCED, now, self._node))
             if self._deep_waiting:
                 self._arm_deep_timer(0)  # the next turn looks again
         elif soonest is not None:
             self._arm_deep_timer(soonest - now)
 
     async def run_keepalive(self) -> None:
-        """Republish quiet replicas so their ``publish_time`` keeps vouching for them.
+        """Write the node's heartbeat every ``keepalive_ms`` and republish what it cannot vouch for.
 
-        A replica that is not synced has nothing to vouch for (readers never serve it): it is
-        republished only every ``resyncing_keepalive_ms``, so that thousands of books waiting for
-        their snapshots do not cost thousands of store writes a second.
+        A synced replica is republished after ``quiet_keepalive_ms`` of quiet, so that the heartbeat
+        never needs to vouch for a snapshot older than two of those; one whose last check failed
+        as soon as its status has changed with time (its silence ran out: ``stale``); a replica
+        that is not synced has nothing to vouch for (readers never serve it) and is republished
+        only every ``resyncing_keepalive_ms``, so that thousands of books waiting for their
+        snapshots do not cost thousands of store writes a second.
         """
         period = self._keepalive / 2000
+        heartbeat_due = 0
         while True:
             await asyncio.sleep(period)
             now = now_ms()
             for replica in list(self._replicas.values()):
-                due = self._keepalive if replica.engine.synced else self._resyncing_keepalive
-                if now - replica.last_publish_ms >= due:
+                quiet_for = now - replica.last_publish_ms
+                if replica.engine.synced:
+                    due = quiet_for >= self._quiet or (
+                        replica.watch.check_failed
+                        and quiet_for >= self._keepalive
+                        and self.status(replica, now) is not replica.last_status
+                    )
+                else:
+                    due = quiet_for >= self._resyncing_keepalive
+                if due:
                     self.publish(replica, now)
+            if now >= heartbeat_due:
+                self._writer.heartbeat(now, now - 2 * self._quiet)
+                heartbeat_due = now + self._keepalive
 
 
-def _meta(replica: Publishable, status: BookStatus, now: int) -> SnapshotMeta:
+def _meta(replica: Publishable, status: BookStatus, now: int, node: int) -> SnapshotMeta:
     engine = replica.engine
     return SnapshotMeta(
         update_id=engine.update_id or 0,
@@ -295,6 +331,7 @@ def _meta(replica: Publishable, status: BookStatus, now: int) -> SnapshotMeta:
         replica=replica.replica,
         status=status,
         confirmed_time=replica.watch.confirmed_ms,
+        node=node,
     )
 
 

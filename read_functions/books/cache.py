@@ -16,10 +16,16 @@ missed during one event-loop turn are subscribed with one ``SUBSCRIBE`` and fetc
 pipelined ``HGETALL`` each, so a burst of misses across many books costs two round trips, not two
 per book. A message that arrives while a book is loading is merged (the newer publish wins).
 
+A quiet replica is not republished while its node's heartbeat vouches for it
+(:mod:`book_store.liveness`), so the cache also follows the nodes' heartbeats: the feed
+subscribes their channel for good, and every load batch reads the stored ones in the same round
+trip as the books (one small hash).
+
 When the feed's connection drops, messages may have been lost, so every entry is forgotten at
-once and the next read of each book loads it again. Books nobody read for ``idle_s`` (and that no
-stream watches) are unsubscribed by a sweep; while the feed is down, reads go to the store
-directly without caching.
+once and the next read of each book loads it again; the heartbeats are forgotten too, and until
+they are read again (with those books) a replica is heard only through its own publish time.
+Books nobody read for ``idle_s`` (and that no stream watches) are unsubscribed by a sweep; while
+the feed is down, reads go to the store directly without caching (the heartbeats with them).
 """
 
 from __future__ import annotations
@@ -33,7 +39,8 @@ from typing import Any, cast
 import redis.asyncio as redis
 
 from book_store.codec import Snapshot, decode_message
-from book_store.keys import BookKey
+from book_store.keys import NODES_ALIVE, BookKey
+from book_store.liveness import Heartbeats, decode_heartbeat
 from book_store.reader import BookReader, StoredBook
 from ladder_process.errors import StoreError
 from read_functions.books.change_feed import ChangeFeed
@@ -67,13 +74,16 @@ class BookCache:
         self._pending: list[Entry] = []
         self._loader: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
-        self._standing = {c.encode(): handler for c, handler in (standing or {}).items()}
+        self.heartbeats = Heartbeats()
+        """What the cache knows of the nodes' heartbeats (its entries share it)."""
+        channels = {**(standing or {}), NODES_ALIVE: self._on_heartbeat}
+        self._standing = {c.encode(): handler for c, handler in channels.items()}
         self._after_reset = on_reset
         self._on_change = on_change
         self.feed = (
             None
             if redis_url is None
-            else ChangeFeed(redis_url, self._on_message, self._on_reset, standing=standing or ())
+            else ChangeFeed(redis_url, self._on_message, self._on_reset, standing=channels)
         )
         self.hits = 0
         self.misses = 0
@@ -182,7 +192,7 @@ class BookCache:
 
     # -- loading -----------------------------------------------------------------------------
     def _register(self, book: BookKey) -> Entry:
-        entry = Entry(book, asyncio.get_running_loop().create_future())
+        entry = Entry(book, asyncio.get_running_loop().create_future(), self.heartbeats)
         self._entries[book] = entry
         self._by_channel[entry.channel] = entry
         self._pending.append(entry)
@@ -214,15 +224,17 @@ class BookCache:
                 watcher.changed(entry)
 
     async def _fetch(self, books: list[BookKey]) -> list[StoredBook]:
-        fetched = await self._reader.stored_many(books)
+        # A heartbeat read here only ever replaces an older one, so learning it is right whether
+        # or not the feed follows them.
+        fetched = await self._reader.stored_many(books, self.heartbeats)
         return [fetched[book] for book in books]
 
     async def _uncached(self, book: BookKey) -> Entry:
-        return self._uncached_entry(book, await self._reader.stored(book))
+        return self._uncached_entry(book, (await self._fetch([book]))[0])
 
     def _uncached_entry(self, book: BookKey, stored: StoredBook) -> Entry:
         """An entry for one read, outside the cache (the feed is down, or there is none)."""
-        entry = Entry(book, asyncio.get_running_loop().create_future())
+        entry = Entry(book, asyncio.get_running_loop().create_future(), self.heartbeats)
         entry.replicas, entry.deeps = stored
         return entry
 
@@ -254,10 +266,17 @@ class BookCache:
         for watcher in list(entry.watchers):
             watcher.changed(entry)
 
+    def _on_heartbeat(self, data: bytes) -> None:
+        try:
+            self.heartbeats.learn(decode_heartbeat(data)[1])
+        except StoreError as exc:
+            log.warning("ignoring an unreadable node heartbeat: %s", exc)
+
     def _on_reset(self) -> None:
         entries = list(self._entries.values())
         self._entries.clear()
         self._by_channel.clear()
+        self.heartbeats.clear()
         for entry in entries:
             entry.live = False
             for watcher in list(entry.watchers):

@@ -13,7 +13,8 @@ from typing import Protocol
 
 from book_store.codec import BookStatus, Snapshot
 from book_store.keys import BookKey
-from book_store.reader import choose_replica
+from book_store.liveness import Heartbeats
+from book_store.reader import choose_replica, heard
 from read_functions.books.render import (
     BookView,
     Side,
@@ -42,11 +43,15 @@ class Entry:
     """One cached book: its replicas' snapshots and per-book state of the read path."""
 
     __slots__ = ("__weakref__", "_chosen", "_chosen_silence", "_chosen_until", "book", "channel",
-                 "deep_views", "deep_views_of", "deeps", "live", "loaded", "names_json", "replicas",
-                 "top", "touched", "views", "views_of", "views_read", "watchers")  # fmt: skip
+                 "deep_views", "deep_views_of", "deeps", "heartbeats", "live", "loaded", "names_json",
+                 "replicas", "top", "touched", "views", "views_of", "views_read", "watchers")  # fmt: skip
 
-    def __init__(self, book: BookKey, loaded: asyncio.Future[None]) -> None:
+    def __init__(
+        self, book: BookKey, loaded: asyncio.Future[None], heartbeats: Heartbeats | None = None
+    ) -> None:
+        """``heartbeats``: what the cache knows of the nodes' heartbeats (shared by its entries)."""
         self.book = book
+        self.heartbeats = Heartbeats() if heartbeats is None else heartbeats
         self.channel = book.channel.encode()
         self.replicas: dict[int, Snapshot] = {}
         """Each replica's head snapshot: what replicas are chosen by, and most reads are served from."""
@@ -96,15 +101,18 @@ class Entry:
     def served(self, now_ms: int, max_silence_ms: int) -> Snapshot | None:
         """:func:`~book_store.reader.choose_replica` of the replicas, chosen once per change.
 
-        Time alone can only disqualify a replica (by silence), never qualify one or reorder the
-        rest, so a choice holds until a replica changes or the chosen one's silence runs out. A
-        read then touches none of the replicas' metadata: with reads spread over thousands of
-        books, each object a read touches is likely a cache miss.
+        Time alone can only disqualify a replica (by silence), never reorder the rest, so a choice
+        holds until a replica changes or the chosen one's silence runs out (then its node's later
+        heartbeats may prolong it: it is chosen again). A read then touches none of the replicas'
+        metadata: with reads spread over thousands of books, each object a read touches is likely
+        a cache miss. Only a heartbeat of a node that had fallen silent can qualify a replica
+        that was not chosen; until the book next changes, the live replica chosen is served.
         """
         if now_ms <= self._chosen_until and max_silence_ms == self._chosen_silence:
             return self._chosen
-        chosen = self._chosen = choose_replica(self.replicas.values(), now_ms, max_silence_ms)
-        self._chosen_until = -1 if chosen is None else chosen.publish_time + max_silence_ms
+        heartbeats = self.heartbeats
+        chosen = self._chosen = choose_replica(self.replicas.values(), now_ms, max_silence_ms, heartbeats)
+        self._chosen_until = -1 if chosen is None else heard(chosen, heartbeats) + max_silence_ms
         self._chosen_silence = max_silence_ms
         return chosen
 

@@ -3,8 +3,9 @@
 Shared by the book routes, the UBDCC routes and the stream, so every way of reading a book
 applies the same rules: the market must exist in the catalog (404), the tenant must subscribe
 to it (403; the operator reads everything), and only a replica that is ``synced`` and heard from
-within ``max_silence_ms`` is ever served (503 ``book_not_synced`` otherwise; ``venue_refused`` when
-every replica heard from says the venue refuses its key, which no retry soon will fix).
+within ``max_silence_ms`` (itself, or through its node's heartbeat) is ever served (503
+``book_not_synced`` otherwise; ``venue_refused`` when every replica heard from says the venue
+refuses its key, which no retry soon will fix).
 
 A replica is chosen by its head snapshot. An ask deeper than the head holds is answered from the
 same replica's deep snapshot when it may be served (see ``Entry.deep_of``), else from the head,
@@ -16,7 +17,8 @@ from __future__ import annotations
 import weakref
 
 from book_store.codec import BookStatus, Snapshot
-from book_store.reader import choose_replica
+from book_store.liveness import Heartbeats
+from book_store.reader import choose_replica, heard
 from book_store.unplaced import UnplacedBooks
 from control_plane.errors import BookNotSyncedError, BookUnplacedError, ForbiddenError, VenueRefusedError
 from control_plane.models import Principal
@@ -67,8 +69,9 @@ def synced_replica(deps: Deps, entry: Entry, now_ms: int) -> Snapshot:
     if snapshot is None:
         book = entry.book
         silence = deps.settings.max_silence_ms
-        heard = [s.status for s in entry.replicas.values() if now_ms - s.publish_time <= silence]
-        if heard and all(status is BookStatus.REFUSED for status in heard):
+        beats = entry.heartbeats
+        said = [s.status for s in entry.replicas.values() if now_ms - heard(s, beats) <= silence]
+        if said and all(status is BookStatus.REFUSED for status in said):
             raise VenueRefusedError(
                 f"{book.exchange} refuses Ladder's venue key for {book.market} (bad, missing, or over "
                 "its connection limit); the operator has been told",
@@ -114,16 +117,20 @@ def deepest(deps: Deps, entry: Entry, head: Snapshot, now_ms: int) -> Snapshot:
 
 
 def best_status(
-    replicas: dict[int, Snapshot], now_ms: int, max_silence_ms: int, unplaced: str | None = None
+    replicas: dict[int, Snapshot],
+    now_ms: int,
+    max_silence_ms: int,
+    heartbeats: Heartbeats | None,
+    unplaced: str | None = None,
 ) -> str:
     """How a book is doing: ``synced``, ``resyncing``, ``stale`` (all silent), ``refused`` (the venue
     refuses the key), ``unplaced`` (no replica could be placed: ``unplaced`` says why) or
     ``starting`` (none yet)."""
     if not replicas:
         return "starting" if unplaced is None else "unplaced"
-    if choose_replica(replicas.values(), now_ms, max_silence_ms) is not None:
+    if choose_replica(replicas.values(), now_ms, max_silence_ms, heartbeats) is not None:
         return BookStatus.SYNCED.label
-    heard = [s for s in replicas.values() if now_ms - s.publish_time <= max_silence_ms]
-    if not heard:
+    said = [s for s in replicas.values() if now_ms - heard(s, heartbeats) <= max_silence_ms]
+    if not said:
         return BookStatus.STALE.label
-    return max(heard, key=lambda s: s.publish_time).status.label
+    return max(said, key=lambda s: s.publish_time).status.label

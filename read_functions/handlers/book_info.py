@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from book_store.codec import Snapshot
+from book_store.liveness import Heartbeats
 from book_store.reader import BookReader
 from book_store.unplaced import UnplacedBooks
 from ladder_process.clock import now_ms
@@ -26,7 +27,8 @@ async def get_book_info(request: Request, deps: Deps) -> Response:
     params = request.path_params
     book = (await authorize_book(deps, request.principal, params["exchange"], params["market"])).key
     reader = BookReader(deps.redis)
-    stored = await reader.stored(book)
+    heartbeats = Heartbeats()
+    stored = await reader.stored(book, heartbeats)
     counters = await reader.counters(book)
     now = now_ms()
     replicas = []
@@ -50,7 +52,7 @@ async def get_book_info(request: Request, deps: Deps) -> Response:
     return json_response({
         "exchange": book.exchange,
         "market": book.market,
-        "status": best_status(stored.heads, now, deps.settings.max_silence_ms, unplaced),
+        "status": best_status(stored.heads, now, deps.settings.max_silence_ms, heartbeats, unplaced),
         **({"reason": unplaced} if unplaced is not None else {}),
         "replicas": replicas,
     })  # fmt: skip

@@ -46,7 +46,7 @@ async def get_tops(request: Request, deps: Deps) -> Response:
     for entry in entries:
         head = entry.served(now, silence)
         if head is None:
-            parts.append(entry.unsynced_top(best_status(entry.replicas, now, silence)))
+            parts.append(entry.unsynced_top(best_status(entry.replicas, now, silence, entry.heartbeats)))
             continue
         top = entry.top_view(head)
         parts.append(b"%b%d%b" % (top.head, max(0, now - top.since), top.tail))

@@ -16,7 +16,8 @@ import orjson
 
 from book_store.codec import Snapshot
 from book_store.keys import BookKey, node_stats_key, weight_key_prefix
-from book_store.reader import BookReader, store_errors
+from book_store.liveness import Heartbeats
+from book_store.reader import BookReader, heard, store_errors
 from ladder_process.clock import now_ms
 from read_functions.app.messages import Request, Response, json_response
 from read_functions.books.read import best_status
@@ -43,7 +44,8 @@ async def books(request: Request, deps: Deps) -> Response:
         placed[BookKey(a.exchange, a.market)][a.replica] = a.node_id
     keys = sorted(placed, key=lambda b: (b.exchange, b.market))
     reader = BookReader(deps.redis)
-    heads = await reader.many(keys)
+    heartbeats = Heartbeats()
+    heads = await reader.many(keys, heartbeats)
     counters = await reader.counters_many(keys)
     now, silence = now_ms(), deps.settings.max_silence_ms
     listed, disagreements = [], []
@@ -55,7 +57,7 @@ async def books(request: Request, deps: Deps) -> Response:
             entry = {
                 "replica": replica,
                 "node_id": placed[book].get(replica),
-                **_head_state(head, now, silence),
+                **_head_state(head, now, silence, heartbeats),
                 **{name: counted.get(name) for name in COUNTERS},
             }
             replicas.append(entry)
@@ -66,7 +68,7 @@ async def books(request: Request, deps: Deps) -> Response:
         listed.append({
             "exchange": book.exchange,
             "market": book.market,
-            "status": best_status(heads[book], now, silence),
+            "status": best_status(heads[book], now, silence, heartbeats),
             "replicas": replicas,
         })  # fmt: skip
     return json_response({"books": listed, "disagreements": disagreements})
@@ -110,12 +112,13 @@ async def egress(request: Request, deps: Deps) -> Response:
     return json_response({"egress": found})
 
 
-def _head_state(head: Snapshot | None, now: int, silence_ms: int) -> dict[str, Any]:
-    """A replica as its head snapshot shows it; a head not republished within ``silence_ms`` is stale."""
+def _head_state(head: Snapshot | None, now: int, silence_ms: int, heartbeats: Heartbeats) -> dict[str, Any]:
+    """A replica as its head snapshot shows it; one not heard from within ``silence_ms`` (neither
+    republished nor vouched for by its node's heartbeat) is stale."""
     if head is None:
         return {"status": "starting", "update_id": None, "publish_time": None, "age_ms": None}
-    age = max(0, now - head.publish_time)
-    status = "stale" if age > silence_ms else head.status.label
+    status = "stale" if now - heard(head, heartbeats) > silence_ms else head.status.label
+    age = max(0, now - head.known_time)
     return {"status": status, "update_id": head.update_id, "publish_time": head.publish_time, "age_ms": age}
 
 

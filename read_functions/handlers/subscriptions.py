@@ -54,10 +54,10 @@ async def list_subscriptions(request: Request, deps: Deps) -> Response:
     replicas = await deps.books.peek_many(books)
     unplaced = await UnplacedBooks(deps.redis).reasons([b for b in books if not replicas[b]])
     now = now_ms()
-    silence = deps.settings.max_silence_ms
+    silence, beats = deps.settings.max_silence_ms, deps.books.heartbeats
     return json_response({
         "subscriptions": [
-            {**s.to_json(), "status": best_status(replicas[book], now, silence, unplaced.get(book)),
+            {**s.to_json(), "status": best_status(replicas[book], now, silence, beats, unplaced.get(book)),
              **({"reason": unplaced[book]} if book in unplaced else {})}
             for s, book in zip(subscriptions, books, strict=True)
         ]

@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 
 from book_store.codec import Snapshot
 from book_store.keys import BookKey, InvalidBookIdError
+from book_store.liveness import Heartbeats
 from book_store.reader import choose_replica
 from control_plane.auth import require_tenant
 from control_plane.errors import (
@@ -178,7 +179,13 @@ async def get_depthcache_info(call: Call, deps: Deps) -> Response:
         raise UbdccError(ErrorId.NOT_FOUND, f"DepthCache {exchange} {market} not found")
     book = BookKey(exchange, market)
     replicas = (await deps.books.peek_many([book]))[book]
-    return call.ok({"depthcache_info": _info(subscription, replicas, now_ms(), deps.settings.max_silence_ms)})
+    return call.ok(
+        {
+            "depthcache_info": _info(
+                subscription, replicas, now_ms(), deps.settings.max_silence_ms, deps.books.heartbeats
+            )
+        }
+    )
 
 
 @ubdcc("STOP_DEPTHCACHE")
@@ -241,19 +248,23 @@ async def _depthcache_list(call: Call, deps: Deps) -> dict[str, dict[str, object
     now = now_ms()
     listing: dict[str, dict[str, object]] = {}
     for subscription, book in zip(subscriptions, books, strict=True):
-        info = _info(subscription, stored[book], now, deps.settings.max_silence_ms)
+        info = _info(subscription, stored[book], now, deps.settings.max_silence_ms, deps.books.heartbeats)
         listing.setdefault(subscription.exchange, {})[subscription.market] = info
     return listing
 
 
 def _info(
-    subscription: Subscription, replicas: dict[int, Snapshot], now: int, max_silence_ms: int
+    subscription: Subscription,
+    replicas: dict[int, Snapshot],
+    now: int,
+    max_silence_ms: int,
+    heartbeats: Heartbeats,
 ) -> dict[str, object]:
     """One DepthCache the UBDCC way; a replica is ``running`` only while synced and fresh."""
     created_s = subscription.created_at / 1000
     distribution: dict[str, dict[str, object]] = {}
     for replica, snapshot in sorted(replicas.items()):
-        running = choose_replica([snapshot], now, max_silence_ms) is not None
+        running = choose_replica([snapshot], now, max_silence_ms, heartbeats) is not None
         distribution[str(replica)] = {
             "STATUS": "running" if running else "starting",
             "CREATED_TIME": created_s,

@@ -108,3 +108,15 @@ def test_flags_roundtrip_and_default_to_a_whole_head() -> None:
 def test_unknown_flags_are_rejected_at_receipt() -> None:
     with pytest.raises(StoreError, match="flags"):
         Snapshot(encode_snapshot(META, BIDS, ASKS, 0x80))
+
+
+def test_a_snapshot_names_the_node_that_wrote_it_and_version_3_is_still_read() -> None:
+    tagged = META._replace(node=2**62 + 5)
+    snap = Snapshot(encode_snapshot(tagged, BIDS, ASKS))
+    assert snap.node == 2**62 + 5 and snap.meta == tagged
+    v4 = encode_snapshot(META, BIDS, ASKS, MORE_ASKS)
+    v3 = b"\x03" + v4[1:56] + v4[64:]  # the same header without its trailing node tag
+    old = Snapshot(v3)
+    assert old.node == 0 and old.meta == META and old.more_asks
+    assert parse_side(old.bids(2)) == [orjson.loads(b) for b in BIDS[:2]]
+    assert parse_side(old.asks(1)) == [orjson.loads(a) for a in ASKS]

@@ -12,7 +12,8 @@ import pytest
 import redis.asyncio as redis
 
 from book_store.codec import BookStatus, SnapshotMeta, encode_snapshot
-from book_store.keys import BookKey
+from book_store.keys import NODES_ALIVE, BookKey
+from book_store.liveness import NodeHeartbeat, encode_heartbeat
 from control_plane.assignments import AssignmentClient
 from control_plane.models import Subscription
 from control_plane.replica_status import BookStoreReplicaStatus, ReplicaRef
@@ -216,3 +217,16 @@ async def test_book_store_status_counts_only_fresh_synced_replicas(valkey_url: s
     finally:
         await client.delete(key)
         await client.aclose()
+
+
+async def test_book_store_status_counts_a_quiet_replica_its_node_vouches_for(
+    redis_client: redis.Redis,
+) -> None:
+    now = 1_700_000_000_000
+    meta = SnapshotMeta(7, now - 20_000, now - 20_000, now - 20_000, 1, BookStatus.SYNCED, node=5)
+    await redis_client.hset(BTC.snapshots, "1", encode_snapshot(meta, [b'["1.0","2"]'], []))
+    status = BookStoreReplicaStatus(redis_client, max_silence_ms=3000, clock=lambda: now)
+    assert await status.synced_replicas({(BTC, 1)}) == set()  # quiet for 20 s, and no word from its node
+    beat = NodeHeartbeat(node=5, time=now - 500, since=now - 60_000)
+    await redis_client.hset(NODES_ALIVE, "node-5", encode_heartbeat("node-5", beat))
+    assert await status.synced_replicas({(BTC, 1)}) == {(BTC, 1)}

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from dataclasses import dataclass, field
+from typing import cast
 
 import orjson
 import redis.asyncio as redis
 import uvloop
 
 from book_store.codec import BookStatus, Snapshot
-from book_store.keys import BookKey
+from book_store.keys import NODES_ALIVE, BookKey
+from book_store.liveness import decode_heartbeat
 from book_store.reader import BookReader, StoredBook
 from book_store.writer import BookWriter
 from ingest_nodes.core.book import SideWindow
@@ -71,15 +74,24 @@ async def stored(client: redis.Redis, writer: BookWriter) -> StoredBook:
     return await BookReader(client).stored(BOOK)
 
 
-def publisher(writer: BookWriter, deep_levels_per_s: int = 1000) -> Publisher:
+def publisher(
+    writer: BookWriter,
+    deep_levels_per_s: int = 1000,
+    *,
+    keepalive_ms: int = 1000,
+    quiet_keepalive_ms: int | None = None,
+    stale_after_ms: int = 60_000,
+) -> Publisher:
     return Publisher(
         writer,
         telemetry=IngestTelemetry(Telemetry.disabled("ladder-test")),
         head_levels=HEAD,
         deep_levels_per_s=deep_levels_per_s,
         publish_interval_ms=0,
-        keepalive_ms=1000,
-        stale_after_ms=60_000,
+        keepalive_ms=keepalive_ms,
+        quiet_keepalive_ms=quiet_keepalive_ms,
+        stale_after_ms=stale_after_ms,
+        node=7,
     )
 
 
@@ -203,3 +215,44 @@ def test_deep_snapshots_are_drained_under_uvloop_too(clean_redis_url: str) -> No
         return counts
 
     assert uvloop.run(scenario()) == [50, 50, 50]
+
+
+async def run_keepalive_for(pub: Publisher, seconds: float) -> None:
+    task = asyncio.get_running_loop().create_task(pub.run_keepalive())
+    await asyncio.sleep(seconds)
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+
+
+async def test_a_quiet_synced_book_is_vouched_for_by_the_heartbeat_and_republished_rarely(
+    redis_client: redis.Redis,
+) -> None:
+    writer = BookWriter(redis_client, node_id="node-a", node=7)
+    pub = publisher(writer, keepalive_ms=100, quiet_keepalive_ms=600)
+    quiet, resyncing = Replica(depth=5), Replica(depth=5, replica=2)
+    quiet.sync(levels(100, 3, -1), levels(101, 3, 1), limit=20)
+    pub.track(quiet)
+    pub.track(resyncing)
+    first = (await stored(redis_client, writer)).heads
+    await run_keepalive_for(pub, 0.4)
+    heads = (await stored(redis_client, writer)).heads
+    assert heads[1].publish_time == first[1].publish_time and heads[1].node == 7  # not republished
+    beat = decode_heartbeat(cast(bytes, await redis_client.hget(NODES_ALIVE, "node-a")))[1]
+    assert beat.node == 7 and beat.time > heads[1].publish_time >= beat.since  # ... but vouched for
+    await run_keepalive_for(pub, 0.4)  # past quiet_keepalive_ms: republished anyway
+    assert (await stored(redis_client, writer)).heads[1].publish_time > first[1].publish_time
+
+
+async def test_a_quiet_book_whose_failed_check_runs_out_is_published_stale_without_waiting(
+    redis_client: redis.Redis,
+) -> None:
+    writer = BookWriter(redis_client, node_id="node-a", node=7)
+    pub = publisher(writer, keepalive_ms=100, quiet_keepalive_ms=60_000, stale_after_ms=200)
+    replica = Replica(depth=5, watch=Rhythm(int(time.time() * 1000) - 60_000))  # suspect long since
+    replica.sync(levels(100, 3, -1), levels(101, 3, 1), limit=20)
+    pub.track(replica)
+    assert (await stored(redis_client, writer)).heads[1].status is BookStatus.SYNCED
+    replica.watch.check_failed = True  # the venue could not be asked
+    await run_keepalive_for(pub, 0.3)
+    assert (await stored(redis_client, writer)).heads[1].status is BookStatus.STALE

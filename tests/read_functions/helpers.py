@@ -55,9 +55,10 @@ def snapshot(
     bids: Sequence[bytes] | None = None,
     asks: Sequence[bytes] | None = None,
     flags: int = 0,
+    node: int = 0,
 ) -> bytes:
     published = now_ms() if publish_time is None else publish_time
-    meta = SnapshotMeta(update_id, published - 2, published - 1, published, replica, status)
+    meta = SnapshotMeta(update_id, published - 2, published - 1, published, replica, status, node=node)
     bids = levels([f"{100 - i}.{update_id % 100:02d}" for i in range(5)]) if bids is None else bids
     asks = levels([f"{101 + i}.{update_id % 100:02d}" for i in range(5)]) if asks is None else asks
     return encode_snapshot(meta, bids, asks, flags)

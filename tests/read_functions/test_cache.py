@@ -12,6 +12,7 @@ import redis.asyncio as redis
 
 from book_store.codec import encode_message
 from book_store.keys import BookKey
+from book_store.writer import BookWriter
 from ladder_process.clock import now_ms
 from read_functions.books.change_feed import ChangeFeed
 from tests.read_functions.helpers import ETH, Stack, open_stack, snapshot
@@ -77,7 +78,7 @@ async def test_misses_of_one_loop_turn_share_one_pipeline(stack: Stack, redis_cl
     entries = await asyncio.gather(*(stack.deps.books.entry(book) for book in books))
     after = await command_calls(redis_client)
     assert [e.replicas[0].meta.update_id for e in entries] == list(range(1, 41))
-    assert after["hgetall"] - before.get("hgetall", 0) == 40
+    assert after["hgetall"] - before.get("hgetall", 0) == 40 + 1  # and the nodes' heartbeats
     assert after["subscribe"] - before.get("subscribe", 0) == 1  # one SUBSCRIBE for all 40 channels
 
 
@@ -201,3 +202,59 @@ async def test_a_change_of_a_replica_not_served_keeps_the_views_of_the_one_serve
     assert entry.views_of is served and entry.views == views
     assert all(entry.views[key] is view for key, view in views.items())
     assert await read_update_id(stack, headers) == 10
+
+
+async def read_status(stack: Stack, headers: dict[str, str]) -> tuple[int, dict[str, object]]:
+    async with stack.http.get(f"{stack.url}/v1/books/binance.com/ETHBTC", headers=headers) as r:
+        return r.status, orjson.loads(await r.read())
+
+
+async def test_a_quiet_book_is_served_while_its_node_s_heartbeat_vouches_for_it(
+    stack: Stack, redis_client: redis.Redis
+) -> None:
+    node = BookWriter(redis_client, node_id="node-a", node=7)
+    headers = await stack.subscriber(ETH)
+    quiet_since = now_ms() - 20_000  # far beyond max_silence_ms (5 s)
+    await stack.publish(ETH, 0, snapshot(1, publish_time=quiet_since, node=7))
+    assert (await read_status(stack, headers))[0] == 503  # no heartbeat yet: silent
+
+    node.heartbeat(now_ms(), quiet_since - 1)
+    await node.drain()
+    await wait_until(lambda: len(stack.deps.books.heartbeats) == 1, 5, "the heartbeat")  # from the channel
+    status, body = await read_status(stack, headers)
+    assert status == 200 and body["update_id"] == 1
+    assert int(str(body["age_ms"])) >= 19_000  # since the venue state was known, not since the heartbeat
+
+    await stack.drop_feed()  # heartbeats may have been missed: forgotten with the books ...
+    assert len(stack.deps.books.heartbeats) == 0
+    await wait_until(lambda: stack.deps.books.following, 5, "the feed back")
+    assert (await read_status(stack, headers))[0] == 200  # ... and read again with the book
+    assert len(stack.deps.books.heartbeats) == 1
+
+
+async def test_a_heartbeat_vouches_for_nothing_older_than_its_since_nor_for_another_node(
+    stack: Stack, redis_client: redis.Redis
+) -> None:
+    node = BookWriter(redis_client, node_id="node-a", node=7)
+    headers = await stack.subscriber(ETH)
+    now = now_ms()
+    await stack.publish(ETH, 0, snapshot(1, publish_time=now - 20_000, node=7))
+    await stack.publish(ETH, 1, snapshot(2, 1, publish_time=now - 20_000, node=8))
+    node.heartbeat(now, now - 10_000)  # vouches only for what node 7 wrote in the last 10 s
+    await node.drain()
+    await wait_until(lambda: len(stack.deps.books.heartbeats) == 1, 5, "the heartbeat")
+    assert (await read_status(stack, headers))[0] == 503
+    await stack.publish(ETH, 0, snapshot(3, publish_time=now - 9_000, node=7))
+    status, body = await read_status(stack, headers)
+    assert status == 200 and body["update_id"] == 3
+
+
+async def test_a_node_whose_heartbeats_stop_falls_silent(stack: Stack, redis_client: redis.Redis) -> None:
+    node = BookWriter(redis_client, node_id="node-a", node=7)
+    headers = await stack.subscriber(ETH)
+    now = now_ms()
+    await stack.publish(ETH, 0, snapshot(1, publish_time=now - 20_000, node=7))
+    node.heartbeat(now - 5_500, now - 60_000)  # its last heartbeat, 5.5 s ago
+    await node.drain()
+    await wait_until(lambda: len(stack.deps.books.heartbeats) == 1, 5, "the heartbeat")
+    assert (await read_status(stack, headers))[0] == 503
