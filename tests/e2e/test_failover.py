@@ -98,19 +98,26 @@ def all_replicas_synced(stack: Stack, key: str) -> bool:
 
 
 def synced_replica_ids(stack: Stack) -> set[tuple[str, str, int]]:
-    """Replicas whose snapshot in the store says synced and was published in the last second."""
+    """Replicas whose snapshot in the store says synced and that were heard from in the last second
+    (published, or vouched for by their node's heartbeat)."""
     import redis
 
     from book_store.codec import BookStatus, Snapshot
-    from book_store.keys import BookKey
+    from book_store.keys import NODES_ALIVE, BookKey
+    from book_store.liveness import Heartbeats
 
     client = redis.Redis.from_url(stack.redis_url)
     now_ms = int(time.time() * 1000)
+    heartbeats = Heartbeats()
+    heartbeats.learn_stored(stored_bytes(raw) for raw in client.hvals(NODES_ALIVE))
     synced = set()
     for exchange, market in BOOKS:
         for replica, raw in client.hgetall(BookKey(exchange, market).snapshots).items():
             meta = Snapshot(stored_bytes(raw)).meta
-            if meta.status is BookStatus.SYNCED and now_ms - meta.publish_time < 1000:
+            if (
+                meta.status is BookStatus.SYNCED
+                and now_ms - heartbeats.heard(meta.publish_time, meta.node) < 1000
+            ):
                 synced.add((exchange, market, int(replica)))
     client.close()
     return synced
