@@ -6,9 +6,14 @@ An ingest node may apply thousands of updates per second across hundreds of book
 snapshot with its own round trip would cap it at a few thousand writes per second and add queueing
 latency. Instead :meth:`BookWriter.put` only records the latest snapshot per ``(book, replica,
 deep)`` and makes sure a flush is scheduled; the flush sends everything recorded since the last one as one
-pipeline (``HSET`` + ``PUBLISH`` per snapshot). Only one flush is in flight at a time, so writes of
-one replica are never reordered; while a flush waits for the store, new snapshots of the same
-replica replace each other (conflation), so memory stays bounded by the number of replicas.
+pipeline (``HSET`` + ``PUBLISH`` per snapshot). Heads and deep snapshots have a pipeline each, on
+connections of their own, so that the 20- and 100-level heads every reader and stream follows never
+wait behind a deep snapshot of 5000 levels a side on its way to the store. Of each kind only one
+flush is in flight at a time, so writes of one replica are never reordered; while a flush waits for
+the store, new snapshots of the same replica replace each other (conflation), so memory stays bounded
+by the number of replicas. A publisher that asks (:meth:`BookWriter.when_sent`) is told when the
+heads in flight have been answered, so that it encodes the books that changed meanwhile once, when
+they can be sent, instead of once per loop turn only to be replaced before they leave.
 
 The published message is ``<replica as 2 bytes><snapshot>``: a subscribed reader updates its cache
 from the message itself and never needs a round trip for a book it already follows. A removed
@@ -25,12 +30,13 @@ taken from it meanwhile (it removes those first, and the removals are what it se
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import time
 from collections.abc import Callable
 
 import redis.asyncio as redis
-from redis.exceptions import RedisError
+from redis.exceptions import NoScriptError, RedisError
 
 from book_store.codec import encode_message, tombstone
 from book_store.keys import BookKey, snapshot_field
@@ -45,10 +51,29 @@ redis.call('HSET', KEYS[1], ARGV[1], string.sub(ARGV[2], 3))
 redis.call('PUBLISH', KEYS[2], ARGV[2])
 return 0
 """
+# Called by its digest; the store learns the script at the first deep flush and again after it
+# forgot it (a restart). redis-py's Script would ask the store whether it knows the script before
+# every pipeline: one more round trip per deep flush.
+_STORE_AND_PUBLISH_SHA = hashlib.sha1(_STORE_AND_PUBLISH.encode(), usedforsecurity=False).hexdigest()
+
+
+class _Queue:
+    """The snapshots of one kind (heads, or deep snapshots) waiting for their pipeline."""
+
+    __slots__ = ("after_send", "deep", "flusher", "pending", "sending")
+
+    def __init__(self, *, deep: bool) -> None:
+        self.deep = deep
+        self.pending: dict[tuple[BookKey, int], bytes | None] = {}
+        self.flusher: asyncio.Task[None] | None = None
+        self.sending = False
+        """A pipeline of this queue is waiting for the store's answer."""
+        self.after_send: list[Callable[[], None]] = []
 
 
 class BookWriter:
-    """Writes snapshots of many replicas, one pipeline per event-loop turn."""
+    """Writes snapshots of many replicas, one pipeline of heads (and one of deep snapshots) per
+    event-loop turn."""
 
     def __init__(
         self,
@@ -58,10 +83,10 @@ class BookWriter:
     ) -> None:
         """``client`` is owned by the caller. ``on_flush(count, seconds)`` observes each batch."""
         self._client = client
-        self._pending: dict[tuple[BookKey, int, bool], bytes | None] = {}
-        self._flusher: asyncio.Task[None] | None = None
+        self._heads = _Queue(deep=False)
+        self._deeps = _Queue(deep=True)
         self._on_flush = on_flush
-        self._store_and_publish = client.register_script(_STORE_AND_PUBLISH)
+        self._script_known = False
         self._fenced = False
 
     @property
@@ -75,69 +100,98 @@ class BookWriter:
     def unfence(self) -> None:
         """Send what was recorded meanwhile (the newest of each replica) and carry on."""
         self._fenced = False
-        if self._pending:
-            self._wake()
+        for queue in (self._heads, self._deeps):
+            if queue.pending:
+                self._wake(queue)
 
     def put(self, book: BookKey, replica: int, snapshot: bytes, *, deep: bool = False) -> None:
         """Record the newest head (or deep) snapshot of a replica; it is written at the end of this
         loop turn."""
-        self._pending[(book, replica, deep)] = snapshot
-        self._wake()
+        queue = self._deeps if deep else self._heads
+        queue.pending[(book, replica)] = snapshot
+        self._wake(queue)
 
     def remove(self, book: BookKey, replica: int, *, deep_only: bool = False) -> None:
         """Delete a replica's snapshots (the replica was stopped or moved), or only its deep one
         (the book is no longer published deeper than its head)."""
         if not deep_only:
-            self._pending[(book, replica, False)] = None
-        self._pending[(book, replica, True)] = None
-        self._wake()
+            self._heads.pending[(book, replica)] = None
+            self._wake(self._heads)
+        self._deeps.pending[(book, replica)] = None
+        self._wake(self._deeps)
+
+    def when_sent(self, callback: Callable[[], None]) -> bool:
+        """While a pipeline of heads waits for the store, call ``callback`` once it is answered and
+        return True (a head recorded now would wait for it anyway); False when none is waiting."""
+        if not self._heads.sending:
+            return False
+        self._heads.after_send.append(callback)
+        return True
 
     async def drain(self) -> None:
         """Wait until everything recorded so far has been written."""
-        while self._flusher is not None and not self._flusher.done():
-            await asyncio.shield(self._flusher)
+        for queue in (self._heads, self._deeps):
+            while queue.flusher is not None and not queue.flusher.done():
+                await asyncio.shield(queue.flusher)
 
     async def close(self) -> None:
         """Write what is pending, then stop."""
         await self.drain()
 
-    def _wake(self) -> None:
+    def _wake(self, queue: _Queue) -> None:
         if self._fenced:
             return
-        if self._flusher is None or self._flusher.done():
-            self._flusher = asyncio.get_running_loop().create_task(self._flush_loop())
+        if queue.flusher is None or queue.flusher.done():
+            queue.flusher = asyncio.get_running_loop().create_task(self._flush_loop(queue))
 
-    async def _flush_loop(self) -> None:
+    async def _flush_loop(self, queue: _Queue) -> None:
         # Yield once so that every put() of the current loop turn joins this batch.
         await asyncio.sleep(0)
-        while self._pending and not self._fenced:
-            batch, self._pending = self._pending, {}
+        while queue.pending and not self._fenced:
+            batch, queue.pending = queue.pending, {}
             started = time.perf_counter()  # loop.time() has 1 ms resolution under uvloop
-            pipe = self._client.pipeline(transaction=False)
-            now_ms = time.time_ns() // 1_000_000
-            for (book, replica, deep), snapshot in batch.items():
-                field = snapshot_field(replica, deep=deep)
-                if snapshot is None:
-                    pipe.hdel(book.snapshots, field)
-                    pipe.publish(
-                        book.channel, encode_message(replica, tombstone(replica, deep=deep, now_ms=now_ms))
-                    )
-                elif deep:
-                    message = encode_message(replica, snapshot)
-                    await self._store_and_publish(
-                        keys=[book.snapshots, book.channel], args=[field, message], client=pipe
-                    )
-                else:
-                    pipe.hset(book.snapshots, field, snapshot)
-                    pipe.publish(book.channel, encode_message(replica, snapshot))
+            queue.sending = True
             try:
-                await pipe.execute()
+                if queue.deep and not self._script_known:
+                    await self._client.script_load(_STORE_AND_PUBLISH)
+                    self._script_known = True
+                await self._pipeline(batch, deep=queue.deep).execute()
+                failure: Exception | None = None
             except (RedisError, OSError) as exc:
+                failure = exc
+            queue.sending = False
+            callbacks, queue.after_send = queue.after_send, []
+            for callback in callbacks:
+                callback()
+            if failure is not None:
                 # Keep the newest version of each failed write unless a newer one arrived.
-                log.warning("book store write failed (%s); retrying %d snapshots", exc, len(batch))
                 for key, value in batch.items():
-                    self._pending.setdefault(key, value)
+                    queue.pending.setdefault(key, value)
+                if isinstance(failure, NoScriptError):
+                    self._script_known = False  # the store restarted: teach it again, at once
+                    continue
+                log.warning("book store write failed (%s); retrying %d snapshots", failure, len(batch))
                 await asyncio.sleep(0.2)
                 continue
             if self._on_flush is not None:
                 self._on_flush(len(batch), time.perf_counter() - started)
+
+    def _pipeline(
+        self, batch: dict[tuple[BookKey, int], bytes | None], *, deep: bool
+    ) -> redis.client.Pipeline:
+        pipe = self._client.pipeline(transaction=False)
+        now_ms = time.time_ns() // 1_000_000
+        for (book, replica), snapshot in batch.items():
+            field = snapshot_field(replica, deep=deep)
+            if snapshot is None:
+                pipe.hdel(book.snapshots, field)
+                pipe.publish(
+                    book.channel, encode_message(replica, tombstone(replica, deep=deep, now_ms=now_ms))
+                )
+            elif deep:
+                message = encode_message(replica, snapshot)
+                pipe.evalsha(_STORE_AND_PUBLISH_SHA, 2, book.snapshots, book.channel, field, message)
+            else:
+                pipe.hset(book.snapshots, field, snapshot)
+                pipe.publish(book.channel, encode_message(replica, snapshot))
+        return pipe
