@@ -20,6 +20,11 @@ A writer can be *fenced*: it keeps recording (the newest snapshot per replica, a
 sends nothing until it is unfenced. An ingest node fences its writer when it may have been
 declared dead, so that when it reaches the store again it writes nothing of replicas that were
 taken from it meanwhile (it removes those first, and the removals are what it sends).
+
+On a cluster the change messages are *sharded* (``SPUBLISH``): each goes only through the shard
+that owns its book's slot, where a plain ``PUBLISH`` would be copied to every node of the cluster.
+``RedisCluster``'s pipeline splits the batch per shard, and the deep snapshot's script goes as
+``EVAL`` (a cluster pipeline does not load scripts first).
 """
 
 from __future__ import annotations
@@ -29,10 +34,12 @@ import logging
 import time
 from collections.abc import Callable
 
-import redis.asyncio as redis
+from redis.asyncio.client import Pipeline
+from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import RedisError
 
 from book_store.codec import encode_message, tombstone
+from book_store.connect import StoreClient
 from book_store.keys import BookKey, snapshot_field
 
 log = logging.getLogger(__name__)
@@ -45,6 +52,7 @@ redis.call('HSET', KEYS[1], ARGV[1], string.sub(ARGV[2], 3))
 redis.call('PUBLISH', KEYS[2], ARGV[2])
 return 0
 """
+_STORE_AND_SPUBLISH = _STORE_AND_PUBLISH.replace("'PUBLISH'", "'SPUBLISH'")
 
 
 class BookWriter:
@@ -52,7 +60,7 @@ class BookWriter:
 
     def __init__(
         self,
-        client: redis.Redis,
+        client: StoreClient,
         *,
         on_flush: Callable[[int, float], None] | None = None,
     ) -> None:
@@ -62,6 +70,7 @@ class BookWriter:
         self._flusher: asyncio.Task[None] | None = None
         self._on_flush = on_flush
         self._store_and_publish = client.register_script(_STORE_AND_PUBLISH)
+        self._sharded = isinstance(client, RedisCluster)
         self._fenced = False
 
     @property
@@ -114,22 +123,26 @@ class BookWriter:
             batch, self._pending = self._pending, {}
             started = time.perf_counter()  # loop.time() has 1 ms resolution under uvloop
             pipe = self._client.pipeline(transaction=False)
+            publish = pipe.spublish if self._sharded else pipe.publish
             now_ms = time.time_ns() // 1_000_000
             for (book, replica, deep), snapshot in batch.items():
                 field = snapshot_field(replica, deep=deep)
                 if snapshot is None:
                     pipe.hdel(book.snapshots, field)
-                    pipe.publish(
+                    publish(
                         book.channel, encode_message(replica, tombstone(replica, deep=deep, now_ms=now_ms))
                     )
-                elif deep:
+                elif deep and isinstance(pipe, Pipeline):
                     message = encode_message(replica, snapshot)
                     await self._store_and_publish(
                         keys=[book.snapshots, book.channel], args=[field, message], client=pipe
                     )
+                elif deep:
+                    message = encode_message(replica, snapshot)
+                    pipe.eval(_STORE_AND_SPUBLISH, 2, book.snapshots, book.channel, field, message)
                 else:
                     pipe.hset(book.snapshots, field, snapshot)
-                    pipe.publish(book.channel, encode_message(replica, snapshot))
+                    publish(book.channel, encode_message(replica, snapshot))
             try:
                 await pipe.execute()
             except (RedisError, OSError) as exc:
