@@ -27,7 +27,7 @@ lint: install
 	$(VENV)/bin/ruff format --check .
 
 typecheck: install
-	$(VENV)/bin/mypy book_store ingest_nodes control_plane read_functions fake_venue sdk/ladder_sdk bench tests sdk/tests
+	$(VENV)/bin/mypy book_store ladder_process ladder_cli ingest_nodes control_plane read_functions fake_venue sdk/ladder_sdk bench tests sdk/tests
 
 ## make test: lint, type-check, then the whole suite in parallel against real servers
 test: lint typecheck browser-tools

@@ -21,17 +21,18 @@ from typing import Any
 import aiohttp
 import redis.asyncio as redis
 
-from book_store.server import EmbeddedValkey, free_port
-from control_plane.cli import FAKE_ALPACA_CREDENTIALS, fake_venue_env
 from control_plane.models import ReplicaAssignment
 from control_plane.stores.redis import RedisControlStore
-from control_plane.supervisor import Child, Supervisor, child_env
-from ingest_nodes.exchanges import ExchangeSpec, Protocol
-from ingest_nodes.venues.binance.limits import depth_weight, snapshot_limit
+from ingest_nodes.core.trusted_window import snapshot_limit
+from ingest_nodes.venues.binance.limits import depth_weight
+from ingest_nodes.venues.registry import ExchangeSpec, VenueProtocol
+from ladder_cli.main import FAKE_ALPACA_CREDENTIALS, fake_venue_env
+from ladder_cli.supervisor import Child, Supervisor, child_env
+from ladder_process.embedded_valkey import EmbeddedValkey, free_port
 
 EXCHANGES = {
-    "binance.com": ExchangeSpec("binance.com", Protocol.BINANCE_SPOT, "", ""),
-    "binance.com-futures": ExchangeSpec("binance.com-futures", Protocol.BINANCE_FUTURES, "", ""),
+    "binance.com": ExchangeSpec("binance.com", VenueProtocol.BINANCE_SPOT, "", ""),
+    "binance.com-futures": ExchangeSpec("binance.com-futures", VenueProtocol.BINANCE_FUTURES, "", ""),
 }
 """The venues the benchmarks drive, for their weights and limits (their URLs point at the fake venue)."""
 

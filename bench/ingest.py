@@ -54,8 +54,8 @@ from bench.report import Report, at_least, median
 from book_store.codec import BookStatus
 from book_store.keys import BookKey
 from book_store.reader import BookReader
-from control_plane.cli import fake_venue_env
 from ingest_nodes.venues.binance.parse import parse_spot_frame
+from ladder_cli.main import fake_venue_env
 
 EXCHANGE = "binance.com"
 TARGET = 20_000.0

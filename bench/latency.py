@@ -58,9 +58,8 @@ from bench.harness import (
     wait_synced,
 )
 from bench.report import Report, below, median, percentiles
-from book_store.codec import BookStatus, Snapshot
+from book_store.codec import BookStatus, Snapshot, decode_message
 from book_store.keys import BookKey
-from book_store.writer import decode_message
 
 EXCHANGE = "binance.com"
 ALPACA = "alpaca-crypto"

@@ -41,7 +41,7 @@ from urllib.parse import urlsplit
 from bench.harness import Bench
 from bench.read import ADMIN_KEY, PEPPER, Run, market_names, run_builtin, run_wrk, seed_catalog, tenant_key
 from bench.report import Report, below, percentiles
-from control_plane.supervisor import Child, child_env
+from ladder_cli.supervisor import Child, child_env
 
 SHAPE = (0.05, 1.0, 2.2)
 """The seed's ramp, 25 : 500 : 1100 req/s, as fractions of the measured capacity."""

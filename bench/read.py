@@ -13,7 +13,7 @@ so that no load always follows the same one), 50 connections each:
    every request with a precomputed body of the same size as the hot book's; the targets are
    set against it;
 2. *ladder-static*: the same body through the read API's own HTTP/1.1 protocol
-   (:mod:`read_functions.http1`), so the report also shows what the core costs on top of it;
+   (:mod:`read_functions.server.http1`), so the report also shows what the core costs on top of it;
 3. *hot*: one market, ``depth=100``;
 4. *random*: a market drawn at random among the 2000 for every request.
 
@@ -52,10 +52,10 @@ from book_store.catalog import MarketCatalog, MarketInfo
 from book_store.codec import BookStatus, SnapshotMeta, encode_snapshot
 from book_store.keys import BookKey
 from book_store.writer import BookWriter
-from control_plane.supervisor import Child, child_env
-from read_functions.http1 import Http1Server
-from read_functions.messages import Request, Response
-from read_functions.server import Listener, bind
+from ladder_cli.supervisor import Child, child_env
+from read_functions.app.messages import Request, Response
+from read_functions.server.http1 import Http1Server
+from read_functions.server.workers import Listener, bind
 
 EXCHANGE = "binance.com"
 HOT = "HOTUSDT"
@@ -340,7 +340,7 @@ async def main(args: argparse.Namespace) -> None:
                 print(f"round {number + 1}: " + ", ".join(
                     f"{n} {r.rps:,.0f} req/s p99 {r.p99_ms:.1f} ms {r.cpu_us_per_request:.0f} us CPU/req"
                     for n, r in runs.items()), flush=True)  # fmt: skip
-            huge = sum(huge_page_mb(pid) for pid in servers["read"])  # see read_functions/huge_pages.py
+            huge = sum(huge_page_mb(pid) for pid in servers["read"])  # read_functions/server/huge_pages.py
             report.environment["read workers' memory on huge pages"] = f"{huge:.0f} MB"
         finally:
             for process in (*itertools.chain(*static_processes.values()), writer):
@@ -398,7 +398,8 @@ def summarize(report: Report, rounds: list[dict[str, Run]], body: bytes, generat
     )
     report.note(
         "The ceiling is plain aiohttp, as the targets define it. The read API no longer runs on aiohttp's "
-        "request machinery but on its own HTTP/1.1 protocol (read_functions/http1.py), so the same body "
+        "request machinery but on its own HTTP/1.1 protocol (read_functions/server/http1.py), "
+        "so the same body "
         "through that protocol is reported too: the gap between it and the hot market is what the core costs."
     )
     report.data["rounds"] = [{n: vars(r) for n, r in rs.items()} for rs in rounds]

@@ -8,7 +8,7 @@ book read costs, how much is the HTTP protocol and how much is Ladder's core? Ra
 are fed straight into a protocol object (``connection_made`` with an in-memory transport, then
 ``data_received``) and the answer is awaited as it is written, so every byte of parsing, the core
 and response writing runs, and nothing else. The read API serves HTTP/1.1 with its own protocol
-(:class:`read_functions.http1.Http1Connection`); aiohttp is kept as the reference, since the read
+(:class:`read_functions.server.http1.Http1Connection`); aiohttp is kept as the reference, since the read
 benchmark's ceiling and targets are set against it. Four layers answer the same request:
 
 1. *aiohttp static*: aiohttp's low-level server answering a precomputed body (the ceiling);
@@ -40,13 +40,13 @@ from aiohttp import web
 from bench import read as read_bench
 from bench.harness import Bench, run
 from bench.report import Report
-from control_plane.supervisor import Child, child_env
+from ladder_cli.supervisor import Child, child_env
+from read_functions.app.dispatch import Dispatcher
+from read_functions.app.messages import JSON, Request, Response
+from read_functions.app.routes import ROUTES
+from read_functions.app.routing import Router
 from read_functions.deps import Deps
-from read_functions.dispatch import Dispatcher
-from read_functions.http1 import Core, Http1Connection, Http1Server
-from read_functions.messages import JSON, Request, Response
-from read_functions.routes import ROUTES
-from read_functions.routing import Router
+from read_functions.server.http1 import Core, Http1Connection, Http1Server
 from read_functions.settings import load_settings
 
 ProtocolFactory = Callable[[], asyncio.Protocol]

@@ -25,7 +25,7 @@ snapshots late. A book completes its sync on the first event after its snapshot,
 at most ``1 / rate`` after the last snapshot of the last window.
 
 Then every book stays live for ``--live-s`` (60 s) and the run reports the weight the nodes' stall
-checks (``ingest_nodes/stall_checks.py``) spent meanwhile, as a share of the budget (target: at
+checks (``ingest_nodes/runtime/stall_checks.py``) spent meanwhile, as a share of the budget (target: at
 most 10 %).
 """
 
@@ -51,7 +51,8 @@ from book_store.keys import BookKey, node_stats_key
 from book_store.reader import BookReader
 from control_plane.models import ReplicaAssignment
 from control_plane.stores.redis import RedisControlStore
-from ingest_nodes.venues.binance.limits import depth_weight, snapshot_limit
+from ingest_nodes.core.trusted_window import snapshot_limit
+from ingest_nodes.venues.binance.limits import depth_weight
 
 WINDOW_S = 60.0
 TARGET_RATIO = 1.2
@@ -268,7 +269,7 @@ def _write_checks(
     before: list[dict[str, Any]],
     after: list[dict[str, Any]],
 ) -> None:
-    """What the stall checks (see ingest_nodes/stall_checks.py) spent while every book was live."""
+    """What the stall checks (see ingest_nodes/runtime/stall_checks.py) spent while every book was live."""
     for budget in plan.values():
         spent = _check_weight(after, budget.exchange) - _check_weight(before, budget.exchange)
         allowed = budget.per_window * args.live_s / WINDOW_S

@@ -42,7 +42,7 @@ from collections.abc import Sequence
 from enum import IntEnum
 from typing import NamedTuple
 
-from book_store.errors import StoreError
+from ladder_process.errors import StoreError
 
 VERSION = 3
 _HEADER = struct.Struct("<BQqqqqHBBHHII")
@@ -227,3 +227,29 @@ class Snapshot:
             return 0
         end: int = _END.unpack_from(self.raw, ends + 4 * (depth - 1))[0]
         return end if end < blob_len else blob_len
+
+
+# -- change messages ---------------------------------------------------------------------------
+# A writer publishes ``<replica as 2 bytes><snapshot>`` on a book's change channel, so that a
+# subscribed reader updates its cache from the message alone (book_store.writer).
+
+_REPLICA = struct.Struct("<H")
+
+
+def encode_message(replica: int, snapshot: bytes) -> bytes:
+    """The change message: which replica, then its snapshot."""
+    return _REPLICA.pack(replica) + snapshot
+
+
+def tombstone(replica: int, *, deep: bool, now_ms: int) -> bytes:
+    """The snapshot that announces a removed one: empty, ``resyncing``, published ``now_ms``."""
+    meta = SnapshotMeta(0, None, None, now_ms, replica, BookStatus.RESYNCING)
+    return encode_snapshot(meta, (), (), DEEP if deep else 0)
+
+
+def decode_message(message: bytes | memoryview) -> tuple[int, memoryview]:
+    """Inverse of :func:`encode_message` (the snapshot is a view into ``message``: a reader applies
+    thousands a second); a message too short to name its replica is a StoreError."""
+    if len(message) < _REPLICA.size:
+        raise StoreError(f"change message is {len(message)} bytes, too short to name its replica")
+    return _REPLICA.unpack_from(message)[0], memoryview(message)[_REPLICA.size :]

@@ -12,15 +12,15 @@ every replica of a book with one HGETALL, and a writer's pipeline for one book n
     ladder:catalog-digest:binance.com     string  digest of that hash's content
     ladder:unplaced                       hash  "exchange|market" -> why replicas are unplaced
     ladder:node-stats:<node id>           string  an ingest node's counters (JSON), while it reports
-    ladder:{weight|<egress>|<pool>}:<minute>  string  request weight used in that minute (ingest_nodes.budget)
+    ladder:{weight|<egress>|<pool>}:<minute>  string  weight used in that minute (ingest_nodes.venues.budget)
     ladder:{weight|<egress>|<pool>}:ban   string  until when the venue closed the pool (ms)
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
-from book_store.errors import LadderError
+from ladder_process.errors import LadderError
 
 KEY_PREFIX = "ladder"
 
@@ -35,17 +35,28 @@ class InvalidBookIdError(LadderError, ValueError):
     code = "invalid_request"
 
 
-@dataclass(frozen=True, slots=True)
-class BookKey:
-    """A book, ``(exchange, market)``, and the store keys that belong to it."""
-
+class _BookNames(NamedTuple):
     exchange: str
     market: str
 
-    def __post_init__(self) -> None:
-        for part in (self.exchange, self.market):
+
+class BookKey(_BookNames):
+    """A book, ``(exchange, market)``, and the store keys that belong to it.
+
+    A named tuple, so that hashing and comparing run in C: the read path looks books up by key on
+    every request, and the control plane sorts thousands of them into deterministic plans.
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, exchange: str, market: str) -> BookKey:
+        for part in (exchange, market):
             if not part or len(part) > 64 or _FORBIDDEN.intersection(part):
                 raise InvalidBookIdError(f"not a valid exchange or market name: {part[:64]!r}")
+        return super().__new__(cls, exchange, market)
+
+    def to_json(self) -> dict[str, str]:
+        return {"exchange": self.exchange, "market": self.market}
 
     @property
     def tag(self) -> str:

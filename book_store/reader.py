@@ -13,8 +13,8 @@ from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from book_store.codec import BookStatus, Snapshot
-from book_store.errors import StoreError, StoreUnavailableError
 from book_store.keys import BookKey
+from ladder_process.errors import StoreError, StoreUnavailableError
 
 
 @contextmanager

@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 import redis.asyncio as redis
 from redis.exceptions import RedisError
 
-from book_store.errors import StoreUnavailableError
 from book_store.keys import UNPLACED_KEY, BookKey
+from ladder_process.errors import StoreUnavailableError
 
 
 def _field(book: BookKey) -> str:

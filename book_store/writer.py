@@ -26,20 +26,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import struct
 import time
 from collections.abc import Callable
 
 import redis.asyncio as redis
 from redis.exceptions import RedisError
 
-from book_store.codec import DEEP, BookStatus, SnapshotMeta, encode_snapshot
-from book_store.errors import StoreError
+from book_store.codec import encode_message, tombstone
 from book_store.keys import BookKey, snapshot_field
 
 log = logging.getLogger(__name__)
-
-_REPLICA = struct.Struct("<H")
 
 # KEYS: the snapshots hash, the change channel. ARGV: field, change message. Stores the message's
 # snapshot (past its 2-byte replica) and publishes the message: a deep snapshot of 5000 levels a
@@ -49,25 +45,6 @@ redis.call('HSET', KEYS[1], ARGV[1], string.sub(ARGV[2], 3))
 redis.call('PUBLISH', KEYS[2], ARGV[2])
 return 0
 """
-
-
-def encode_message(replica: int, snapshot: bytes) -> bytes:
-    """The change message: which replica, then its snapshot."""
-    return _REPLICA.pack(replica) + snapshot
-
-
-def tombstone(replica: int, *, deep: bool, now_ms: int) -> bytes:
-    """The snapshot that announces a removed one: empty, ``resyncing``, published ``now_ms``."""
-    meta = SnapshotMeta(0, None, None, now_ms, replica, BookStatus.RESYNCING)
-    return encode_snapshot(meta, (), (), DEEP if deep else 0)
-
-
-def decode_message(message: bytes | memoryview) -> tuple[int, memoryview]:
-    """Inverse of :func:`encode_message` (the snapshot is a view into ``message``: a reader applies
-    thousands a second); a message too short to name its replica is a StoreError."""
-    if len(message) < _REPLICA.size:
-        raise StoreError(f"change message is {len(message)} bytes, too short to name its replica")
-    return _REPLICA.unpack_from(message)[0], memoryview(message)[_REPLICA.size :]
 
 
 class BookWriter:

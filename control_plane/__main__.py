@@ -8,14 +8,14 @@ import logging
 import signal
 
 from book_store.connect import store_client
-from book_store.metrics_server import serve_metrics
-from book_store.telemetry import Telemetry
 from book_store.unplaced import UnplacedBooks
-from control_plane import telemetry
 from control_plane.errors import ConfigurationError
 from control_plane.replica_status import BookStoreReplicaStatus
 from control_plane.runtime import run_control
 from control_plane.settings import ControlSettings
+from control_plane.telemetry import ControlTelemetry
+from ladder_process.metrics_server import serve_metrics
+from ladder_process.telemetry import Telemetry
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -39,10 +39,11 @@ async def _serve(settings: ControlSettings, redis_url: str) -> None:
         loop.add_signal_handler(sig, task.cancel)
     client = store_client(redis_url, settings.redis_password)
     status = BookStoreReplicaStatus(client, max_silence_ms=settings.replica_silence_ms)
-    metrics = telemetry.install(telemetry.ControlTelemetry(Telemetry.from_env("ladder-control"))).telemetry
+    metrics = Telemetry.from_env("ladder-control")
     try:
         async with serve_metrics(metrics.render_prometheus):
-            await run_control(settings, status, unplaced=UnplacedBooks(client))
+            rounds = ControlTelemetry(metrics)
+            await run_control(settings, status, unplaced=UnplacedBooks(client), telemetry=rounds)
     except asyncio.CancelledError:
         logging.getLogger(__name__).info("stopped")
     finally:

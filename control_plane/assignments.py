@@ -21,12 +21,12 @@ from collections.abc import AsyncIterator
 import redis.asyncio as redis
 from redis.exceptions import RedisError
 
-from book_store.errors import StoreUnavailableError
-from control_plane.clock import Clock, now_ms
 from control_plane.errors import InvalidRequestError, NotFoundError
 from control_plane.models import NodeInfo, ReplicaAssignment
 from control_plane.stores.base import ControlStore
 from control_plane.stores.redis import RedisControlStore
+from ladder_process.clock import Clock, now_ms
+from ladder_process.errors import StoreUnavailableError
 
 _NODE_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from control_plane.clock import Clock
 from control_plane.models import AuditEvent, JsonScalar, Principal
 from control_plane.stores.base import AUDIT_LIMIT_MAX, ControlStore
 from control_plane.validation import require_int
+from ladder_process.clock import Clock
 
 
 class AuditLog:

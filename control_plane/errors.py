@@ -1,6 +1,6 @@
 """Errors the control plane reports to API callers, and its one configuration error.
 
-    LadderError (book_store.errors)
+    LadderError (ladder_process.errors)
     ├── ApiError                       a request cannot be served as asked; ``code`` goes on the wire
     │   ├── InvalidRequestError        invalid_request   malformed or out-of-range input
     │   ├── UnauthorizedError          unauthorized      no key, unknown, revoked or expired key
@@ -22,7 +22,7 @@ the caller and never contain an API key, a key hash or the pepper.
 
 from __future__ import annotations
 
-from book_store.errors import LadderError
+from ladder_process.errors import LadderError
 
 
 class ApiError(LadderError):

@@ -19,12 +19,12 @@ from collections.abc import Callable
 
 from control_plane.api_keys import display_parts, generate_key, hash_key
 from control_plane.audit import AuditLog
-from control_plane.clock import Clock
 from control_plane.errors import NotFoundError
 from control_plane.ids import KEY_ID_PREFIX, TENANT_ID_PREFIX, new_id
 from control_plane.models import ApiKey, Principal
 from control_plane.stores.base import ControlStore
 from control_plane.validation import require_id, require_int
+from ladder_process.clock import Clock
 
 MAX_USABLE_KEYS_PER_TENANT = 50
 MAX_EXPIRES_IN_S = 10 * 365 * 24 * 3600

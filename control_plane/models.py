@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from book_store.keys import BookKey
 from control_plane.depth import DEFAULT_DEPTH, DEFAULT_MAX_DEPTH
 
 JsonScalar = str | int | float | bool | None
@@ -107,19 +108,6 @@ class Principal:
 OPERATOR = Principal(tenant_id=None, key_id=None, is_admin=True)
 
 
-class BookRef(NamedTuple):
-    """One order book, ``(exchange, market)``; ordered so that plans are deterministic.
-
-    A named tuple, so that comparing and hashing run in C: plans and listings sort thousands.
-    """
-
-    exchange: str
-    market: str
-
-    def to_json(self) -> dict[str, JsonScalar]:
-        return {"exchange": self.exchange, "market": self.market}
-
-
 @dataclass(frozen=True, slots=True)
 class Subscription:
     """A tenant's wish to read one book, kept alive with ``replicas`` copies ``depth`` levels deep."""
@@ -132,8 +120,8 @@ class Subscription:
     depth: int = DEFAULT_DEPTH  # last, with a default: code written before it still builds
 
     @property
-    def book(self) -> BookRef:
-        return BookRef(self.exchange, self.market)
+    def book(self) -> BookKey:
+        return BookKey(self.exchange, self.market)
 
     def to_json(self) -> dict[str, JsonScalar]:
         return {
@@ -199,8 +187,8 @@ class ReplicaAssignment:
     depth: int = DEFAULT_DEPTH
 
     @property
-    def book(self) -> BookRef:
-        return BookRef(self.exchange, self.market)
+    def book(self) -> BookKey:
+        return BookKey(self.exchange, self.market)
 
     def to_json(self) -> dict[str, JsonScalar]:
         return {

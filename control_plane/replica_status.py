@@ -15,10 +15,9 @@ import redis.asyncio as redis
 from book_store.codec import BookStatus
 from book_store.keys import BookKey
 from book_store.reader import BookReader
-from control_plane.clock import Clock, now_ms
-from control_plane.models import BookRef
+from ladder_process.clock import Clock, now_ms
 
-ReplicaRef = tuple[BookRef, int]
+ReplicaRef = tuple[BookKey, int]
 
 
 class ReplicaStatusSource(Protocol):

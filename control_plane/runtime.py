@@ -31,17 +31,17 @@ import logging
 import secrets
 from contextlib import AsyncExitStack
 
-from book_store.errors import StoreError
 from book_store.keys import BookKey
 from book_store.unplaced import UnplacedBooks
-from control_plane import telemetry
 from control_plane.bootstrap import open_control_store
-from control_plane.clock import Clock, now_ms
-from control_plane.models import BookRef
 from control_plane.replica_status import ReplicaStatusSource
 from control_plane.scheduler import DEFAULT_MAX_MOVES, Plan, plan_assignments
 from control_plane.settings import ControlSettings
 from control_plane.stores.base import ControlStore
+from control_plane.telemetry import ControlTelemetry
+from ladder_process.clock import Clock, now_ms
+from ladder_process.errors import StoreError
+from ladder_process.telemetry import Telemetry
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +70,7 @@ class ControlLoop:
         self._store = store
         self._keyed = keyed or {}
         self._unplaced = unplaced
-        self._said: dict[BookRef, str] | None = None
+        self._said: dict[BookKey, str] | None = None
         self._status = status
         self._node_timeout_ms = node_timeout_ms
         self._lease_ttl_ms = lease_ttl_ms
@@ -144,8 +144,11 @@ async def run_control(
     *,
     store: ControlStore | None = None,
     unplaced: UnplacedBooks | None = None,
+    telemetry: ControlTelemetry | None = None,
 ) -> None:
-    """Run scheduling rounds until cancelled. ``store`` defaults to the one settings describe."""
+    """Run scheduling rounds until cancelled. ``store`` defaults to the one settings describe;
+    ``telemetry`` (a disabled one if None) is told what each round did."""
+    rounds = telemetry or ControlTelemetry(Telemetry.disabled("ladder-control"))
     interval_s = settings.scheduler_interval_ms / 1000
     async with AsyncExitStack() as stack:
         if store is None:
@@ -163,7 +166,7 @@ async def run_control(
         try:
             while True:
                 try:
-                    with telemetry.current().round() as observe:
+                    with rounds.round() as observe:
                         observe(await loop.step())
                 except StoreError as exc:
                     log.warning("scheduling round skipped: %s", exc)

@@ -47,7 +47,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
-from control_plane.models import BookRef, BookWish, NodeInfo, ReplicaAssignment
+from book_store.keys import BookKey
+from control_plane.models import BookWish, NodeInfo, ReplicaAssignment
 
 DEFAULT_MAX_MOVES = 16
 
@@ -63,9 +64,9 @@ class Plan:
     assignments: frozenset[ReplicaAssignment]
     added: frozenset[ReplicaAssignment]
     removed: frozenset[ReplicaAssignment]
-    unplaced: Mapping[BookRef, int] = field(default_factory=dict)
+    unplaced: Mapping[BookKey, int] = field(default_factory=dict)
     resized: frozenset[ReplicaAssignment] = frozenset()
-    reasons: Mapping[BookRef, str] = field(default_factory=dict)
+    reasons: Mapping[BookKey, str] = field(default_factory=dict)
     """Why each unplaced book's replicas could not be placed, for its status."""
 
     def for_node(self, node_id: str) -> list[ReplicaAssignment]:
@@ -123,7 +124,7 @@ class _Fleet:
 class _Book:
     """One book's replicas while a plan is being built (``existing`` already at ``depth``)."""
 
-    ref: BookRef
+    ref: BookKey
     wanted: int
     depth: int
     existing: list[ReplicaAssignment]  # on live nodes, most worth keeping first
@@ -144,10 +145,10 @@ class _Book:
 
 
 def plan_assignments(
-    desired: Mapping[BookRef, BookWish],
+    desired: Mapping[BookKey, BookWish],
     nodes: Sequence[NodeInfo],
     current: Sequence[ReplicaAssignment],
-    synced: Set[tuple[BookRef, int]],
+    synced: Set[tuple[BookKey, int]],
     *,
     max_moves: int = DEFAULT_MAX_MOVES,
     keyed: Mapping[str, int] | None = None,
@@ -156,7 +157,7 @@ def plan_assignments(
 
     ``keyed``: exchanges whose connections each need a key of their own, and their pool sizes."""
     live = {n.id for n in nodes}
-    by_book: dict[BookRef, list[ReplicaAssignment]] = defaultdict(list)
+    by_book: dict[BookKey, list[ReplicaAssignment]] = defaultdict(list)
     for replica in current:
         by_book[replica.book].append(replica)
     kept = [  # phase 1
@@ -213,11 +214,11 @@ def _place(replica: ReplicaAssignment) -> tuple[str, str, int, str]:
 
 
 def _books(
-    desired: Mapping[BookRef, BookWish],
-    by_book: Mapping[BookRef, list[ReplicaAssignment]],
+    desired: Mapping[BookKey, BookWish],
+    by_book: Mapping[BookKey, list[ReplicaAssignment]],
     live: Set[str],
     fleet: _Fleet,
-    synced: Set[tuple[BookRef, int]],
+    synced: Set[tuple[BookKey, int]],
 ) -> list[_Book]:
     books = []
     for ref, (wanted, depth) in sorted(desired.items()):
@@ -302,7 +303,7 @@ def _move_one(books: Sequence[_Book], fleet: _Fleet) -> bool:
     return False
 
 
-def _still_needed(book: _Book, synced: Set[tuple[BookRef, int]]) -> list[ReplicaAssignment]:
+def _still_needed(book: _Book, synced: Set[tuple[BookKey, int]]) -> list[ReplicaAssignment]:
     """The surplus replicas that must stay until the book's targets are synced (phase 7)."""
     synced_targets = sum(1 for r in book.targets if (book.ref, r.replica) in synced)
     synced_surplus = [r for r in book.surplus() if (book.ref, r.replica) in synced]

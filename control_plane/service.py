@@ -4,7 +4,7 @@
 action; routes stay thin: authenticate, check the principal's role (``require_admin`` /
 ``require_tenant`` in control_plane.auth), call one method, render ``to_json()``. Every method
 raises only ``control_plane.errors`` (client-facing, with a ``code``) or
-``book_store.errors.StoreError`` (the store failed). Mutations take the acting Principal so that
+``ladder_process.errors.StoreError`` (the store failed). Mutations take the acting Principal so that
 the audit log says who did what.
 
 Tenant isolation: a tenant route passes the caller's own tenant id, never one from the request,
@@ -17,7 +17,6 @@ from collections.abc import Mapping
 
 from control_plane.audit import AuditLog
 from control_plane.auth import Authenticator
-from control_plane.clock import Clock, now_ms
 from control_plane.depth import DEFAULT_DEPTH
 from control_plane.keys import KeyAdmin
 from control_plane.markets import MarketValidator
@@ -33,6 +32,7 @@ from control_plane.models import (
 from control_plane.stores.base import ControlStore
 from control_plane.subscriptions import BulkOutcome, SubscriptionDesk
 from control_plane.tenants import TenantAdmin
+from ladder_process.clock import Clock, now_ms
 
 
 class ControlService:

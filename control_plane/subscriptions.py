@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from book_store.keys import BookKey
 from control_plane.audit import AuditLog
-from control_plane.clock import Clock
 from control_plane.depth import DEFAULT_DEPTH
 from control_plane.errors import (
     ApiError,
@@ -29,7 +29,7 @@ from control_plane.errors import (
 )
 from control_plane.ids import TENANT_ID_PREFIX
 from control_plane.markets import MarketValidator
-from control_plane.models import BookRef, Principal, Subscription, Tenant
+from control_plane.models import Principal, Subscription, Tenant
 from control_plane.stores.base import ControlStore
 from control_plane.tenants import MAX_REPLICAS_LIMIT
 from control_plane.validation import (
@@ -39,6 +39,7 @@ from control_plane.validation import (
     require_int,
     require_market,
 )
+from ladder_process.clock import Clock
 
 MAX_BULK_MARKETS = 5000
 """The most markets one bulk call may name (more than any venue lists)."""
@@ -79,7 +80,7 @@ class SubscriptionDesk:
         self._audit = audit
         self._clock = clock
         self._ttl_ms = cache_ttl_ms
-        self._entitled: dict[str, tuple[frozenset[BookRef], int]] = {}
+        self._entitled: dict[str, tuple[frozenset[BookKey], int]] = {}
 
     async def subscribe(
         self,
@@ -92,7 +93,7 @@ class SubscriptionDesk:
         actor: Principal,
     ) -> tuple[Subscription, bool]:
         """Create or update (replicas and depth) the subscription: ``(subscription, created)``."""
-        book = BookRef(require_exchange(exchange), require_market(market))
+        book = BookKey(require_exchange(exchange), require_market(market))
         tenant = await self._tenant(tenant_id)
         await self._require_exchange(book.exchange)
         if not await self._markets.tradable(book.exchange, book.market):
@@ -163,7 +164,7 @@ class SubscriptionDesk:
     async def unsubscribe(
         self, tenant_id: str, exchange: object, market: object, *, actor: Principal
     ) -> None:
-        book = BookRef(require_exchange(exchange), require_market(market))
+        book = BookKey(require_exchange(exchange), require_market(market))
         if not await self._store.delete_subscription(tenant_id, book):
             raise NotFoundError(f"no subscription to {book.exchange} {book.market}")
         self._entitled.pop(tenant_id, None)
@@ -179,10 +180,10 @@ class SubscriptionDesk:
         venue = require_exchange(exchange)
         names = _market_list(markets)
         outcomes: dict[str, BulkOutcome] = {}
-        books: list[BookRef] = []
+        books: list[BookKey] = []
         for name in names:
             try:
-                books.append(BookRef(venue, require_market(name)))
+                books.append(BookKey(venue, require_market(name)))
             except ApiError as error:
                 outcomes[name] = BulkOutcome(venue, name, error=error)
         for book, removed in zip(
@@ -230,4 +231,4 @@ class SubscriptionDesk:
             cached = (books, now)
             if self._ttl_ms > 0:
                 self._entitled[tenant_id] = cached
-        return BookRef(exchange, market) in cached[0]
+        return BookKey(exchange, market) in cached[0]

@@ -1,14 +1,15 @@
 """The control process's traces and metrics: one observation per scheduling round.
 
-``run_control`` wraps each round in :meth:`ControlTelemetry.round`; ``python -m control_plane``
-installs an instance built from the ``OTEL_*`` variables (see :mod:`book_store.telemetry`) and
-serves it on ``LADDER_METRICS_PORT``. Until then :func:`current` is a disabled instance.
+``run_control`` wraps each round in :meth:`ControlTelemetry.round` of the instance it is handed;
+``python -m control_plane`` builds one from the ``OTEL_*`` variables (see
+:mod:`ladder_process.telemetry`) and serves it on ``LADDER_METRICS_PORT``; anything else that runs
+the loop gets a disabled one.
 
 =============================================  ==================================================
 ``ladder_control_rounds_total{outcome}``        ``planned``, ``standby`` (another process holds
                                                 the lease) or ``failed`` (the store failed)
 ``ladder_control_round_seconds``                one round, reads to writes (a local histogram,
-                                                see :meth:`book_store.telemetry.Telemetry.histogram`)
+                                                see :meth:`ladder_process.telemetry.Telemetry.histogram`)
 ``ladder_control_moves_total{kind}``            replica assignments ``added`` and ``removed``
 ``ladder_control_replicas{state}``              ``assigned`` and ``unplaced`` after the last plan
 ``ladder_control_nodes_in_use``                 nodes carrying at least one replica
@@ -31,9 +32,9 @@ from contextlib import contextmanager
 from opentelemetry.metrics import CallbackOptions, Observation
 from opentelemetry.trace import Span, StatusCode, Tracer, set_span_in_context
 
-from book_store.telemetry import Telemetry, counts_callback
 from control_plane.models import ReplicaAssignment
 from control_plane.scheduler import Plan
+from ladder_process.telemetry import Telemetry, counts_callback
 
 ROUND_BUCKETS_S = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 MAX_MOVE_SPANS = 200
@@ -150,18 +151,3 @@ def _trace_moves(tracer: Tracer, round_span: Span, plan: Plan, at_ns: int) -> No
             attributes["ladder.to_node"] = new.node_id
         move = tracer.start_span("ladder.replica_move", context, attributes=attributes, start_time=at_ns)
         move.end(end_time=at_ns)
-
-
-_current = ControlTelemetry(Telemetry.disabled("ladder-control"))
-
-
-def current() -> ControlTelemetry:
-    """The process's control telemetry (disabled until :func:`install`)."""
-    return _current
-
-
-def install(telemetry: ControlTelemetry) -> ControlTelemetry:
-    """Make ``telemetry`` the one the scheduling loop reports to."""
-    global _current
-    _current = telemetry
-    return telemetry

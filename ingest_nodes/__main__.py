@@ -14,11 +14,11 @@ import signal
 import aiohttp
 
 from book_store.connect import store_client
-from book_store.metrics_server import serve_metrics
-from book_store.telemetry import Telemetry
-from ingest_nodes import telemetry
-from ingest_nodes.node import IngestNode
+from ingest_nodes.ops.telemetry import IngestTelemetry
+from ingest_nodes.runtime.node import IngestNode
 from ingest_nodes.settings import IngestSettings
+from ladder_process.metrics_server import serve_metrics
+from ladder_process.telemetry import Telemetry
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -56,15 +56,15 @@ async def _serve(settings: IngestSettings) -> None:
         control = store_client(settings.control_redis_url, settings.redis_password)
     node_ids = {"service.instance.id": settings.node_id, "ladder.node_id": settings.node_id}
     pipeline = Telemetry.from_env("ladder-ingest", resource_attributes=node_ids)
-    metrics = telemetry.install(telemetry.IngestTelemetry(pipeline)).telemetry
-    async with aiohttp.ClientSession() as session, serve_metrics(metrics.render_prometheus):
-        node = IngestNode(settings, client, session, control_client=control)
+    async with aiohttp.ClientSession() as session, serve_metrics(pipeline.render_prometheus):
+        ingest_telemetry = IngestTelemetry(pipeline)
+        node = IngestNode(settings, client, session, control_client=control, telemetry=ingest_telemetry)
         print(f"LADDER_INGEST_NODE={settings.node_id}", flush=True)
         await node.run(stop, drain=lambda: drain)
     await client.aclose()
     if control is not client:
         await control.aclose()
-    metrics.shutdown()
+    pipeline.shutdown()
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from control_plane.venue_keys import key_pool
-from ingest_nodes.stall_watch import StallPolicy
+from ingest_nodes.core.stall_watch import StallPolicy
 from ingest_nodes.venues.credentials import Credential
 
 

@@ -18,28 +18,24 @@ import redis.asyncio as redis
 from redis.exceptions import RedisError
 
 from book_store.connect import store_client
-from book_store.errors import StoreError
 from control_plane.bootstrap import open_control_store, resolve_pepper
 from control_plane.service import ControlService
-from read_functions.access import CHANGES, Access
-from read_functions.book_cache import BookCache
-from read_functions.book_refs import BookRefs
-from read_functions.book_view import rerender
-from read_functions.catalog_cache import CatalogCache
-from read_functions.load import Load
-from read_functions.rate_limit import RateLimiter
-from read_functions.readiness import StoreReadiness
+from ladder_process.clock import now_ms
+from ladder_process.errors import StoreError
+from read_functions.books.cache import BookCache
+from read_functions.books.read_memo import ReadMemos
+from read_functions.server.load_shedding import Load
+from read_functions.server.readiness import StoreReadiness
 from read_functions.settings import ReadSettings
-from read_functions.telemetry import Telemetry
-from read_functions.usage import UsageCounter
+from read_functions.telemetry import ReadTelemetry
+from read_functions.tenancy.access import CHANGES, Access
+from read_functions.tenancy.catalog_cache import CatalogCache
+from read_functions.tenancy.rate_limit import RateLimiter
+from read_functions.tenancy.usage import UsageCounter
 
 log = logging.getLogger(__name__)
 
 _HOUSEKEEPING_S = 1.0
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 @dataclass
@@ -47,13 +43,13 @@ class Deps:
     settings: ReadSettings
     redis: redis.Redis
     books: BookCache
-    refs: BookRefs
+    refs: ReadMemos
     catalog: CatalogCache
     access: Access
     control: ControlService
     limiter: RateLimiter
     usage: UsageCounter
-    telemetry: Telemetry
+    telemetry: ReadTelemetry
     readiness: StoreReadiness
     load: Load
     _stack: AsyncExitStack = field(repr=False)
@@ -99,7 +95,7 @@ class Deps:
                 idle_s=settings.book_idle_s,
                 standing={CHANGES: access.apply},
                 on_reset=access.missed_changes,
-                on_change=lambda entry: rerender(entry, now_ms(), settings.max_silence_ms),
+                on_change=lambda entry: entry.rerender(now_ms(), settings.max_silence_ms),
             )
             await books.start()
             stack.push_async_callback(books.close)
@@ -110,13 +106,13 @@ class Deps:
                 settings=settings,
                 redis=client,
                 books=books,
-                refs=BookRefs(),
+                refs=ReadMemos(),
                 catalog=catalog,
                 access=access,
                 control=control,
                 limiter=RateLimiter(client, lease_window_s=settings.rate_lease_ms / 1000),
                 usage=UsageCounter(client),
-                telemetry=Telemetry(),
+                telemetry=ReadTelemetry(),
                 readiness=readiness,
                 load=Load(settings.max_in_flight, settings.max_queue_ms / 1000),
                 _stack=stack,

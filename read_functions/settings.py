@@ -49,7 +49,7 @@ class ReadSettings(BaseSettings):
     book_idle_s: float = Field(default=60.0, gt=0, description="Unsubscribe books not read for this long.")
     rate_lease_ms: int = Field(default=50, ge=1, description="A rate-limit lease is this much of the rate.")
     max_body_bytes: int = Field(default=64 * 1024, ge=1024)
-    # Connection timeouts; unset, the protocol's own defaults (read_functions/http1.py) hold.
+    # Connection timeouts; unset, the protocol's own defaults (read_functions/server/http1.py) hold.
     keepalive_timeout_s: float | None = Field(default=None, gt=0, description="Close an idle connection.")
     request_timeout_s: float | None = Field(default=None, gt=0, description="408 a slower request.")
     write_timeout_s: float | None = Field(
@@ -69,7 +69,7 @@ class ReadSettings(BaseSettings):
     )
     catalog_refresh_s: float = Field(default=60.0, gt=0, description="Reload the market catalog this often.")
     huge_pages: bool = Field(
-        default=True, description="Server: huge pages for the heap (read_functions/huge_pages.py)."
+        default=True, description="Server: huge pages for the heap (read_functions/server/huge_pages.py)."
     )
     compat_tenant: str = Field(default="compat", min_length=1, max_length=100)
     compat_max_markets: int = Field(default=5000, ge=1)

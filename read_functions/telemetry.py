@@ -2,10 +2,10 @@
 
 Callers use only the methods below (``request_done`` from the dispatcher, ``gauge``/``counter``
 for values kept elsewhere, ``render`` for ``GET /metrics``); the OpenTelemetry pipeline behind
-them is :mod:`book_store.telemetry`, configured by the ``OTEL_*`` variables.
+them is :mod:`ladder_process.telemetry`, configured by the ``OTEL_*`` variables.
 
 The hot path pays a few dict updates and one local histogram record per request (the route's
-series is cached; see :meth:`book_store.telemetry.Telemetry.histogram`); a request span is
+series is cached; see :meth:`ladder_process.telemetry.Telemetry.histogram`); a request span is
 only built when tracing is on, and then after the fact (its start time is known), with the
 caller's W3C ``traceparent`` as its parent (the SDK sends one whenever its caller has a span).
 A book read's span names what it served: ``ladder.replica``, ``ladder.update_id`` (the venue's
@@ -35,9 +35,9 @@ from contextvars import ContextVar
 from opentelemetry.metrics import CallbackOptions, Observation
 from opentelemetry.trace import SpanKind, StatusCode
 
-from book_store import telemetry as otel
 from book_store.codec import Snapshot
-from read_functions.messages import Request
+from ladder_process import telemetry as otel
+from read_functions.app.messages import Request
 
 LATENCY_BUCKETS_S = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)
 
@@ -51,7 +51,7 @@ served_book: ContextVar[tuple[Snapshot, int] | None] = ContextVar("ladder_served
 read and cleared by the request's span."""
 
 
-class Telemetry:
+class ReadTelemetry:
     """Request counters, latency and spans of one read worker, plus values sampled on scrape."""
 
     def __init__(self, pipeline: otel.Telemetry | None = None) -> None:

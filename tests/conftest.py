@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 import redis.asyncio as redis
 
-from book_store.server import EmbeddedValkey
+from ladder_process.embedded_valkey import EmbeddedValkey
 from tests.valkey_cluster import ValkeyCluster
 
 # Database 0 belongs to session-wide stacks; each test that wants a clean slate gets database 1,

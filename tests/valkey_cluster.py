@@ -30,8 +30,8 @@ from types import TracebackType
 
 import redis
 
-from book_store.errors import StoreUnavailableError
-from book_store.server import die_with_parent, valkey_binary
+from ladder_process.embedded_valkey import die_with_parent, valkey_binary
+from ladder_process.errors import StoreUnavailableError
 
 HOST = "127.0.0.1"
 BUS_OFFSET = 10000

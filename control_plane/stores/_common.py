@@ -12,10 +12,11 @@ import functools
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from typing import Any, ParamSpec, TypeVar
 
-from book_store.errors import StoreError, StoreUnavailableError
+from book_store.keys import BookKey
 from control_plane.depth import DEFAULT_DEPTH
 from control_plane.errors import LimitExceededError
-from control_plane.models import BookRef, BookWish, ReplicaAssignment, Tenant
+from control_plane.models import BookWish, ReplicaAssignment, Tenant
+from ladder_process.errors import StoreError, StoreUnavailableError
 
 SEPARATOR = "|"
 
@@ -57,13 +58,13 @@ def max_markets_reached(adding: int, room: int) -> LimitExceededError:
     )
 
 
-def book_id(book: BookRef) -> str:
+def book_id(book: BookKey) -> str:
     return f"{book.exchange}{SEPARATOR}{book.market}"
 
 
-def parse_book_id(text: str) -> BookRef:
+def parse_book_id(text: str) -> BookKey:
     exchange, market = text.split(SEPARATOR, 1)
-    return BookRef(exchange, market)
+    return BookKey(exchange, market)
 
 
 def replica_id(replica: ReplicaAssignment) -> str:
@@ -83,8 +84,8 @@ def name_key(name: str) -> str:
 
 
 def desired_from(
-    wishes: Iterable[tuple[str, BookRef, BookWish]], tenants: Mapping[str, Tenant]
-) -> dict[BookRef, BookWish]:
+    wishes: Iterable[tuple[str, BookKey, BookWish]], tenants: Mapping[str, Tenant]
+) -> dict[BookKey, BookWish]:
     """Per book, the most replicas and the deepest depth any enabled tenant asked for, each wish
     capped by its tenant's ``max_replicas`` and ``max_depth``.
 
@@ -92,7 +93,7 @@ def desired_from(
     deep replica, and the book is kept with many deep replicas. ``wishes`` are
     ``(tenant_id, book, wish)``; a wish of an unknown tenant counts for nothing.
     """
-    desired: dict[BookRef, BookWish] = {}
+    desired: dict[BookKey, BookWish] = {}
     for tenant_id, book, (replicas, depth) in wishes:
         tenant = tenants.get(tenant_id)
         if tenant is None or tenant.disabled:

@@ -14,7 +14,7 @@ operation of the store itself, never a read-then-write in Python:
 - ``try_lease`` gives the scheduler lease to one control process at a time.
 
 Stores raise ``control_plane.errors`` for the caller's mistakes they detect atomically
-(``ConflictError``, ``LimitExceededError``, ``NotFoundError``) and ``book_store.errors.StoreError``
+(``ConflictError``, ``LimitExceededError``, ``NotFoundError``) and ``ladder_process.errors.StoreError``
 (or ``StoreUnavailableError``) when the backend fails; no backend exception escapes.
 """
 
@@ -23,10 +23,10 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from typing import Protocol
 
+from book_store.keys import BookKey
 from control_plane.models import (
     ApiKey,
     AuditEvent,
-    BookRef,
     BookWish,
     NodeInfo,
     ReplicaAssignment,
@@ -93,23 +93,23 @@ class ControlStore(Protocol):
         step: all of them fit, or LimitExceededError and nothing is created or updated.
         """
 
-    async def delete_subscription(self, tenant_id: str, book: BookRef) -> bool:
+    async def delete_subscription(self, tenant_id: str, book: BookKey) -> bool:
         """Remove a subscription; False if there was none."""
 
-    async def delete_subscriptions(self, tenant_id: str, books: Sequence[BookRef]) -> list[bool]:
+    async def delete_subscriptions(self, tenant_id: str, books: Sequence[BookKey]) -> list[bool]:
         """``delete_subscription`` for many books of one tenant, in order."""
 
     async def list_subscriptions(self, tenant_id: str) -> list[Subscription]:
         """The tenant's subscriptions, ordered by book."""
 
-    async def desired_books(self) -> dict[BookRef, BookWish]:
+    async def desired_books(self) -> dict[BookKey, BookWish]:
         """Per subscribed book, the most replicas and the deepest depth any enabled subscriber asked for.
 
         Each subscriber's wish is capped by its tenant's current ``max_replicas`` and
         ``max_depth``; disabled tenants' subscriptions keep no book alive (nor deep).
         """
 
-    async def book_subscriber_count(self, book: BookRef) -> int:
+    async def book_subscriber_count(self, book: BookKey) -> int:
         """How many tenants subscribe to ``book`` (a book lives while this is not zero)."""
 
     # -- ingest nodes -----------------------------------------------------------------------

@@ -47,12 +47,11 @@ from typing import Any, TypeVar
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
 
-from book_store.errors import StoreError
+from book_store.keys import BookKey
 from control_plane.errors import ConflictError, LimitExceededError, NotFoundError, UnauthorizedError
 from control_plane.models import (
     ApiKey,
     AuditEvent,
-    BookRef,
     BookWish,
     NodeInfo,
     ReplicaAssignment,
@@ -88,6 +87,7 @@ from control_plane.stores._dynamo_items import (
     time_key,
 )
 from control_plane.stores.base import AUDIT_LIMIT_MAX
+from ladder_process.errors import StoreError
 
 AUDIT_RETENTION_S = 90 * 24 * 3600
 _NEVER = 2**63 - 1
@@ -570,14 +570,14 @@ class DynamoControlStore:
         )
 
     @_translated
-    async def delete_subscription(self, tenant_id: str, book: BookRef) -> bool:
+    async def delete_subscription(self, tenant_id: str, book: BookKey) -> bool:
         return await self._run(self._delete_subscription, tenant_id, book)
 
     @_translated
-    async def delete_subscriptions(self, tenant_id: str, books: Sequence[BookRef]) -> list[bool]:
+    async def delete_subscriptions(self, tenant_id: str, books: Sequence[BookKey]) -> list[bool]:
         return await self._run(lambda: [self._delete_subscription(tenant_id, book) for book in books])
 
-    def _delete_subscription(self, tenant_id: str, book: BookRef) -> bool:
+    def _delete_subscription(self, tenant_id: str, book: BookKey) -> bool:
         pk, sk = f"TENANT#{tenant_id}", f"SUB#{book_id(book)}"
         try:
             self._retrying(
@@ -605,14 +605,14 @@ class DynamoControlStore:
         return sorted((subscription_from(item) for item in items), key=lambda s: s.book)
 
     @_translated
-    async def desired_books(self) -> dict[BookRef, BookWish]:
+    async def desired_books(self) -> dict[BookKey, BookWish]:
         items = await self._run(self._query_index, "SUBS")
         wishes = [(s.tenant_id, s.book, BookWish(s.replicas, s.depth)) for s in map(subscription_from, items)]
         tenants = await self.list_tenants()
         return desired_from(wishes, {t.id: t for t in tenants})
 
     @_translated
-    async def book_subscriber_count(self, book: BookRef) -> int:
+    async def book_subscriber_count(self, book: BookKey) -> int:
         items = await self._run(self._query_index, "SUBS", book_id(book) + SEPARATOR)
         return len(items)
 

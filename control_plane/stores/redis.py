@@ -44,7 +44,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from book_store.errors import StoreError
+from book_store.keys import BookKey
 from control_plane.depth import DEFAULT_DEPTH, DEFAULT_MAX_DEPTH
 from control_plane.errors import (
     ConfigurationError,
@@ -56,7 +56,6 @@ from control_plane.errors import (
 from control_plane.models import (
     ApiKey,
     AuditEvent,
-    BookRef,
     BookWish,
     NodeInfo,
     ReplicaAssignment,
@@ -75,6 +74,7 @@ from control_plane.stores._common import (
     replica_id,
 )
 from control_plane.stores.base import AUDIT_LIMIT_MAX
+from ladder_process.errors import StoreError
 
 AUDIT_KEEP = 10_000
 HASH_TAG = "{control}"
@@ -362,11 +362,11 @@ class RedisControlStore:
             for i, s in enumerate(subscriptions)
         ]
 
-    async def delete_subscription(self, tenant_id: str, book: BookRef) -> bool:
+    async def delete_subscription(self, tenant_id: str, book: BookKey) -> bool:
         return (await self.delete_subscriptions(tenant_id, [book]))[0]
 
     @_translated
-    async def delete_subscriptions(self, tenant_id: str, books: Sequence[BookRef]) -> list[bool]:
+    async def delete_subscriptions(self, tenant_id: str, books: Sequence[BookKey]) -> list[bool]:
         if not books:
             return []
         refs = [book_id(book) for book in books]
@@ -382,7 +382,7 @@ class RedisControlStore:
         return sorted(subscriptions, key=lambda s: s.book)
 
     @_translated
-    async def desired_books(self) -> dict[BookRef, BookWish]:
+    async def desired_books(self) -> dict[BookKey, BookWish]:
         books = [_text(b) for b in await self._client.smembers(self._k("books"))]
         async with self._client.pipeline(transaction=False) as pipe:
             for ref in books:
@@ -397,7 +397,7 @@ class RedisControlStore:
         return desired_from(wishes, {t.id: t for t in tenants})
 
     @_translated
-    async def book_subscriber_count(self, book: BookRef) -> int:
+    async def book_subscriber_count(self, book: BookKey) -> int:
         return int(await self._client.hlen(self._k("book", book_id(book))))
 
     # -- ingest nodes -----------------------------------------------------------------------

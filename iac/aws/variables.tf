@@ -148,13 +148,13 @@ variable "store_cluster_mode_enabled" {
 }
 
 variable "store_shards" {
-  description = "Shards when cluster mode is enabled."
+  description = "Shards (node groups, each a primary with its replicas) when cluster mode is enabled; books spread over them by hash slot."
   type        = number
   default     = 2
 
   validation {
-    condition     = var.store_shards >= 1 && var.store_shards <= 90
-    error_message = "store_shards must be between 1 and 90."
+    condition     = var.store_shards >= 1 && var.store_shards <= 90 && floor(var.store_shards) == var.store_shards
+    error_message = "store_shards must be a whole number between 1 and 90."
   }
 }
 
@@ -164,8 +164,8 @@ variable "store_replicas_per_shard" {
   default     = 1
 
   validation {
-    condition     = var.store_replicas_per_shard >= 0 && var.store_replicas_per_shard <= 5
-    error_message = "store_replicas_per_shard must be between 0 and 5."
+    condition     = var.store_replicas_per_shard >= 0 && var.store_replicas_per_shard <= 5 && floor(var.store_replicas_per_shard) == var.store_replicas_per_shard
+    error_message = "store_replicas_per_shard must be a whole number between 0 and 5."
   }
 }
 

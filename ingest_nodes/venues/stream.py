@@ -1,6 +1,6 @@
 """The venue boundary of a stream connection: what one venue's WebSocket protocol looks like.
 
-A :class:`~ingest_nodes.connection.StreamConnection` carries the depth streams of many books and
+A :class:`~ingest_nodes.runtime.connection.StreamConnection` carries the depth streams of many books and
 knows nothing of the venue it talks to: it connects to ``url``, sends ``opening()`` (an auth
 message, say), waits for ``Ready`` when the venue has a handshake, then keeps the wanted
 ``topic`` of every book subscribed with ``request`` messages paced under
@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from ingest_nodes.events import DepthUpdate
+from ingest_nodes.core.events import DepthUpdate
 
 
 @dataclass(frozen=True, slots=True)

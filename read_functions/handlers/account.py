@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from control_plane.auth import require_tenant
-from read_functions.access import keys_changed
-from read_functions.deps import Deps, now_ms
-from read_functions.messages import Request, Response, empty_response, json_response
-from read_functions.params import int_param, json_object, require_fields
+from ladder_process.clock import now_ms
+from read_functions.app.messages import Request, Response, empty_response, json_response
+from read_functions.app.params import int_param, json_object, require_fields
+from read_functions.deps import Deps
+from read_functions.tenancy.access import keys_changed
 
 MAX_GRACE_S = 30 * 24 * 3600
 _KEY_FIELDS = frozenset({"expires_in_s"})

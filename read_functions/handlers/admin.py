@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from read_functions.access import keys_changed, tenant_changed
+from read_functions.app.messages import Request, Response, empty_response, json_response
+from read_functions.app.params import int_param, json_object, require_fields
 from read_functions.deps import Deps
 from read_functions.handlers.account import usage_report
-from read_functions.messages import Request, Response, empty_response, json_response
-from read_functions.params import int_param, json_object, require_fields
+from read_functions.tenancy.access import keys_changed, tenant_changed
 
 AUDIT_LIMIT_MAX = 1000
 _TENANT_FIELDS = frozenset(

@@ -12,10 +12,11 @@ from typing import Any
 from book_store.codec import Snapshot
 from book_store.reader import BookReader
 from book_store.unplaced import UnplacedBooks
-from read_functions.book_read import authorize_book, best_status
-from read_functions.deps import Deps, now_ms
-from read_functions.messages import Request, Response, json_response
-from read_functions.schemas import REPLICA_COUNTERS
+from ladder_process.clock import now_ms
+from read_functions.app.messages import Request, Response, json_response
+from read_functions.app.schemas import REPLICA_COUNTERS
+from read_functions.books.read import authorize_book, best_status
+from read_functions.deps import Deps
 
 COUNTERS = ("resyncs", *REPLICA_COUNTERS)
 

@@ -9,18 +9,19 @@ from __future__ import annotations
 import zlib
 
 from control_plane.errors import BookNotSyncedError, BookTooOldError
-from read_functions.book_read import (
+from ladder_process.clock import now_ms
+from read_functions.app.messages import JSON, Request, Response
+from read_functions.app.negotiation import accepts_gzip, etag_matches
+from read_functions.app.params import int_param
+from read_functions.books.read import (
     authorize_book,
     cached_entry,
     deeper_view,
     raise_if_unplaced,
     synced_replica,
 )
-from read_functions.book_view import Side, view_of
-from read_functions.deps import Deps, now_ms
-from read_functions.messages import JSON, Request, Response
-from read_functions.negotiation import accepts_gzip, etag_matches
-from read_functions.params import int_param
+from read_functions.books.render import Side
+from read_functions.deps import Deps
 
 MAX_AGE_LIMIT_MS = 86_400_000
 
@@ -56,7 +57,7 @@ async def _read(request: Request, deps: Deps, side: Side) -> Response:
     except BookNotSyncedError:
         await raise_if_unplaced(deps, entry)
         raise
-    view = view_of(entry, head, depth, side)
+    view = entry.view(head, depth, side)
     since = view.known_time
     served = head
     if view.truncated:

@@ -11,18 +11,18 @@ from __future__ import annotations
 
 import orjson
 
-from book_store.errors import LadderError
 from book_store.keys import BookKey, InvalidBookIdError
 from control_plane.auth import require_tenant
 from control_plane.errors import ApiError, BookNotSyncedError, InvalidRequestError
 from control_plane.validation import require_exchange
-from read_functions.book_cache import Entry
-from read_functions.book_read import authorize_book, best_status, deeper_view, synced_replica
-from read_functions.book_tops import top_of, unsynced_top
-from read_functions.book_view import Side, view_of
-from read_functions.deps import Deps, now_ms
-from read_functions.messages import JSON, Request, Response
-from read_functions.params import int_param
+from ladder_process.clock import now_ms
+from ladder_process.errors import LadderError
+from read_functions.app.messages import JSON, Request, Response
+from read_functions.app.params import int_param
+from read_functions.books.entry import Entry
+from read_functions.books.read import authorize_book, best_status, deeper_view, synced_replica
+from read_functions.books.render import Side
+from read_functions.deps import Deps
 
 MAX_BOOKS_PER_READ = 100
 """The most markets one ``GET /v1/books?markets=`` names (an answer of 100 books 100 deep is ~0.6 MB)."""
@@ -46,9 +46,9 @@ async def get_tops(request: Request, deps: Deps) -> Response:
     for entry in entries:
         head = entry.served(now, silence)
         if head is None:
-            parts.append(unsynced_top(entry, best_status(entry.replicas, now, silence)))
+            parts.append(entry.unsynced_top(best_status(entry.replicas, now, silence)))
             continue
-        top = top_of(entry, head)
+        top = entry.top_view(head)
         parts.append(b"%b%d%b" % (top.head, max(0, now - top.since), top.tail))
     return Response(200, b'{"tops":[%b]}' % b",".join(parts), JSON, {"Cache-Control": "no-cache"})
 
@@ -85,7 +85,7 @@ def _book_part(deps: Deps, entry: Entry, depth: int, now: int) -> bytes:
         head = synced_replica(deps, entry, now)
     except BookNotSyncedError as error:
         return _failed(entry.book.exchange, entry.book.market, error)
-    view = view_of(entry, head, depth, Side.BOTH)
+    view = entry.view(head, depth, Side.BOTH)
     since = view.known_time
     if view.truncated:
         view, since, _ = deeper_view(deps, entry, head, view, depth, Side.BOTH, now)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from read_functions.app.messages import Request, Response, json_response
 from read_functions.deps import Deps
-from read_functions.messages import Request, Response, json_response
 
 
 async def list_markets(request: Request, deps: Deps) -> Response:

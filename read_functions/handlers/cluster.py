@@ -17,13 +17,14 @@ import orjson
 from book_store.codec import Snapshot
 from book_store.keys import BookKey, node_stats_key, weight_key_prefix
 from book_store.reader import BookReader, store_errors
-from read_functions.book_read import best_status
-from read_functions.deps import Deps, now_ms
+from ladder_process.clock import now_ms
+from read_functions.app.messages import Request, Response, json_response
+from read_functions.books.read import best_status
+from read_functions.deps import Deps
 from read_functions.handlers.book_info import COUNTERS
-from read_functions.messages import Request, Response, json_response
 
 WINDOW_MS = 60_000
-"""The venue's weight window (one minute, on the store's clock; see ingest_nodes.budget)."""
+"""The venue's weight window (one minute, on the store's clock; see ingest_nodes.venues.budget)."""
 _REFUSALS = ("429", "418")
 
 

@@ -1,15 +1,15 @@
 """Service routes: liveness, readiness, the OpenAPI document and Prometheus metrics.
 
 The probes are public and answer from memory (readiness is kept by a background ping, see
-:mod:`read_functions.readiness`), so probing costs the store nothing; metrics name tenants, so
+:mod:`read_functions.server.readiness`), so probing costs the store nothing; metrics name tenants, so
 they need the admin key (a Prometheus scrape job sends it as a bearer token).
 """
 
 from __future__ import annotations
 
-from book_store.errors import StoreUnavailableError
+from ladder_process.errors import StoreUnavailableError
+from read_functions.app.messages import Request, Response, json_response
 from read_functions.deps import Deps
-from read_functions.messages import Request, Response, json_response
 
 PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
 

@@ -18,11 +18,12 @@ from control_plane.depth import DEFAULT_DEPTH
 from control_plane.errors import InvalidRequestError
 from control_plane.subscriptions import BulkOutcome
 from control_plane.validation import require_exchange
-from read_functions.access import subscriptions_changed
-from read_functions.book_read import best_status
-from read_functions.deps import Deps, now_ms
-from read_functions.messages import Request, Response, empty_response, json_response
-from read_functions.params import json_object, require_fields
+from ladder_process.clock import now_ms
+from read_functions.app.messages import Request, Response, empty_response, json_response
+from read_functions.app.params import json_object, require_fields
+from read_functions.books.read import best_status
+from read_functions.deps import Deps
+from read_functions.tenancy.access import subscriptions_changed
 
 _FIELDS = frozenset({"exchange", "market", "replicas", "depth"})
 _BULK_FIELDS = frozenset({"exchange", "markets", "quote", "base", "status", "replicas", "depth"})

@@ -2,7 +2,7 @@ import orjson
 import pytest
 
 from book_store.codec import DEEP, MORE_ASKS, MORE_BIDS, BookStatus, Snapshot, SnapshotMeta, encode_snapshot
-from book_store.errors import StoreError
+from ladder_process.errors import StoreError
 
 META = SnapshotMeta(
     update_id=42, event_time=1000, ingest_time=1001, publish_time=1002, replica=3, status=BookStatus.SYNCED

@@ -7,7 +7,7 @@ import contextlib
 import gc
 import weakref
 
-from book_store.heap import freeze_survivors
+from ladder_process.heap import freeze_survivors
 
 
 class Node:

@@ -14,7 +14,7 @@ import pytest
 import redis
 
 from book_store.connect import redacted
-from book_store.server import READY_KEY, EmbeddedValkey, free_port, store_url
+from ladder_process.embedded_valkey import READY_KEY, EmbeddedValkey, free_port, store_url
 
 PASSWORD = "s3cret-for-tests_0123456789abcdef"
 
@@ -80,7 +80,7 @@ def test_the_foreground_server_exits_when_its_store_dies(tmp_path: Path) -> None
     port = free_port()
     args = [str(tmp_path / "data"), "--port", str(port), "--password-file", str(password_file)]
     wrapper = subprocess.Popen(
-        [sys.executable, "-m", "book_store.server", *args],
+        [sys.executable, "-m", "ladder_process.embedded_valkey", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -100,7 +100,7 @@ def test_the_foreground_server_exits_when_its_store_dies(tmp_path: Path) -> None
 
 def test_the_foreground_server_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
     wrapper = subprocess.Popen(
-        [sys.executable, "-m", "book_store.server", str(tmp_path), "--volatile"],
+        [sys.executable, "-m", "ladder_process.embedded_valkey", str(tmp_path), "--volatile"],
         stdout=subprocess.PIPE,
         text=True,
     )

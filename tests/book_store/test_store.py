@@ -12,11 +12,11 @@ import pytest
 import redis.asyncio as redis
 
 from book_store.catalog import MarketCatalog, MarketInfo
-from book_store.codec import BookStatus, Snapshot, SnapshotMeta, encode_snapshot
-from book_store.errors import StoreError
+from book_store.codec import BookStatus, Snapshot, SnapshotMeta, decode_message, encode_snapshot
 from book_store.keys import BookKey, InvalidBookIdError
 from book_store.reader import BookReader, choose_replica
-from book_store.writer import BookWriter, decode_message
+from book_store.writer import BookWriter
+from ladder_process.errors import StoreError
 
 BOOK = BookKey("binance.com", "ETHBTC")
 
@@ -132,7 +132,7 @@ async def test_the_catalog_digest_changes_with_the_content_only(redis_client: re
 def test_embedded_server_dies_with_its_parent() -> None:
     """SIGKILL the process that started Valkey: the server must not survive it."""
     script = (
-        "from book_store.server import main; import signal; "
+        "from ladder_process.embedded_valkey import main; import signal; "
         "signal.pthread_sigmask(signal.SIG_BLOCK, {2, 15}); main()"
     )
     parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
@@ -157,7 +157,7 @@ def _alive(pid: int) -> bool:
 
 
 async def test_reader_reports_unreachable_store() -> None:
-    from book_store.errors import StoreUnavailableError
+    from ladder_process.errors import StoreUnavailableError
 
     # A port bound but not listening refuses connections, and no parallel test can take it meanwhile.
     with socket.socket() as closed:

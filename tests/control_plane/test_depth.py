@@ -7,7 +7,7 @@ import pytest
 from control_plane.depth import DEFAULT_DEPTH, MAX_DEPTH_LIMIT, VENUE_MAX_DEPTH, venue_max_depth
 from control_plane.errors import InvalidRequestError
 from control_plane.validation import require_depth
-from ingest_nodes.exchanges import KNOWN_EXCHANGES
+from ingest_nodes.venues.registry import KNOWN_EXCHANGES
 
 
 def test_every_known_exchange_has_a_maximum_and_the_limit_is_the_deepest() -> None:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from book_store.keys import BookKey
 from control_plane.models import (
     OPERATOR,
     ApiKey,
     AuditEvent,
-    BookRef,
     NodeInfo,
     Principal,
     ReplicaAssignment,
@@ -78,7 +78,7 @@ def test_subscription_node_assignment_and_audit_shapes() -> None:
         "replica": 3,
         "node_id": "n1",
     }
-    assert replica.book == BookRef("binance.com", "BTCUSDT")
+    assert replica.book == BookKey("binance.com", "BTCUSDT")
     event = AuditEvent(5, "operator", "tenant.create", "tnt_1", {"name": "Acme"})
     assert event.to_json() == {
         "at": 5,

@@ -12,18 +12,18 @@ import pytest
 import redis.asyncio as redis
 
 from book_store.codec import BookStatus, SnapshotMeta, encode_snapshot
-from book_store.errors import StoreError
 from book_store.keys import BookKey
 from control_plane.assignments import AssignmentClient
-from control_plane.models import BookRef, Subscription
+from control_plane.models import Subscription
 from control_plane.replica_status import BookStoreReplicaStatus, ReplicaRef
 from control_plane.runtime import FORGET_AFTER_TIMEOUTS, SCHEDULER_LEASE, ControlLoop, run_control
 from control_plane.settings import ControlSettings
 from control_plane.stores.redis import RedisControlStore
+from ladder_process.errors import StoreError
 from tests.control_plane.helpers import make_tenant
 
-BTC = BookRef("binance.com", "BTCUSDT")
-ETH = BookRef("binance.com", "ETHUSDT")
+BTC = BookKey("binance.com", "BTCUSDT")
+ETH = BookKey("binance.com", "ETHUSDT")
 
 
 class EverythingSynced:
@@ -41,7 +41,7 @@ class ManualClock:
         return self.now
 
 
-async def _subscribe(store: RedisControlStore, replicas: int, *books: BookRef) -> None:
+async def _subscribe(store: RedisControlStore, replicas: int, *books: BookKey) -> None:
     tenant = make_tenant(max_replicas=3)
     await store.create_tenant(tenant)
     for book in books:
@@ -191,7 +191,7 @@ async def test_run_control_assigns_and_stops_cleanly_on_cancel(valkey_url: str) 
 
 
 async def test_book_store_status_counts_only_fresh_synced_replicas(valkey_url: str) -> None:
-    book = BookRef("binance.com", f"T{uuid.uuid4().hex[:12].upper()}")
+    book = BookKey("binance.com", f"T{uuid.uuid4().hex[:12].upper()}")
     now = 1_700_000_000_000
     client = redis.Redis.from_url(valkey_url)
 
@@ -211,7 +211,7 @@ async def test_book_store_status_counts_only_fresh_synced_replicas(valkey_url: s
             },
         )
         status = BookStoreReplicaStatus(client, max_silence_ms=3000, clock=lambda: now)
-        asked = {(book, 1), (book, 2), (book, 3), (BookRef("binance.com", "NOSUCHBOOK"), 1)}
+        asked = {(book, 1), (book, 2), (book, 3), (BookKey("binance.com", "NOSUCHBOOK"), 1)}
         assert await status.synced_replicas(asked) == {(book, 1)}
     finally:
         await client.delete(key)

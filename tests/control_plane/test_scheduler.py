@@ -6,26 +6,27 @@ import random
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
+from book_store.keys import BookKey
 from control_plane.depth import DEFAULT_DEPTH
-from control_plane.models import BookRef, BookWish, NodeInfo, ReplicaAssignment
+from control_plane.models import BookWish, NodeInfo, ReplicaAssignment
 from control_plane.scheduler import Plan, plan_assignments
 from tests.control_plane.helpers import make_node
 
 
-def book(i: int) -> BookRef:
-    return BookRef("binance.com", f"COIN{i:03d}USDT")
+def book(i: int) -> BookKey:
+    return BookKey("binance.com", f"COIN{i:03d}USDT")
 
 
-def ra(b: BookRef, replica: int, node_id: str, depth: int = DEFAULT_DEPTH) -> ReplicaAssignment:
+def ra(b: BookKey, replica: int, node_id: str, depth: int = DEFAULT_DEPTH) -> ReplicaAssignment:
     return ReplicaAssignment(b.exchange, b.market, replica, node_id, depth)
 
 
-def wants(replicas: Mapping[BookRef, int], depth: int = DEFAULT_DEPTH) -> dict[BookRef, BookWish]:
+def wants(replicas: Mapping[BookKey, int], depth: int = DEFAULT_DEPTH) -> dict[BookKey, BookWish]:
     """What the store would report for these replica counts, every book ``depth`` deep."""
     return {b: BookWish(count, depth) for b, count in replicas.items()}
 
 
-def synced_all(assignments: Iterable[ReplicaAssignment]) -> set[tuple[BookRef, int]]:
+def synced_all(assignments: Iterable[ReplicaAssignment]) -> set[tuple[BookKey, int]]:
     return {(a.book, a.replica) for a in assignments}
 
 
@@ -34,7 +35,7 @@ def per_node(assignments: Iterable[ReplicaAssignment]) -> Counter[str]:
 
 
 def converge(
-    desired: Mapping[BookRef, int],
+    desired: Mapping[BookKey, int],
     nodes: Sequence[NodeInfo],
     current: Iterable[ReplicaAssignment] = (),
     *,
@@ -334,7 +335,7 @@ def test_depth_plans_are_deterministic() -> None:
 
 
 def _check_invariants(
-    state: frozenset[ReplicaAssignment], desired: Mapping[BookRef, int], nodes: Sequence[NodeInfo]
+    state: frozenset[ReplicaAssignment], desired: Mapping[BookKey, int], nodes: Sequence[NodeInfo]
 ) -> None:
     capacity = {n.id: n.capacity for n in nodes}
     counts = per_node(state)
@@ -389,8 +390,8 @@ def test_moves_of_multi_replica_books_stick() -> None:
 # -- venue keys (Alpaca: one stream connection per key) --------------------------------------
 
 
-def pair(i: int) -> BookRef:
-    return BookRef("alpaca-crypto", f"C{i:02d}/USD")
+def pair(i: int) -> BookKey:
+    return BookKey("alpaca-crypto", f"C{i:02d}/USD")
 
 
 def test_a_keyed_exchange_goes_to_at_most_one_node_per_key() -> None:

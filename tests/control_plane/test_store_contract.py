@@ -7,20 +7,21 @@ import dataclasses
 
 import pytest
 
-from control_plane.clock import now_ms
+from book_store.keys import BookKey
 from control_plane.depth import DEFAULT_DEPTH
 from control_plane.errors import ConflictError, LimitExceededError, NotFoundError, UnauthorizedError
-from control_plane.models import ApiKey, AuditEvent, BookRef, BookWish, ReplicaAssignment, Subscription
+from control_plane.models import ApiKey, AuditEvent, BookWish, ReplicaAssignment, Subscription
 from control_plane.stores.base import ControlStore
+from ladder_process.clock import now_ms
 from tests.control_plane.helpers import make_key, make_node, make_tenant
 
-BTC = BookRef("binance.com", "BTCUSDT")
-ETH = BookRef("binance.com", "ETHUSDT")
-ALPACA_BTC = BookRef("alpaca-crypto", "BTC/USD")
+BTC = BookKey("binance.com", "BTCUSDT")
+ETH = BookKey("binance.com", "ETHUSDT")
+ALPACA_BTC = BookKey("alpaca-crypto", "BTC/USD")
 
 
 def sub(
-    tenant_id: str, book: BookRef, replicas: int = 1, created_at: int = 1_000, depth: int = DEFAULT_DEPTH
+    tenant_id: str, book: BookKey, replicas: int = 1, created_at: int = 1_000, depth: int = DEFAULT_DEPTH
 ) -> Subscription:
     return Subscription(tenant_id, book.exchange, book.market, replicas, created_at, depth)
 
@@ -285,7 +286,7 @@ async def test_subscribing_needs_an_existing_tenant(store: ControlStore) -> None
 async def test_concurrent_subscribes_never_exceed_max_markets(store: ControlStore) -> None:
     tenant = make_tenant(max_markets=5)
     await store.create_tenant(tenant)
-    books = [BookRef("binance.com", f"COIN{i}USDT") for i in range(20)]
+    books = [BookKey("binance.com", f"COIN{i}USDT") for i in range(20)]
 
     outcomes = await asyncio.gather(
         *(store.put_subscription(sub(tenant.id, book)) for book in books), return_exceptions=True
@@ -342,7 +343,7 @@ async def test_put_subscriptions_checks_max_markets_once_for_all_it_adds(store: 
     tenant = make_tenant(max_markets=3)
     await store.create_tenant(tenant)
     await store.put_subscription(sub(tenant.id, BTC))
-    books = [BookRef("binance.com", f"COIN{i}USDT") for i in range(3)]
+    books = [BookKey("binance.com", f"COIN{i}USDT") for i in range(3)]
 
     with pytest.raises(LimitExceededError, match=r"add 3 markets .* room for 2"):
         await store.put_subscriptions([sub(tenant.id, BTC, replicas=2), *(sub(tenant.id, b) for b in books)])
@@ -367,7 +368,7 @@ async def test_put_subscriptions_needs_an_existing_tenant(store: ControlStore) -
 async def test_concurrent_bulk_and_single_subscribes_never_exceed_max_markets(store: ControlStore) -> None:
     tenant = make_tenant(max_markets=10)
     await store.create_tenant(tenant)
-    books = [BookRef("binance.com", f"COIN{i}USDT") for i in range(24)]
+    books = [BookKey("binance.com", f"COIN{i}USDT") for i in range(24)]
     batches = [books[i : i + 4] for i in range(0, 16, 4)]
 
     outcomes = await asyncio.gather(
@@ -384,7 +385,7 @@ async def test_concurrent_bulk_and_single_subscribes_never_exceed_max_markets(st
     assert all(set(batch) <= names or not set(batch) & names for batch in batches)
     # What the store counted is what it holds: exactly the room that is left fits.
     room = 10 - len(subscribed)
-    spare = [BookRef("binance.com", f"SPARE{i}USDT") for i in range(room + 1)]
+    spare = [BookKey("binance.com", f"SPARE{i}USDT") for i in range(room + 1)]
     with pytest.raises(LimitExceededError):
         await store.put_subscriptions([sub(tenant.id, b) for b in spare])
     await store.put_subscriptions([sub(tenant.id, b) for b in spare[:room]])
@@ -415,7 +416,7 @@ async def test_desired_replicas_takes_the_largest_capped_wish(store: ControlStor
     await store.put_subscription(sub(big.id, ETH, replicas=9))  # capped to 3
     await store.put_subscription(sub(small.id, ALPACA_BTC, replicas=1))
     await store.put_subscription(sub(disabled.id, ALPACA_BTC, replicas=5))  # disabled: ignored
-    await store.put_subscription(sub(disabled.id, BookRef("binance.com", "DOGEUSDT"), replicas=5))
+    await store.put_subscription(sub(disabled.id, BookKey("binance.com", "DOGEUSDT"), replicas=5))
 
     assert {b: w.replicas for b, w in (await store.desired_books()).items()} == {
         BTC: 2,

@@ -10,13 +10,14 @@ from typing import Any
 import boto3
 import pytest
 
+from book_store.keys import BookKey
 from control_plane.depth import DEFAULT_DEPTH, DEFAULT_MAX_DEPTH
-from control_plane.models import BookRef, BookWish, ReplicaAssignment, Subscription
+from control_plane.models import BookWish, ReplicaAssignment, Subscription
 from control_plane.stores.dynamodb import DynamoControlStore, create_table
 from control_plane.stores.redis import HASH_TAG, RedisControlStore
 from tests.control_plane.helpers import make_tenant
 
-BTC = BookRef("binance.com", "BTCUSDT")
+BTC = BookKey("binance.com", "BTCUSDT")
 
 
 async def test_redis_reads_tenants_and_subscriptions_without_depth(redis_store: RedisControlStore) -> None:

@@ -15,8 +15,8 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from control_plane.cli import FAKE_ALPACA_ARGS, STORE_PASSWORD_FILE, embedded_stores, fake_venue_env
-from control_plane.supervisor import Child, Supervisor, child_env
+from ladder_cli.main import FAKE_ALPACA_ARGS, STORE_PASSWORD_FILE, embedded_stores, fake_venue_env
+from ladder_cli.supervisor import Child, Supervisor, child_env
 from tests.e2e.tcp_proxy import CuttableProxy
 
 ADMIN_KEY = "ldr_admin_e2e_" + "x" * 20

@@ -24,8 +24,8 @@ from typing import Any, TypeVar
 
 import pytest
 
-from read_functions.routes import ROUTES
-from read_functions.routing import Access
+from read_functions.app.routes import ROUTES
+from read_functions.app.routing import Audience
 from tests.e2e.stack import ADMIN_KEY, Stack, start_stack
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("console")]
@@ -161,7 +161,9 @@ def test_operator_and_tenant_use_the_console(stack: Stack, browser: Any, shots: 
     sign_in(key, "tenant")
     tabs = [t.get_attribute("id") for t in browser.find_elements(By.CSS_SELECTOR, "#tabs button")]
     assert tabs == ["tab-books", "tab-usage"]  # no operator view for a tenant's key
-    for route in (r for r in ROUTES if r.access is Access.ADMIN and r.method == "GET" and "{" not in r.path):
+    for route in (
+        r for r in ROUTES if r.access is Audience.ADMIN and r.method == "GET" and "{" not in r.path
+    ):
         assert stack.call(key, "GET", route.path).status_code == 403, route.path
     wait_for("the exchanges", lambda: present('#subscribe-exchange option[value="binance.com"]'))
     Select(one("#subscribe-exchange")).select_by_value("binance.com")

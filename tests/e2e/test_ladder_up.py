@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from control_plane.cli import STORE_PASSWORD_FILE
+from ladder_cli.main import STORE_PASSWORD_FILE
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ladder-up")]
 
@@ -22,12 +22,12 @@ ADMIN_KEY = "ldr_admin_up_test_" + "y" * 20
 
 def store_server_pids(data_dir: Path) -> dict[str, int]:
     """``{"valkey": pid, "books": pid}``: the Valkey servers whose data lives under ``data_dir``
-    (found through the ``book_store.server`` processes that run them: Valkey retitles itself)."""
+    (found through the ``ladder_process.embedded_valkey`` processes that run them: Valkey retitles itself)."""
     found = {}
     for proc in Path("/proc").iterdir():
         try:
             argv = [a.decode() for a in (proc / "cmdline").read_bytes().split(b"\0")]
-            if "book_store.server" not in argv:
+            if "ladder_process.embedded_valkey" not in argv:
                 continue
             children = (proc / "task" / proc.name / "children").read_text().split()
         except OSError:
@@ -45,7 +45,7 @@ def test_ladder_up_hides_the_store_password_and_restarts_a_killed_store(tmp_path
         "LADDER_ADMIN_KEY": ADMIN_KEY
     }
     up = subprocess.Popen(
-        [sys.executable, "-m", "control_plane.cli", *args, "--data-dir", str(data_dir)],
+        [sys.executable, "-m", "ladder_cli.main", *args, "--data-dir", str(data_dir)],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

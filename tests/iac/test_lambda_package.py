@@ -36,7 +36,7 @@ from control_plane.markets import StaticMarketValidator
 from control_plane.models import OPERATOR, Principal
 from control_plane.service import ControlService
 from control_plane.stores.redis import RedisControlStore
-from read_functions.packaging import (
+from ladder_cli.lambda_package import (
     EXIT_DEPENDENCIES,
     HANDLER,
     PYTHON_VERSIONS,
@@ -75,15 +75,15 @@ NOT_IN_ZIP = (
     "botocore",
 )
 NOT_IN_ZIP_FILES = (
-    "read_functions/aiohttp_app.py",
-    "read_functions/http1.py",
-    "read_functions/server.py",
+    "read_functions/server/aiohttp_app.py",
+    "read_functions/server/http1.py",
+    "read_functions/server/workers.py",
     "read_functions/__main__.py",
-    "read_functions/packaging.py",
-    "control_plane/cli.py",
-    "control_plane/supervisor.py",
+    "ladder_cli/lambda_package.py",
+    "ladder_cli/main.py",
+    "ladder_cli/supervisor.py",
     "control_plane/__main__.py",
-    "book_store/server.py",
+    "ladder_process/embedded_valkey.py",
 )
 
 # Runs in the clean interpreter: put the unpacked zip (then the runtime's own packages) on the path,
@@ -91,7 +91,7 @@ NOT_IN_ZIP_FILES = (
 CHILD = """
 import json, sys
 sys.path[:0] = sys.argv[1:]
-from read_functions.lambda_handler import handler
+from read_functions.server.lambda_handler import handler
 answers = [handler(event, None) for event in json.load(sys.stdin)]
 files = {name: getattr(module, "__file__", None) for name, module in list(sys.modules.items())}
 json.dump({"answers": answers, "files": {name: file for name, file in files.items() if file}}, sys.stdout)
@@ -114,7 +114,7 @@ def lambda_zip(tmp_path_factory: pytest.TempPathFactory) -> BuiltZip:
             f"Lambda wheels load only on Linux x86_64/aarch64 with Python {'/'.join(PYTHON_VERSIONS)}"
         )
     output = tmp_path_factory.mktemp("lambda") / "ladder-read-lambda.zip"
-    command = [sys.executable, "-m", "control_plane.cli", "package", "lambda", "--output", str(output),
+    command = [sys.executable, "-m", "ladder_cli.main", "package", "lambda", "--output", str(output),
                "--platform", wheel_platform, "--python-version", python]  # fmt: skip
     started = time.monotonic()
     done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=600)
@@ -254,7 +254,7 @@ async def test_zip_answers_api_gateway_events_in_a_clean_interpreter(
     size = lambda_zip.path.stat().st_size
     print(f"zip: {size / 1024 / 1024:.2f} MB, {len(names)} entries")
     assert HANDLER in lambda_zip.report and f"{size / 1024 / 1024:.2f} MB" in lambda_zip.report
-    assert names == sorted(names) and "read_functions/lambda_handler.py" in names
+    assert names == sorted(names) and "read_functions/server/lambda_handler.py" in names
     assert not [n for n in names if n.split("/")[0] in NOT_IN_ZIP or n in NOT_IN_ZIP_FILES]
     assert not [n for n in names if {"tests", "test", "__pycache__"} & set(n.split("/")[:-1])]
     assert any(n.startswith("uvloop/loop.") and n.endswith(".so") for n in names)  # the Linux wheel, compiled
@@ -301,15 +301,15 @@ async def test_zip_answers_api_gateway_events_in_a_clean_interpreter(
 def test_handler_imports_only_the_read_path() -> None:
     graph = import_graph(source_root())
     assert {
-        "read_functions.lambda_handler",
+        "read_functions.server.lambda_handler",
         "read_functions.deps",
         "control_plane.service",
         "book_store.reader",
     } <= set(graph.modules)
-    left_out = {"read_functions.aiohttp_app", "read_functions.http1", "read_functions.server", "read_functions.packaging",
-                "control_plane.cli", "control_plane.supervisor", "book_store.server"}  # fmt: skip
+    left_out = {"read_functions.server.aiohttp_app", "read_functions.server.http1", "read_functions.server.workers", "ladder_cli.lambda_package",
+                "ladder_cli.main", "ladder_cli.supervisor", "ladder_process.embedded_valkey"}  # fmt: skip
     assert not left_out & set(graph.modules)
-    assert {name.split(".")[0] for name in graph.modules} == {"read_functions", "control_plane", "book_store"}
+    assert {name.split(".")[0] for name in graph.modules} == {"read_functions", "control_plane", "book_store", "ladder_process"}
     tops = {name.split(".")[0] for name in graph.external}
     assert {
         "redis",

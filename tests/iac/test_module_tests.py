@@ -22,7 +22,7 @@ def _lambda_zip(directory: Path) -> Path:
     return package
 
 
-@pytest.mark.parametrize("module", ["services", "read_functions"])
+@pytest.mark.parametrize("module", ["services", "read_functions", "store"])
 def test_module_suite_passes(make_workspace: WorkspaceFactory, tmp_path: Path, module: str) -> None:
     workspace = make_workspace(tmp_path, f"modules/{module}")
     suites = sorted(p.name for p in (workspace.directory / "tests").glob("*.tftest.hcl"))

@@ -21,11 +21,11 @@ import yaml
 from opentelemetry.metrics import Meter
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from book_store.span_queue import BoundedSpanProcessor
-from book_store.telemetry import LocalHistogram, Telemetry
+from ladder_process.span_queue import BoundedSpanProcessor
+from ladder_process.telemetry import LocalHistogram, Telemetry
 from control_plane.telemetry import ControlTelemetry
-from ingest_nodes.telemetry import IngestTelemetry
-from read_functions.telemetry import Telemetry as ReadTelemetry
+from ingest_nodes.ops.telemetry import IngestTelemetry
+from read_functions.telemetry import ReadTelemetry
 
 OBSERVABILITY = Path(__file__).resolve().parents[2] / "iac" / "observability"
 RULES = OBSERVABILITY / "ladder-alerts.yaml"

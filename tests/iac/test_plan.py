@@ -81,7 +81,7 @@ def test_default_plan_is_a_replicated_store_behind_an_http_api(full_root: Worksp
     assert store["multi_az_enabled"] is True
 
     function = _one(plan, "aws_lambda_function")
-    assert function["handler"] == "read_functions.lambda_handler.handler"
+    assert function["handler"] == "read_functions.server.lambda_handler.handler"
     assert function["runtime"] in {"python3.11", "python3.12"}
     assert function["reserved_concurrent_executions"] == 100
     assert len(function["vpc_config"]) == 1

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ingest_nodes.events import DepthSnapshot, DepthUpdate, Level
-from ingest_nodes.sync import Action, SyncMachine
+from ingest_nodes.core.events import DepthSnapshot, DepthUpdate, Level
+from ingest_nodes.core.sync import Action, SyncMachine
 
 
 @dataclass(frozen=True)

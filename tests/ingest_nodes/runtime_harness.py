@@ -18,13 +18,15 @@ import redis.asyncio as redis
 from book_store.keys import BookKey
 from book_store.writer import BookWriter
 from fake_venue import FakeVenue, VenueConfig
-from ingest_nodes.checkpoints import CheckpointLog
-from ingest_nodes.engine import BookEngine
-from ingest_nodes.exchange_runtime import ExchangeRuntime, build_exchange
-from ingest_nodes.exchanges import exchange_specs
-from ingest_nodes.publisher import Publisher
-from ingest_nodes.replica import BookReplica
+from ingest_nodes.core.engine import BookEngine
+from ingest_nodes.ops.checkpoints import CheckpointLog
+from ingest_nodes.ops.telemetry import IngestTelemetry
+from ingest_nodes.runtime.exchange import ExchangeRuntime, build_exchange
+from ingest_nodes.runtime.publisher import Publisher
+from ingest_nodes.runtime.replica import BookReplica
 from ingest_nodes.settings import IngestSettings
+from ingest_nodes.venues.registry import exchange_specs
+from ladder_process.telemetry import Telemetry
 from tests.waiting import wait_until
 
 VENUE_OF = {"binance.com": "spot", "binance.com-futures": "futures"}
@@ -66,8 +68,10 @@ class Harness:
             **settings,
         )
         self.writer = BookWriter(client)
+        self.telemetry = IngestTelemetry(Telemetry.disabled("ladder-test"))
         self.publisher = Publisher(
             self.writer,
+            telemetry=self.telemetry,
             head_levels=self.settings.head_levels,
             deep_levels_per_s=self.settings.deep_levels_per_s,
             publish_interval_ms=0,
@@ -99,6 +103,7 @@ class Harness:
             checkpoints=None if spec.resets_on_stream else self.checkpoints,
             stall_policy=self.settings.stall_policy,
             resets_on_stream=spec.resets_on_stream,
+            telemetry=self.telemetry,
         )
         replica.start()
         runtime.feed.attach(replica)

@@ -7,8 +7,8 @@ from decimal import Decimal
 import orjson
 import pytest
 
-from ingest_nodes.book import OrderBook, SideWindow
-from ingest_nodes.venues.errors import VenuePayloadError
+from ingest_nodes.core.book import OrderBook, SideWindow
+from ingest_nodes.core.errors import VenuePayloadError
 
 
 def loaded(bids: list[tuple[str, str]], asks: list[tuple[str, str]], *, complete: bool = True) -> OrderBook:

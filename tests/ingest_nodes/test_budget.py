@@ -6,14 +6,14 @@ import time
 
 import redis.asyncio as redis
 
-from ingest_nodes.backoff import Backoff
-from ingest_nodes.budget import WeightBudget
+from ingest_nodes.core.backoff import Backoff
+from ingest_nodes.core.trusted_window import snapshot_limit
 from ingest_nodes.venues.binance.limits import (
     FUTURES_DEPTH_WEIGHTS,
     SPOT_DEPTH_WEIGHTS,
     depth_weight,
-    snapshot_limit,
 )
+from ingest_nodes.venues.budget import WeightBudget
 
 
 def test_depth_weights_follow_the_published_tiers() -> None:

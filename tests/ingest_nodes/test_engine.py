@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ingest_nodes.engine import BookEngine, EngineResult
-from ingest_nodes.events import DepthUpdate
-from ingest_nodes.sync import AlpacaSyncMachine, FuturesSyncMachine, SpotSyncMachine
+from ingest_nodes.core.engine import BookEngine, EngineResult
+from ingest_nodes.core.events import DepthUpdate
+from ingest_nodes.core.sync import AlpacaSyncMachine, FuturesSyncMachine, SpotSyncMachine
 from ingest_nodes.venues.alpaca.parse import parse_alpaca_frame
 from ingest_nodes.venues.binance.parse import (
     parse_futures_frame,

@@ -7,7 +7,7 @@ import asyncio
 import redis.asyncio as redis
 from pydantic import SecretStr
 
-from ingest_nodes.key_leases import KeyLeases, lease_key
+from ingest_nodes.runtime.key_leases import KeyLeases, lease_key
 from ingest_nodes.venues.credentials import Credential
 
 KEYS = [Credential(SecretStr(f"AKID{i}xxxxxxxx"), SecretStr(f"secret-{i}")) for i in range(3)]

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from ingest_nodes.events import DepthUpdate
+from ingest_nodes.core.errors import VenuePayloadError
+from ingest_nodes.core.events import DepthUpdate
 from ingest_nodes.venues.alpaca.parse import parse_alpaca_frame, rfc3339_to_ms
 from ingest_nodes.venues.alpaca.schemas import AlpacaError, AlpacaSubscription, AlpacaSuccess
-from ingest_nodes.venues.errors import VenuePayloadError
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SECOND_0838_51 = int(datetime(2024, 3, 12, 10, 38, 51, tzinfo=UTC).timestamp()) * 1000

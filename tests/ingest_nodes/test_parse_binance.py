@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ingest_nodes.events import DepthSnapshot, DepthUpdate
+from ingest_nodes.core.errors import VenuePayloadError
+from ingest_nodes.core.events import DepthSnapshot, DepthUpdate
 from ingest_nodes.venues.binance.parse import (
     parse_futures_frame,
     parse_futures_snapshot,
@@ -16,7 +17,6 @@ from ingest_nodes.venues.binance.parse import (
     parse_spot_snapshot,
 )
 from ingest_nodes.venues.binance.schemas import ServerShutdown, SubscribeAck, VenueErrorFrame
-from ingest_nodes.venues.errors import VenuePayloadError
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -14,13 +14,15 @@ from book_store.codec import BookStatus, Snapshot
 from book_store.keys import BookKey
 from book_store.reader import BookReader, StoredBook
 from book_store.writer import BookWriter
-from ingest_nodes.book import SideWindow
-from ingest_nodes.engine import BookEngine
-from ingest_nodes.publisher import Publisher
-from ingest_nodes.stall_watch import Rhythm
-from ingest_nodes.stats import ReplicaStats
-from ingest_nodes.sync import SpotSyncMachine
+from ingest_nodes.core.book import SideWindow
+from ingest_nodes.core.engine import BookEngine
+from ingest_nodes.core.stall_watch import Rhythm
+from ingest_nodes.core.sync import SpotSyncMachine
+from ingest_nodes.ops.stats import ReplicaStats
+from ingest_nodes.ops.telemetry import IngestTelemetry
+from ingest_nodes.runtime.publisher import Publisher
 from ingest_nodes.venues.stream import Refused
+from ladder_process.telemetry import Telemetry
 from tests.ingest_nodes.driver import snap, upd
 
 BOOK = BookKey("binance.com", "ETHBTC")
@@ -72,6 +74,7 @@ async def stored(client: redis.Redis, writer: BookWriter) -> StoredBook:
 def publisher(writer: BookWriter, deep_levels_per_s: int = 1000) -> Publisher:
     return Publisher(
         writer,
+        telemetry=IngestTelemetry(Telemetry.disabled("ladder-test")),
         head_levels=HEAD,
         deep_levels_per_s=deep_levels_per_s,
         publish_interval_ms=0,

@@ -13,7 +13,7 @@ import redis.asyncio as redis
 
 from book_store.codec import BookStatus
 from book_store.reader import BookReader
-from ingest_nodes.replica import BookReplica
+from ingest_nodes.runtime.replica import BookReplica
 from tests.ingest_nodes.runtime_harness import Harness, running, venue_config, wait_synced
 from tests.waiting import wait_until
 

@@ -5,9 +5,16 @@ from __future__ import annotations
 import redis.asyncio as redis
 
 from book_store.keys import BookKey
-from ingest_nodes.book import OrderBook
-from ingest_nodes.checkpoints import Checkpoint, ReplicaChecker, checkpoint_key, digest_of, same_top, selected
-from ingest_nodes.stats import ReplicaStats
+from ingest_nodes.core.book import OrderBook
+from ingest_nodes.ops.checkpoints import (
+    Checkpoint,
+    ReplicaChecker,
+    checkpoint_key,
+    digest_of,
+    same_top,
+    selected,
+)
+from ingest_nodes.ops.stats import ReplicaStats
 from tests.ingest_nodes.runtime_harness import running, venue_config, wait_synced
 from tests.waiting import wait_until
 

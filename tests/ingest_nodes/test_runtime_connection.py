@@ -6,7 +6,7 @@ import asyncio
 
 import redis.asyncio as redis
 
-from ingest_nodes.connection import StreamConnection, rollover_age
+from ingest_nodes.runtime.connection import StreamConnection, rollover_age
 from tests.ingest_nodes.runtime_harness import running, venue_config, wait_synced
 from tests.waiting import wait_until
 

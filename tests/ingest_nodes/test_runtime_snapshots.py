@@ -8,9 +8,9 @@ from contextlib import nullcontext
 
 import redis.asyncio as redis
 
-from ingest_nodes.budget import WeightBudget
-from ingest_nodes.events import DepthSnapshot
-from ingest_nodes.snapshots import Priority, SnapshotError, SnapshotScheduler
+from ingest_nodes.core.events import DepthSnapshot
+from ingest_nodes.runtime.snapshots import Priority, SnapshotError, SnapshotScheduler
+from ingest_nodes.venues.budget import WeightBudget
 from tests.ingest_nodes.runtime_harness import running, venue_config, wait_synced
 from tests.waiting import wait_until
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ingest_nodes.stall_watch import Rhythm, StallPolicy, Verdict, judge
+from ingest_nodes.core.stall_watch import Rhythm, StallPolicy, Verdict, judge
 
 POLICY = StallPolicy()
 FLOOR_MS, CEILING_MS, GRACE_MS = POLICY.floor_ms, POLICY.ceiling_ms, POLICY.grace_ms

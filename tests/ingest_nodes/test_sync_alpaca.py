@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ingest_nodes.sync import AlpacaSyncMachine, ApplyUpdate, ResyncRequired, SyncState
+from ingest_nodes.core.sync import AlpacaSyncMachine, ApplyUpdate, ResyncRequired, SyncState
 from tests.ingest_nodes.driver import Disconnect, Invalidate, alpaca, drive, snap
 
 RESET = alpaca(bids=[("71859.53", "0.27994")], asks=[("71939.7", "0.83953")], reset=True, event_time=1)

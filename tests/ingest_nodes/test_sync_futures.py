@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ingest_nodes.sync import (
+from ingest_nodes.core.sync import (
     ApplyUpdate,
     FetchSnapshot,
     FuturesSyncMachine,

@@ -18,9 +18,9 @@ from decimal import Decimal
 import orjson
 import pytest
 
-from ingest_nodes.engine import BookEngine, EngineResult
-from ingest_nodes.events import DepthSnapshot, DepthUpdate, Level
-from ingest_nodes.sync import AlpacaSyncMachine, FuturesSyncMachine, SpotSyncMachine
+from ingest_nodes.core.engine import BookEngine, EngineResult
+from ingest_nodes.core.events import DepthSnapshot, DepthUpdate, Level
+from ingest_nodes.core.sync import AlpacaSyncMachine, FuturesSyncMachine, SpotSyncMachine
 
 BID_PRICES = [Decimal(9000 + step * 7) / 100 for step in range(40)]  # 90.00 .. 92.73
 ASK_PRICES = [Decimal(10001 + step * 7) / 100 for step in range(40)]  # 100.01 .. 102.74

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ingest_nodes.sync import (
+from ingest_nodes.core.sync import (
     ApplyUpdate,
     FetchSnapshot,
     LoadSnapshot,

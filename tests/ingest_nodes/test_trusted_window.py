@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ingest_nodes.book import SideWindow
-from ingest_nodes.trusted_window import ESCALATE_WITHIN_S, MIN_REFRESH_GAP_S, RELAX_AFTER_S, WindowKeeper
+from ingest_nodes.core.book import SideWindow
+from ingest_nodes.core.trusted_window import ESCALATE_WITHIN_S, MIN_REFRESH_GAP_S, RELAX_AFTER_S, WindowKeeper
 from ingest_nodes.venues.binance.limits import FUTURES_DEPTH_WEIGHTS, SPOT_DEPTH_WEIGHTS
 
 WHOLE = SideWindow(10_000, False)

@@ -18,16 +18,17 @@ from book_store.catalog import MarketCatalog, MarketInfo
 from book_store.codec import BookStatus, SnapshotMeta, encode_snapshot
 from book_store.keys import BookKey
 from book_store.writer import BookWriter
-from read_functions.compat import CompatTenant
+from ladder_process.clock import now_ms
+from read_functions.app.dispatch import Dispatcher
+from read_functions.app.routes import COMPAT_ROUTES, ROUTES
+from read_functions.app.routing import Route, Router
+from read_functions.app.schemas import COMPONENTS
 from read_functions.deps import Deps
-from read_functions.dispatch import Dispatcher
-from read_functions.http1 import Http1Server
-from read_functions.huge_pages import environment_with_huge_pages, thp_mode
-from read_functions.routes import COMPAT_ROUTES, ROUTES
-from read_functions.routing import Route, Router
-from read_functions.schemas import COMPONENTS
-from read_functions.server import bind
+from read_functions.server.http1 import Http1Server
+from read_functions.server.huge_pages import environment_with_huge_pages, thp_mode
+from read_functions.server.workers import bind
 from read_functions.settings import ReadSettings
+from read_functions.ubdcc.tenant import CompatTenant
 
 ADMIN_KEY = "ldr_admin_test_key_0123456789"
 PEPPER = "pepper-for-tests-0123456789abcdef"
@@ -39,10 +40,6 @@ MARKETS = [
     MarketInfo("binance.com", "BTCUSDT", "TRADING", "BTC", "USDT"),
     MarketInfo("alpaca-crypto", "BTC/USD", "TRADING", "BTC", "USD"),
 ]
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 def levels(prices: Sequence[str], qty: str = "1.0") -> list[bytes]:

@@ -8,8 +8,8 @@ import time
 import redis.asyncio as redis
 
 from control_plane.models import OPERATOR
-from read_functions.access import subscriptions_changed
 from read_functions.deps import Deps
+from read_functions.tenancy.access import subscriptions_changed
 from tests.read_functions.helpers import ETH, Stack, open_stack, settings, snapshot
 
 PATH = "/v1/books/binance.com/ETHBTC"

@@ -6,8 +6,8 @@ import boto3
 import pytest
 from moto.server import ThreadedMotoServer
 
-from book_store.server import free_port
-from read_functions.aws_secrets import resolve_secret_arns
+from ladder_process.embedded_valkey import free_port
+from read_functions.server.aws_secrets import resolve_secret_arns
 
 
 @pytest.fixture

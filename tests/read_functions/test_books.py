@@ -8,7 +8,8 @@ import orjson
 
 from book_store.codec import BookStatus
 from book_store.unplaced import UnplacedBooks
-from tests.read_functions.helpers import ALPACA, BTC, ETH, Stack, levels, now_ms, snapshot, validate
+from ladder_process.clock import now_ms
+from tests.read_functions.helpers import ALPACA, BTC, ETH, Stack, levels, snapshot, validate
 
 
 async def get(

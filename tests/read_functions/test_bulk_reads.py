@@ -10,7 +10,8 @@ import redis.asyncio as redis
 from book_store.catalog import MarketCatalog, MarketInfo
 from book_store.codec import BookStatus
 from book_store.keys import BookKey
-from tests.read_functions.helpers import ALPACA, BTC, ETH, Stack, levels, now_ms, snapshot, validate
+from ladder_process.clock import now_ms
+from tests.read_functions.helpers import ALPACA, BTC, ETH, Stack, levels, snapshot, validate
 
 MANY = [BookKey("binance.com", f"COIN{i}USDT") for i in range(40)]
 

@@ -10,10 +10,11 @@ import orjson
 import pytest
 import redis.asyncio as redis
 
+from book_store.codec import encode_message
 from book_store.keys import BookKey
-from book_store.writer import encode_message
-from read_functions.change_feed import ChangeFeed
-from tests.read_functions.helpers import ETH, Stack, now_ms, open_stack, snapshot
+from ladder_process.clock import now_ms
+from read_functions.books.change_feed import ChangeFeed
+from tests.read_functions.helpers import ETH, Stack, open_stack, snapshot
 from tests.waiting import wait_until
 
 

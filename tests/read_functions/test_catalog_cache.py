@@ -8,9 +8,9 @@ import pytest
 import redis.asyncio as redis
 
 from book_store.catalog import MarketCatalog, MarketInfo
-from book_store.errors import StoreUnavailableError
 from control_plane.errors import UnknownMarketError
-from read_functions.catalog_cache import CatalogCache
+from ladder_process.errors import StoreUnavailableError
+from read_functions.tenancy.catalog_cache import CatalogCache
 
 ETH = MarketInfo("binance.com", "ETHBTC", "TRADING", "ETH", "BTC")
 BNB = MarketInfo("binance.com", "BNBBTC", "TRADING", "BNB", "BTC")

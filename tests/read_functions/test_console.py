@@ -20,10 +20,11 @@ import redis.asyncio as redis
 from book_store.keys import node_stats_key, weight_key_prefix
 from control_plane.models import NodeInfo, ReplicaAssignment
 from control_plane.stores.redis import RedisControlStore
-from read_functions.console import ASSETS, CONTENT_SECURITY_POLICY
-from read_functions.routes import ROUTES
-from read_functions.routing import Access
-from tests.read_functions.helpers import ETH, Stack, now_ms, snapshot, validate
+from ladder_process.clock import now_ms
+from read_functions.app.routes import ROUTES
+from read_functions.app.routing import Audience
+from read_functions.handlers.console import ASSETS, CONTENT_SECURITY_POLICY
+from tests.read_functions.helpers import ETH, Stack, snapshot, validate
 
 OWN_SCRIPTS = sorted(p for p in ASSETS.glob("*.js"))
 
@@ -169,7 +170,7 @@ async def test_operator_sees_nodes_books_replicas_and_budgets(
 
 async def test_a_tenant_key_can_do_no_operator_thing(stack: Stack) -> None:
     tenant_id, key = await stack.tenant()
-    admin_routes = [r for r in ROUTES if r.access is Access.ADMIN]
+    admin_routes = [r for r in ROUTES if r.access is Audience.ADMIN]
     assert {"/v1/admin/books", "/v1/admin/egress", "/v1/admin/tenants/{tenant_id}/usage"} <= {
         r.path for r in admin_routes
     }

@@ -9,7 +9,8 @@ import aiohttp
 import orjson
 
 from book_store.codec import DEEP, MORE_ASKS, MORE_BIDS, BookStatus
-from tests.read_functions.helpers import ETH, Stack, levels, now_ms, snapshot, validate
+from ladder_process.clock import now_ms
+from tests.read_functions.helpers import ETH, Stack, levels, snapshot, validate
 
 BIDS = [f"{1000 - i}" for i in range(300)]
 ASKS = [f"{1001 + i}" for i in range(300)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from book_store.codec import BookStatus, Snapshot
-from read_functions.book_cache import Entry
+from read_functions.books.entry import Entry
 from tests.read_functions.helpers import ETH, snapshot
 
 SILENCE_MS = 1000

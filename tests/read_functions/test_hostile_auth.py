@@ -24,10 +24,10 @@ from control_plane.errors import ConfigurationError
 from control_plane.models import OPERATOR
 from control_plane.settings import ControlSettings
 from control_plane.stores.redis import RedisControlStore
-from read_functions.auth_failures import AuthenticationsLimitedError, FailedAuthentications
-from read_functions.load import MIN_EVIDENCE, Load
-from read_functions.readiness import StoreReadiness
+from read_functions.server.load_shedding import MIN_EVIDENCE, Load
+from read_functions.server.readiness import StoreReadiness
 from read_functions.settings import load_settings
+from read_functions.tenancy.auth_failures import AuthenticationsLimitedError, FailedAuthentications
 from tests.read_functions.helpers import ETH, PEPPER, Stack, open_stack, snapshot
 
 MARKETS = "/v1/markets"

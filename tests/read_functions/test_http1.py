@@ -1,4 +1,4 @@
-"""The read API's own HTTP/1.1 (read_functions/http1.py) in raw bytes over real sockets.
+"""The read API's own HTTP/1.1 (read_functions/server/http1.py) in raw bytes over real sockets.
 
 Each test writes exact request bytes and parses the answers itself, so what is checked is what
 goes over the wire: order, framing, ``Connection`` handling, refusals and timeouts.
@@ -18,12 +18,12 @@ import orjson
 import pytest
 import redis.asyncio as redis
 
-from read_functions.dispatch import Dispatcher
-from read_functions.http1 import MAX_HEAD_BYTES, MAX_PIPELINED, Http1Server, encode_response
-from read_functions.messages import Request, Response
-from read_functions.routes import ROUTES
-from read_functions.routing import Router
-from read_functions.server import bind
+from read_functions.app.dispatch import Dispatcher
+from read_functions.app.messages import Request, Response
+from read_functions.app.routes import ROUTES
+from read_functions.app.routing import Router
+from read_functions.server.http1 import MAX_HEAD_BYTES, MAX_PIPELINED, Http1Server, encode_response
+from read_functions.server.workers import bind
 from tests.read_functions.helpers import ADMIN_KEY, ETH, Stack, snapshot
 from tests.read_functions.wire import (
     Reply,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from read_functions.huge_pages import TUNABLE, environment_with_huge_pages
+from read_functions.server.huge_pages import TUNABLE, environment_with_huge_pages
 
 MADVISE = "always [madvise] never\n"
 

@@ -14,9 +14,9 @@ import redis
 import redis.asyncio as aredis
 
 from book_store.catalog import MarketCatalog
-from book_store.server import EmbeddedValkey
 from book_store.writer import BookWriter
-from read_functions import lambda_handler
+from ladder_process.embedded_valkey import EmbeddedValkey
+from read_functions.server import lambda_handler
 from tests.read_functions.helpers import ADMIN_KEY, ALPACA, ETH, MARKETS, PEPPER, snapshot
 
 LAMBDA_DB = 2

@@ -7,8 +7,9 @@ import asyncio
 import redis.asyncio as redis
 
 from control_plane.models import Tenant
-from read_functions.rate_limit import RateLimiter, TenantRateLimitedError
-from tests.read_functions.helpers import ETH, Stack, now_ms, snapshot, validate
+from ladder_process.clock import now_ms
+from read_functions.tenancy.rate_limit import RateLimiter, TenantRateLimitedError
+from tests.read_functions.helpers import ETH, Stack, snapshot, validate
 
 
 def tenant(rate: float, burst: int, tenant_id: str = "tnt_limits") -> Tenant:

@@ -21,11 +21,10 @@ from schemathesis.checks import (
 )
 from schemathesis.core.result import Ok
 
-from book_store.codec import BookStatus
-from book_store.server import EmbeddedValkey
-from book_store.writer import encode_message
-from read_functions import openapi
-from read_functions.routes import ROUTES
+from book_store.codec import BookStatus, encode_message
+from ladder_process.embedded_valkey import EmbeddedValkey
+from read_functions.app import openapi
+from read_functions.app.routes import ROUTES
 from tests.read_functions.helpers import ADMIN_KEY, ETH, MARKETS, PEPPER, ServerProcess, snapshot
 
 OPENAPI_DB = 3

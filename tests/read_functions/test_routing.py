@@ -8,7 +8,6 @@ import orjson
 import pytest
 
 from book_store.codec import Snapshot
-from book_store.errors import StoreUnavailableError
 from book_store.keys import InvalidBookIdError
 from control_plane.errors import (
     BookNotSyncedError,
@@ -18,14 +17,15 @@ from control_plane.errors import (
     RateLimitedError,
     UnknownMarketError,
 )
-from read_functions import routing
-from read_functions.book_view import Side, names_json, render
-from read_functions.dispatch import request_id
-from read_functions.errors import MethodNotAllowedError, error_response, status_for
-from read_functions.messages import parse_query
-from read_functions.routes import COMPAT_ROUTES, ROUTES
-from read_functions.routing import Router
-from read_functions.ubdcc import levels_as_numbers
+from ladder_process.errors import StoreUnavailableError
+from read_functions.app import routing
+from read_functions.app.dispatch import request_id
+from read_functions.app.errors import MethodNotAllowedError, error_response, status_for
+from read_functions.app.messages import parse_query
+from read_functions.app.routes import COMPAT_ROUTES, ROUTES
+from read_functions.app.routing import Router
+from read_functions.books.render import Side, names_json, render
+from read_functions.ubdcc.wire import levels_as_numbers
 from tests.read_functions.helpers import ETH, levels, snapshot
 
 ROUTER = Router(ROUTES)

@@ -15,9 +15,9 @@ import redis.asyncio as redis_asyncio
 import trustme
 
 from book_store.catalog import MarketCatalog
-from book_store.server import EmbeddedValkey
 from book_store.writer import BookWriter
-from read_functions.huge_pages import TUNABLE
+from ladder_process.embedded_valkey import EmbeddedValkey
+from read_functions.server.huge_pages import TUNABLE
 from tests.read_functions.helpers import (
     ADMIN_KEY,
     ETH,

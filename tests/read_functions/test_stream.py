@@ -10,7 +10,7 @@ import aiohttp
 import orjson
 import pytest
 
-from read_functions.stream import BookStream
+from read_functions.books.stream import BookStream
 from tests.read_functions.helpers import ETH, Stack, levels, snapshot, validate
 
 STREAM = "/v1/stream?exchange=binance.com&market=ETHBTC"

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from book_store.errors import StoreError
-from control_plane.models import BookRef, BookWish, NodeInfo
+from book_store.keys import BookKey
+from control_plane.models import BookWish, NodeInfo
 from control_plane.scheduler import plan_assignments
 from control_plane.telemetry import ControlTelemetry
+from ladder_process.errors import StoreError
 from tests.telemetry.helpers import recorded
 
 
@@ -16,8 +17,8 @@ def test_a_planned_a_standby_and_a_failed_round() -> None:
     control = ControlTelemetry(record.telemetry)
     nodes = [NodeInfo(f"n{i}", "", 10, 0, 0, draining=False, load=0.0) for i in range(2)]
     wanted = {
-        BookRef("binance.com", "BTCUSDT"): BookWish(2, 100),
-        BookRef("binance.com", "ETHBTC"): BookWish(3, 100),
+        BookKey("binance.com", "BTCUSDT"): BookWish(2, 100),
+        BookKey("binance.com", "ETHBTC"): BookWish(3, 100),
     }
     plan = plan_assignments(wanted, nodes, [], set())
     assert plan.added

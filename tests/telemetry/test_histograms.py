@@ -17,8 +17,8 @@ from opentelemetry.sdk.metrics.export import (
     MetricsData,
 )
 
-from book_store.telemetry import LocalHistogram, Telemetry, bucket_quantile
-from ingest_nodes.telemetry import IngestTelemetry
+from ingest_nodes.ops.telemetry import IngestTelemetry
+from ladder_process.telemetry import LocalHistogram, Telemetry, bucket_quantile
 from tests.telemetry.helpers import recorded
 
 BOUNDS = (0.001, 0.01, 0.1)

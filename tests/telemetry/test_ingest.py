@@ -17,8 +17,8 @@ from book_store.reader import BookReader
 from control_plane.models import ReplicaAssignment
 from control_plane.stores.redis import RedisControlStore
 from fake_venue import FakeVenue
-from ingest_nodes import telemetry
-from ingest_nodes.node import IngestNode
+from ingest_nodes.ops.telemetry import IngestTelemetry
+from ingest_nodes.runtime.node import IngestNode
 from ingest_nodes.settings import IngestSettings
 from tests.fake_venue.conftest import small_config
 from tests.telemetry.helpers import Recorded, recorded
@@ -61,8 +61,6 @@ async def running(redis_client: redis.Redis, clean_redis_url: str) -> AsyncItera
     venue = FakeVenue(small_config(rate=0.0))  # quiet: the test makes every update itself
     url = await venue.start()
     record = recorded("ladder-ingest-test")
-    previous = telemetry.current()
-    telemetry.install(telemetry.IngestTelemetry(record.telemetry))
     settings = IngestSettings(
         redis_url=clean_redis_url,
         node_id=NODE,
@@ -77,14 +75,13 @@ async def running(redis_client: redis.Redis, clean_redis_url: str) -> AsyncItera
     await RedisControlStore(redis_client).replace_assignments(NODE, [assignment])
     stop = asyncio.Event()
     async with aiohttp.ClientSession() as session:
-        node = IngestNode(settings, redis_client, session)
+        node = IngestNode(settings, redis_client, session, telemetry=IngestTelemetry(record.telemetry))
         task = asyncio.create_task(node.run(stop, drain=lambda: False))
         try:
             yield Running(venue, BookReader(redis_client), record, session, node)
         finally:
             stop.set()
             await asyncio.wait_for(task, 15)
-            telemetry.install(previous)
             await venue.stop()
 
 

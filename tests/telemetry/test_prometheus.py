@@ -5,8 +5,8 @@ from __future__ import annotations
 import aiohttp
 from opentelemetry.metrics import CallbackOptions, Observation
 
-from book_store.metrics_server import MetricsSettings, serve_metrics
-from book_store.telemetry import Telemetry, counts_callback
+from ladder_process.metrics_server import MetricsSettings, serve_metrics
+from ladder_process.telemetry import Telemetry, counts_callback
 
 
 def test_counters_gauges_and_histograms_render_in_the_text_format() -> None:

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 import pytest
 import redis.asyncio as redis
 
-from read_functions.telemetry import Telemetry
+from read_functions.telemetry import ReadTelemetry
 from tests.read_functions.helpers import ETH, Stack, open_stack, snapshot
 from tests.telemetry.helpers import Recorded, recorded
 
@@ -20,7 +20,7 @@ CALLER_SPAN = "00f067aa0ba902b7"
 async def traced(clean_redis_url: str, redis_client: redis.Redis) -> AsyncIterator[tuple[Stack, Recorded]]:
     stack = await open_stack(clean_redis_url, redis_client)
     record = recorded("ladder-read-test")
-    stack.deps.telemetry = Telemetry(record.telemetry)
+    stack.deps.telemetry = ReadTelemetry(record.telemetry)
     stack.deps._register_gauges()
     yield stack, record
     await stack.close()

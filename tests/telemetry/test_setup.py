@@ -8,7 +8,7 @@ import pytest
 from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
 from opentelemetry.trace import get_current_span
 
-from book_store.telemetry import Telemetry, caller_context, sampler_from_env
+from ladder_process.telemetry import Telemetry, caller_context, sampler_from_env
 
 
 def test_no_exporter_configured_means_no_tracer_but_metrics() -> None:

@@ -18,10 +18,10 @@ import aiohttp
 import orjson
 
 from book_store.catalog import TRADING, MarketInfo
-from ingest_nodes.events import DepthSnapshot
-from ingest_nodes.rest import VenueRequestError
+from ingest_nodes.core.errors import VenuePayloadError
+from ingest_nodes.core.events import DepthSnapshot
 from ingest_nodes.venues.credentials import Credential
-from ingest_nodes.venues.errors import VenuePayloadError
+from ingest_nodes.venues.rest import VenueRequestError
 
 ASSETS_PATH: Final = "/v2/assets"
 

@@ -18,7 +18,8 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Final, cast
 
-from ingest_nodes.events import DepthUpdate, Level
+from ingest_nodes.core.errors import VenuePayloadError
+from ingest_nodes.core.events import DepthUpdate, Level
 from ingest_nodes.venues.alpaca.schemas import (
     AlpacaControl,
     AlpacaError,
@@ -29,7 +30,6 @@ from ingest_nodes.venues.alpaca.schemas import (
     SubscriptionMessage,
     SuccessMessage,
 )
-from ingest_nodes.venues.errors import VenuePayloadError
 
 _RFC3339: Final = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)", re.IGNORECASE)
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)

@@ -18,7 +18,7 @@ from typing import Final
 
 import orjson
 
-from ingest_nodes.events import DepthUpdate
+from ingest_nodes.core.events import DepthUpdate
 from ingest_nodes.venues.alpaca.parse import parse_alpaca_frame
 from ingest_nodes.venues.alpaca.schemas import AlpacaError, AlpacaSubscription, AlpacaSuccess
 from ingest_nodes.venues.credentials import Credential

@@ -13,7 +13,7 @@ from __future__ import annotations
 import orjson
 
 from book_store.catalog import MarketInfo
-from ingest_nodes.venues.errors import VenuePayloadError
+from ingest_nodes.core.errors import VenuePayloadError
 
 
 def parse_exchange_info(body: bytes, exchange: str) -> list[MarketInfo]:

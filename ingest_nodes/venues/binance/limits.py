@@ -27,15 +27,3 @@ def depth_weight(tiers: tuple[tuple[int, int], ...], limit: int) -> int:
         if limit <= largest:
             return weight
     return tiers[-1][1]
-
-
-def snapshot_limit(tiers: tuple[tuple[int, int], ...], depth: int) -> int:
-    """The cheapest valid snapshot limit that covers ``depth`` levels.
-
-    Within a spot tier every limit costs the same, so take the tier's largest: more trusted depth
-    for the same weight (and futures accepts only the listed limits anyway).
-    """
-    for largest, _weight in tiers:
-        if depth <= largest:
-            return largest
-    return tiers[-1][0]

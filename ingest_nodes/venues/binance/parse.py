@@ -15,7 +15,8 @@ from typing import Final, cast
 
 import orjson
 
-from ingest_nodes.events import DepthSnapshot, DepthUpdate, Level
+from ingest_nodes.core.errors import VenuePayloadError
+from ingest_nodes.core.events import DepthSnapshot, DepthUpdate, Level
 from ingest_nodes.venues.binance.schemas import (
     CombinedFrame,
     CommandError,
@@ -30,7 +31,6 @@ from ingest_nodes.venues.binance.schemas import (
     VenueErrorFrame,
     VenueRestError,
 )
-from ingest_nodes.venues.errors import VenuePayloadError
 
 _BANNED_UNTIL: Final = re.compile(r"banned until (\d+)", re.IGNORECASE)
 _ERROR_TEXT_LIMIT: Final = 200

@@ -12,7 +12,7 @@ from typing import Final
 
 import orjson
 
-from ingest_nodes.events import DepthUpdate
+from ingest_nodes.core.events import DepthUpdate
 from ingest_nodes.venues.binance import limits
 from ingest_nodes.venues.binance.parse import parse_futures_frame, parse_spot_frame
 from ingest_nodes.venues.binance.schemas import ServerShutdown, SubscribeAck, VenueErrorFrame

@@ -16,8 +16,8 @@ import redis.asyncio as redis
 import requests
 
 from book_store.catalog import MarketCatalog
-from book_store.server import EmbeddedValkey
 from book_store.writer import BookWriter
+from ladder_process.embedded_valkey import EmbeddedValkey
 from tests.read_functions.helpers import ADMIN_KEY, ETH, MARKETS, PEPPER, ServerProcess, snapshot
 from tests.read_functions.hostile.attacks import Target
 

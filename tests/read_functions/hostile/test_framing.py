@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 import orjson
 import pytest
 
-from read_functions.http1 import LISTEN_BACKLOG, MAX_HEAD_BYTES
+from read_functions.server.http1 import LISTEN_BACKLOG, MAX_HEAD_BYTES
 from tests.read_functions.hostile.attacks import MIB, Target, flood
 from tests.read_functions.hostile.conftest import BOOK
 from tests.read_functions.wire import assert_closed, assert_refused, connect, get, raw, read_reply

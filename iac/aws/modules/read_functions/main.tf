@@ -33,7 +33,7 @@ resource "aws_lambda_function" "read" {
   role             = var.role_arn
   filename         = var.package_path
   source_code_hash = filebase64sha256(var.package_path)
-  handler          = "read_functions.lambda_handler.handler"
+  handler          = "read_functions.server.lambda_handler.handler"
   runtime          = var.runtime
   architectures    = [var.architecture]
   memory_size      = var.memory_mb

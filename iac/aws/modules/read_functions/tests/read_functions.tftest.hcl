@@ -59,8 +59,8 @@ run "the_function_gets_its_settings_and_secret_arns" {
     error_message = "the environment must carry the store, table and secret settings (which win over extras)"
   }
   assert {
-    condition     = aws_lambda_function.read.handler == "read_functions.lambda_handler.handler" && aws_lambda_function.read.publish
-    error_message = "the handler is read_functions.lambda_handler.handler, published as versions"
+    condition     = aws_lambda_function.read.handler == "read_functions.server.lambda_handler.handler" && aws_lambda_function.read.publish
+    error_message = "the handler is read_functions.server.lambda_handler.handler, published as versions"
   }
   assert {
     condition     = aws_lambda_function.read.logging_config[0].log_group == "/aws/lambda/ladder-read"

@@ -124,3 +124,25 @@ run "an_autoscaling_ceiling_below_the_floor_is_refused" {
 
   expect_failures = [aws_appautoscaling_target.ingest]
 }
+
+run "both_processes_are_told_whether_the_store_is_a_cluster" {
+  command = plan
+
+  variables {
+    redis_url     = "rediss://clustercfg.ladder-store.abc123.euw1.cache.amazonaws.com:6379"
+    redis_cluster = true
+  }
+
+  assert {
+    condition = alltrue([
+      for kind in ["ingest", "control"] : ({
+        for e in jsondecode(aws_ecs_task_definition.this[kind].container_definitions)[0].environment : e.name => e.value
+        if contains(["LADDER_REDIS_URL", "LADDER_REDIS_CLUSTER"], e.name)
+        }) == {
+        LADDER_REDIS_URL     = "rediss://clustercfg.ladder-store.abc123.euw1.cache.amazonaws.com:6379"
+        LADDER_REDIS_CLUSTER = "true"
+      }
+    ])
+    error_message = "ingest and control get the configuration endpoint and LADDER_REDIS_CLUSTER=true"
+  }
+}

@@ -1,0 +1,28 @@
+"""Pure order-book sync state machines, one per venue protocol (no I/O, no clock).
+
+Each machine takes events (``receive_update``, ``receive_snapshot``, ``receive_disconnect``,
+``invalidate``) and answers with a list of actions for its caller to execute in order.
+"""
+
+from __future__ import annotations
+
+from ingest_nodes.core.sync.actions import Action, ApplyUpdate, FetchSnapshot, LoadSnapshot, ResyncRequired
+from ingest_nodes.core.sync.alpaca import AlpacaSyncMachine
+from ingest_nodes.core.sync.futures import FuturesSyncMachine
+from ingest_nodes.core.sync.spot import SpotSyncMachine
+from ingest_nodes.core.sync.state import SyncState
+
+SyncMachine = SpotSyncMachine | FuturesSyncMachine | AlpacaSyncMachine
+
+__all__ = [
+    "Action",
+    "AlpacaSyncMachine",
+    "ApplyUpdate",
+    "FetchSnapshot",
+    "FuturesSyncMachine",
+    "LoadSnapshot",
+    "ResyncRequired",
+    "SpotSyncMachine",
+    "SyncMachine",
+    "SyncState",
+]

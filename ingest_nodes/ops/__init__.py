@@ -1,0 +1,3 @@
+"""What an ingest node tells its operators: counters, reports in the store, replica cross-checks,
+telemetry.
+"""

@@ -1,0 +1,80 @@
+"""Where a node's counters go: one JSON document per node, one per replica, in the store.
+
+    ladder:node-stats:<node_id>          string (JSON), expires when the node stops reporting
+    ladder:{binance.com|BTCUSDT}:stats   hash  replica id -> that replica's counters (JSON)
+
+The node document sums everything (resyncs by reason, connection restarts, weight spent, 429/418
+answers, replica mismatches); the per-replica entries say what happened to each book. A replica's
+entry is rewritten only when its counters changed, so a node with thousands of quiet books writes
+almost nothing. Operators, benchmarks and tests read these; telemetry reads the same objects.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Mapping
+from typing import Final
+
+import orjson
+import redis.asyncio as redis
+from redis.exceptions import RedisError
+
+from book_store.keys import BookKey, node_stats_key
+from ingest_nodes.ops.stats import ReplicaStats
+
+log = logging.getLogger(__name__)
+
+REPLICA_STATS_TTL_S: Final = 86_400
+
+
+_PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+def process_usage() -> dict[str, float | int | None]:
+    """The node process's CPU seconds so far and resident memory now (None where unknown).
+
+    An operator's console turns two readings of ``cpu_s`` into a CPU share; memory is read from
+    ``/proc`` (Linux), as no portable call gives the current, not the peak, resident size.
+    """
+    rss: int | None = None
+    try:
+        with open("/proc/self/statm", "rb") as statm:
+            rss = int(statm.read().split()[1]) * _PAGE_SIZE
+    except (OSError, ValueError, IndexError):
+        rss = None
+    return {"cpu_s": round(time.process_time(), 3), "rss_bytes": rss, "at_ms": time.time_ns() // 1_000_000}
+
+
+class StatsReporter:
+    """Writes the node's document and the changed replica entries in one pipeline."""
+
+    def __init__(self, client: redis.Redis, node_id: str, *, ttl_s: int) -> None:
+        self._client = client
+        self._node_id = node_id
+        self._ttl_s = ttl_s
+        self._written: dict[tuple[BookKey, int], bytes] = {}
+
+    async def report(
+        self, node: Mapping[str, object], replicas: Mapping[tuple[BookKey, int], ReplicaStats]
+    ) -> None:
+        pipe = self._client.pipeline(transaction=False)
+        pipe.set(node_stats_key(self._node_id), orjson.dumps(node), ex=self._ttl_s)
+        changed: dict[tuple[BookKey, int], bytes] = {}
+        for key, stats in replicas.items():
+            encoded = b"%b" % orjson.dumps(stats.to_json())  # kept: an exact-size copy, not orjson's 4 KiB
+            if self._written.get(key) != encoded:
+                changed[key] = encoded
+                book, replica = key
+                pipe.hset(book.stats, str(replica), encoded)
+                pipe.expire(book.stats, REPLICA_STATS_TTL_S)
+        try:
+            await pipe.execute()
+        except (RedisError, OSError) as exc:
+            log.warning("counters not written (%s)", type(exc).__name__)
+            return
+        gone = self._written.keys() - replicas.keys()
+        for key in gone:
+            del self._written[key]
+        self._written.update(changed)

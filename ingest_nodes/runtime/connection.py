@@ -1,0 +1,345 @@
+"""One venue WebSocket carrying the depth streams of many books, whatever the venue.
+
+Theory of operation
+-------------------
+The venue's protocol is behind :class:`~ingest_nodes.venues.stream.VenueStream` (its URL, its
+handshake, its subscribe messages and its frames); this module knows none of it. A venue lets one
+connection carry many streams but only a few incoming control messages per second (pings and
+pongs included), so a connection keeps the set of topics its routes want, and a background sender
+turns the difference to what it has subscribed into subscribe / unsubscribe batches paced under
+that limit, once the venue's handshake (if any) is done. A batch the venue rejects is taken back
+and retried later. Frames are parsed at the edge and routed by symbol to the one route (a book
+replica) this connection carries for that symbol; two replicas of one book never share a
+connection, so one connection's fault never takes every replica of a book down.
+
+A venue that refuses the session itself (bad credentials, a connection limit) is not hammered:
+the connection remembers the refusal (``refused``, for the books' status), tells its routes, and
+waits ``REFUSED_RETRY_S`` before it tries again.
+
+Endings: when the socket ends (close, reset, no pong) every route hears ``on_disconnect`` (its book
+is no longer provably in sync) and the connection reconnects with jittered backoff and subscribes
+again. Before that can happen for a known reason, the connection hands its books over instead:
+when it reaches ``max_age_s`` (Binance cuts connections at 24 h) or the venue announces a
+shutdown, it calls ``on_rollover``; the owner opens a successor, moves the routes there
+and, once they are spliced, closes this one. A *retiring* connection no longer changes its
+subscriptions and never reconnects.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Callable
+from typing import Final, Protocol
+
+import websockets
+from websockets.asyncio.client import ClientConnection, connect
+
+from ingest_nodes.core.backoff import Backoff
+from ingest_nodes.core.errors import VenuePayloadError
+from ingest_nodes.core.events import DepthUpdate
+from ingest_nodes.ops.stats import ConnectionStats
+from ingest_nodes.venues.credentials import Credential
+from ingest_nodes.venues.registry import ExchangeSpec
+from ingest_nodes.venues.stream import Acked, Ready, Refused, Rejected, ShutdownNotice
+from ladder_process.clock import now_ms
+
+log = logging.getLogger(__name__)
+
+SUBSCRIBE_BATCH: Final = 500
+SUBSCRIBE_RETRY_S: Final = 5.0
+REFUSED_RETRY_S: Final = 60.0
+
+
+class Route(Protocol):
+    """What a connection delivers to: one book replica (which may listen to two connections)."""
+
+    def on_update(self, update: DepthUpdate, source: StreamConnection) -> None: ...
+
+    def on_disconnect(self, source: StreamConnection) -> None: ...
+
+    def invalidate(self, reason: str) -> None:
+        """The book may have missed an event nobody can detect: rebuild it."""
+
+    def on_refused(self, source: StreamConnection, refusal: Refused) -> None:
+        """The venue refused ``source``'s session: the book cannot be served until it accepts one."""
+
+    def begin_handover(self, old: StreamConnection, new: StreamConnection) -> None:
+        """``new`` now carries this route too; move over from ``old`` without losing sync."""
+
+    def finish_handover(self, old: StreamConnection) -> None:
+        """``old`` closes now: move over whatever the cost."""
+
+
+RolloverHandler = Callable[["StreamConnection", str], None]
+
+
+class StreamConnection:
+    """A self-healing, multiplexed diff-depth connection to one exchange."""
+
+    def __init__(
+        self,
+        spec: ExchangeSpec,
+        *,
+        name: str,
+        max_streams: int,
+        backoff: Backoff | None = None,
+        max_age_s: float | None = None,
+        on_rollover: RolloverHandler | None = None,
+        subscribe_batch: int = SUBSCRIBE_BATCH,
+        credential: Credential | None = None,
+    ) -> None:
+        """``max_age_s``: hand over (or reconnect, without ``on_rollover``) at this socket age;
+        ``credential``: what the venue's handshake authenticates with (one connection per key)."""
+        self.spec = spec
+        self.venue = spec.stream(credential)
+        self.credential = credential
+        self.name = name
+        self.max_streams = max_streams
+        self.stats = ConnectionStats()
+        self.retiring = False
+        self.refused: Refused | None = None
+        """The venue's last refusal of this connection's session (None once one was accepted)."""
+        self._max_age_s = max_age_s
+        self._on_rollover = on_rollover
+        self._batch = subscribe_batch
+        self._routes: dict[str, Route] = {}
+        self._subscribed: set[str] = set()
+        self._again: set[str] = set()
+        self._pending: dict[int, tuple[str, list[str]]] = {}
+        self._changed = asyncio.Event()
+        self._ready = asyncio.Event()
+        self._emptied = asyncio.Event()
+        self._backoff = backoff or Backoff()
+        self._next_id = 1
+        self._task: asyncio.Task[None] | None = None
+        self._ws: ClientConnection | None = None
+        self._closer: asyncio.Task[None] | None = None
+
+    # -- routes ---------------------------------------------------------------------------------
+
+    def carries(self, symbol: str) -> bool:
+        return symbol in self._routes
+
+    @property
+    def has_room(self) -> bool:
+        return not self.retiring and len(self._routes) < self.max_streams
+
+    def __len__(self) -> int:
+        return len(self._routes)
+
+    def routes(self) -> list[tuple[str, Route]]:
+        """The routes carried now (a copy: handing over changes them)."""
+        return list(self._routes.items())
+
+    def add(self, symbol: str, route: Route) -> None:
+        """Carry ``symbol``'s stream to ``route`` (subscribed with the next paced batch)."""
+        self._routes[symbol] = route
+        self._emptied.clear()
+        self._changed.set()
+
+    def remove(self, symbol: str) -> None:
+        """Stop carrying ``symbol`` (a retiring connection keeps its subscription until it closes)."""
+        self._routes.pop(symbol, None)
+        if not self._routes:
+            self._emptied.set()
+        if not self.retiring:
+            self._changed.set()
+
+    def resubscribe(self, symbol: str) -> None:
+        """Unsubscribe ``symbol`` and subscribe it again: a venue without snapshots (Alpaca) sends
+        the whole book on a subscribe, so this is how such a book is rebuilt."""
+        if symbol in self._routes and not self.retiring:
+            self._again.add(self.venue.topic(symbol))
+            self._changed.set()
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run(), name=f"ws-{self.name}")
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+
+    def retire(self) -> None:
+        """A successor took over: keep delivering until closed, but never reconnect or resubscribe."""
+        self.retiring = True
+        if not self._routes:
+            self._emptied.set()
+
+    async def wait_empty(self, timeout_s: float) -> bool:
+        """Wait until no route is left (True) or ``timeout_s`` passed (False)."""
+        try:
+            await asyncio.wait_for(self._emptied.wait(), timeout_s)
+        except TimeoutError:
+            return False
+        return True
+
+    async def _run(self) -> None:
+        attempt = 0
+        while True:
+            try:
+                async with connect(
+                    self.venue.url,
+                    max_size=2**24,
+                    open_timeout=10,
+                    ping_interval=20,
+                    ping_timeout=60,
+                    close_timeout=2,
+                    compression=None,
+                ) as ws:
+                    attempt = 0
+                    self.stats.connects += 1
+                    self._ws = ws
+                    await self._serve(ws)
+            except (OSError, TimeoutError, websockets.WebSocketException) as exc:
+                log.warning("%s: connection lost (%s: %s)", self.name, type(exc).__name__, exc)
+            finally:
+                self._lost()
+            if self.retiring:
+                return
+            await asyncio.sleep(REFUSED_RETRY_S if self.refused else self._backoff.compute(attempt))
+            attempt += 1
+
+    def _lost(self) -> None:
+        if self._ws is not None:
+            self._ws = None
+            self.stats.disconnects += 1
+        self._subscribed.clear()
+        self._pending.clear()
+        self._ready.clear()
+        for _symbol, route in self.routes():
+            route.on_disconnect(self)
+
+    async def _serve(self, ws: ClientConnection) -> None:
+        loop = asyncio.get_running_loop()
+        sender = loop.create_task(self._send_subscriptions(ws))
+        timer = None if self._max_age_s is None else loop.call_later(self._max_age_s, self._roll, "max_age")
+        self._changed.set()
+        try:
+            for message in self.venue.opening():
+                await ws.send(message)
+            if not self.venue.handshake:
+                self._ready.set()
+            async for raw in ws:
+                self._receive(raw)
+        finally:
+            if timer is not None:
+                timer.cancel()
+            sender.cancel()
+            await asyncio.gather(sender, return_exceptions=True)
+
+    def _receive(self, raw: str | bytes) -> None:
+        self.stats.frames += 1
+        try:
+            events = self.venue.read(raw, now_ms())
+        except VenuePayloadError as exc:
+            # A lost depth event shows up as a gap in the update ids of its book; without ids, any
+            # book of this connection may have lost it.
+            self.stats.unreadable_frames += 1
+            log.warning("%s: unreadable frame skipped: %s", self.name, exc)
+            if not self.venue.sequenced:
+                for _symbol, carried in self.routes():
+                    carried.invalidate("unreadable_frame")
+            return
+        for event in events:
+            if type(event) is DepthUpdate:
+                route = self._routes.get(event.symbol)
+                if route is not None:
+                    route.on_update(event, self)
+            elif isinstance(event, Acked):
+                if event.request_id is not None:
+                    self._pending.pop(event.request_id, None)
+            elif isinstance(event, Rejected):
+                self._rejected(event)
+            elif isinstance(event, Ready):
+                self._accepted()
+            elif isinstance(event, Refused):
+                self._refused(event)
+            elif isinstance(event, ShutdownNotice):
+                self.stats.shutdown_notices += 1
+                log.info("%s: venue announced a shutdown", self.name)
+                self._roll("server_shutdown")
+
+    def _accepted(self) -> None:
+        if self.refused is not None:
+            log.info("%s: the venue accepts the session again", self.name)
+        self.refused = None
+        self._ready.set()
+
+    def _refused(self, refusal: Refused) -> None:
+        """Log a refusal once (not again while it lasts), tell the routes, and wait long to retry."""
+        if self.refused != refusal:
+            log.error("%s: the venue refused the session (%s %s: %s); retrying in %.0f s",
+                      self.name, refusal.reason, refusal.code, refusal.msg, REFUSED_RETRY_S)  # fmt: skip
+        self.refused = refusal
+        self.stats.refusals += 1
+        for _symbol, route in self.routes():
+            route.on_refused(self, refusal)
+
+    def _roll(self, reason: str) -> None:
+        """Time to leave this socket: hand over to a successor, or reconnect when nobody can."""
+        if self.retiring:
+            return
+        if self._on_rollover is not None:
+            self._on_rollover(self, reason)
+        elif self._ws is not None:
+            self._closer = asyncio.get_running_loop().create_task(self._ws.close(1000, "rollover"))
+
+    def _rejected(self, frame: Rejected) -> None:
+        sent = self._pending.pop(frame.request_id, None) if frame.request_id is not None else None
+        log.warning("%s: venue error %s: %s", self.name, frame.code, frame.msg)
+        if sent is None:
+            return
+        method, streams = sent
+        self.stats.subscribe_errors += 1
+        if method == "SUBSCRIBE":
+            self._subscribed.difference_update(streams)
+        else:
+            self._subscribed.update(streams)
+        asyncio.get_running_loop().call_later(SUBSCRIBE_RETRY_S, self._changed.set)
+
+    async def _send_subscriptions(self, ws: ClientConnection) -> None:
+        """Turn the difference between wanted and subscribed streams into paced batches."""
+        pause = 1.0 / max(1, self.venue.control_messages_per_s - 2)  # leave room for a ping and a pong
+        await self._ready.wait()
+        while True:
+            await self._changed.wait()
+            self._changed.clear()
+            if self.retiring:
+                continue
+            wanted = {self.venue.topic(symbol) for symbol in self._routes}
+            again, self._again = self._again & self._subscribed & wanted, set()
+            gone = (self._subscribed - wanted) | again
+            await self._send_batches(ws, subscribe=False, topics=gone, pause=pause)
+            await self._send_batches(ws, subscribe=True, topics=wanted - self._subscribed, pause=pause)
+
+    async def _send_batches(
+        self, ws: ClientConnection, *, subscribe: bool, topics: set[str], pause: float
+    ) -> None:
+        method = "SUBSCRIBE" if subscribe else "UNSUBSCRIBE"
+        ordered = sorted(topics)
+        for start in range(0, len(ordered), self._batch):
+            batch = ordered[start : start + self._batch]
+            request_id = self._next_id
+            self._next_id += 1
+            self._pending[request_id] = (method, batch)
+            await ws.send(self.venue.request(subscribe, batch, request_id))
+            if subscribe:
+                self._subscribed.update(batch)
+            else:
+                self._subscribed.difference_update(batch)
+            await asyncio.sleep(pause)
+
+
+def rollover_age(max_age_s: float, jitter: float, rng: random.Random | None = None) -> float:
+    """A connection's age at rollover: ``max_age_s`` less up to ``jitter`` of it, at random.
+
+    Connections opened together (a node starting) then hand over at different times, so their books
+    never need the venue, or the weight budget, all at once.
+    """
+    return max_age_s * (1.0 - jitter * (rng or random).random())

@@ -1,0 +1,440 @@
+"""The ingest node runtime: register, heartbeat, keep the assigned replicas, drain on SIGTERM.
+
+Theory of operation
+-------------------
+The control plane decides which book replicas each node keeps; the node only follows. It registers,
+heartbeats every ``heartbeat_ms``, and reconciles its running replicas with its assignment set
+whenever that set changes (starting what is new, stopping what was taken away). A node that stops
+heartbeating loses its assignments to other nodes within a few seconds, so a crash costs no reads
+where a book has a second replica. A node cut off from the control store for half a node timeout
+(it may be declared dead and its replicas moved) fences its book writer: it keeps its books but
+publishes nothing until a heartbeat gets through and it has re-read its assignments, so a node
+that comes back never republishes a replica that was taken from it. On SIGTERM the node asks to be
+drained: the scheduler moves its replicas away make-before-break, the node keeps serving them until
+they are gone (or ``drain_timeout_s``), then leaves.
+
+Per exchange the node runs one snapshot scheduler (every snapshot inside the weight budget shared
+through the store) and one feed (the venue connections and their rollovers). Alongside: the
+keepalive that republishes quiet books and marks silent ones stale, the market catalog refresh
+(one node per interval fetches each venue's exchangeInfo, by a short lock in the store), the
+replica cross-check, the optional periodic re-snapshot, and the counters written to the store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import zlib
+from collections import Counter
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+import aiohttp
+import redis.asyncio as redis
+from redis.exceptions import RedisError
+
+from book_store.catalog import MarketCatalog
+from book_store.codec import BookStatus
+from book_store.keys import BookKey
+from book_store.writer import BookWriter
+from control_plane.assignments import AssignmentClient
+from control_plane.models import ReplicaAssignment
+from ingest_nodes.core.engine import BookEngine
+from ingest_nodes.core.errors import VenuePayloadError
+from ingest_nodes.ops.checkpoints import CheckpointLog, ReplicaChecker
+from ingest_nodes.ops.reporting import StatsReporter, process_usage
+from ingest_nodes.ops.stats import ReplicaStats
+from ingest_nodes.ops.telemetry import IngestTelemetry
+from ingest_nodes.runtime.exchange import ExchangeRuntime, build_exchange
+from ingest_nodes.runtime.key_leases import KeyLeases
+from ingest_nodes.runtime.publisher import Publisher
+from ingest_nodes.runtime.replica import BookReplica
+from ingest_nodes.settings import IngestSettings
+from ingest_nodes.venues.registry import exchange_specs
+from ingest_nodes.venues.rest import VenueRequestError
+from ladder_process.errors import StoreError
+from ladder_process.telemetry import Telemetry
+
+log = logging.getLogger(__name__)
+
+ReplicaId = tuple[BookKey, int]
+SHUTDOWN_STEP_S = 5.0
+CATALOG_CHECK_S = 5.0
+
+
+def _replica_order(key: ReplicaId) -> tuple[str, str, int]:
+    return key[0].exchange, key[0].market, key[1]
+
+
+class IngestNode:
+    """One ingest process: the replicas it was assigned, and the connections that feed them."""
+
+    def __init__(
+        self,
+        settings: IngestSettings,
+        client: redis.Redis,
+        session: aiohttp.ClientSession,
+        *,
+        control_client: redis.Redis | None = None,
+        telemetry: IngestTelemetry | None = None,
+    ) -> None:
+        """``client`` is the book store; ``control_client`` the control store, if kept apart;
+        ``telemetry`` what the node's spans and metrics go to (a disabled one if None)."""
+        self.settings = settings
+        self.node_id = settings.node_id
+        self._client = client
+        self._assignments = AssignmentClient(control_client or client)
+        self._reached_at = 0.0
+        """When the last heartbeat that got through was sent (loop time)."""
+        self.telemetry = telemetry or IngestTelemetry(Telemetry.disabled("ladder-ingest"))
+        self._writer = BookWriter(client, on_flush=self.telemetry.flushed)
+        self.publisher = Publisher(
+            self._writer,
+            telemetry=self.telemetry,
+            head_levels=settings.head_levels,
+            deep_levels_per_s=settings.deep_levels_per_s,
+            publish_interval_ms=settings.publish_interval_ms,
+            keepalive_ms=settings.keepalive_ms,
+            stale_after_ms=settings.stale_after_ms,
+            resyncing_keepalive_ms=settings.resyncing_keepalive_ms,
+        )
+        specs = exchange_specs(settings)
+        keyed = any(spec.needs_credentials for spec in specs.values())
+        alpaca_keys = settings.alpaca_keys if keyed else []
+        if keyed and not alpaca_keys:
+            log.error(
+                "alpaca-crypto is served but no Alpaca key is configured (LADDER_ALPACA_KEY_ID and "
+                "LADDER_ALPACA_SECRET_KEY, or LADDER_ALPACA_CREDENTIALS): its books stay unserved"
+            )
+        self._has_keys = bool(alpaca_keys)
+        self.exchanges: dict[str, ExchangeRuntime] = {
+            exchange: build_exchange(spec, settings, client, session, alpaca_keys)
+            for exchange, spec in specs.items()
+        }
+        self._leases = {
+            exchange: KeyLeases(client, exchange, self.node_id, alpaca_keys)
+            for exchange, spec in specs.items()
+            if spec.needs_credentials
+        }
+        for exchange in self._leases:
+            self.exchanges[exchange].feed.set_credentials([])  # only what this node leases
+        self._keys_needed: Counter[str] = Counter()
+        self._keys_short: dict[str, tuple[int, int]] = {}
+        every, levels = settings.checkpoint_every, settings.checkpoint_levels
+        self.checkpoints = CheckpointLog(client, every=every, levels=levels) if every else None
+        self.checker = ReplicaChecker(client, resync=settings.resync_on_mismatch)
+        stats_ttl_s = max(30, int(10 * settings.stats_interval_s))
+        self._reporter = StatsReporter(client, self.node_id, ttl_s=stats_ttl_s)
+        self.replicas: dict[ReplicaId, BookReplica] = {}
+        self.retired: dict[str, ReplicaStats] = {}
+        """Per exchange, the summed stats of the replicas that stopped here (telemetry's counters)."""
+        self._emptied = asyncio.Event()
+        self._closing = asyncio.Event()
+        self.telemetry.watch(self)
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    async def run(self, stop: asyncio.Event, drain: Callable[[], bool] = lambda: True) -> None:
+        """Serve assignments until ``stop`` is set, then (if ``drain()``) drain, and leave."""
+        await self._assignments.register(self.node_id, address="", capacity=self.settings.capacity)
+        loops: dict[str, Coroutine[Any, Any, None]] = {
+            "keepalive": self.publisher.run_keepalive(),
+            "catalog": self._catalog_loop(),
+            "heartbeat": self._heartbeat(),
+            "assignments": self._follow_assignments(),
+            "checks": self._every(self.settings.replica_check_interval_s, self._check_replicas),
+            "stats": self._every(self.settings.stats_interval_s, self.report),
+            **{f"snapshots-{e}": x.scheduler.run() for e, x in self.exchanges.items()},
+            **{f"stall-checks-{e}": x.stall_checker.run() for e, x in self.exchanges.items()},
+        }
+        if self.settings.resnapshot_interval_s:
+            loops["resnapshot"] = self._every(1.0, self._resnapshot_due)
+        background = [asyncio.create_task(coro, name=name) for name, coro in loops.items()]
+        try:
+            await stop.wait()
+            if drain():
+                await self._drain()
+        finally:
+            await self._shut_down(background)
+
+    async def _shut_down(self, background: list[asyncio.Task[None]]) -> None:
+        """Stop everything, each step bounded: a cancellation that meets a completing store call can
+        be lost (Python 3.11), so no step may wait for a task forever."""
+        self._closing.set()
+        for task in background:
+            task.cancel()
+        await asyncio.wait(background, timeout=SHUTDOWN_STEP_S)
+        feeds = asyncio.gather(*(exchange.feed.close() for exchange in self.exchanges.values()))
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(feeds, SHUTDOWN_STEP_S)
+        for key in list(self.replicas):
+            await self._stop_replica(key)
+        with contextlib.suppress(TimeoutError, RedisError):
+            for leases in self._leases.values():
+                await asyncio.wait_for(leases.release(), SHUTDOWN_STEP_S)
+        with contextlib.suppress(TimeoutError, StoreError):
+            await asyncio.wait_for(self._writer.close(), SHUTDOWN_STEP_S)
+            if self.checkpoints is not None:
+                await asyncio.wait_for(self.checkpoints.drain(), SHUTDOWN_STEP_S)
+            await asyncio.wait_for(self._assignments.deregister(self.node_id), SHUTDOWN_STEP_S)
+
+    async def _drain(self) -> None:
+        """Ask the scheduler to move our replicas away, keep serving them until they are gone."""
+        if not self.replicas:
+            return
+        log.info("draining %d replicas", len(self.replicas))
+        await self._assignments.set_draining(self.node_id)
+        self._emptied.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._emptied.wait(), self.settings.drain_timeout_s)
+
+    async def _pause(self, period_s: float) -> bool:
+        """Sleep ``period_s``; False once the node is shutting down (loops then end by themselves)."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._closing.wait(), period_s)
+        return not self._closing.is_set()
+
+    async def _every(self, period_s: float, job: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        while await self._pause(period_s):
+            try:
+                await job()
+            except (RedisError, StoreError, OSError) as exc:
+                log.warning("%s skipped: store unreachable (%s)", job.__name__, type(exc).__name__)
+
+    # -- assignments ----------------------------------------------------------------------------
+
+    async def _heartbeat(self) -> None:
+        loop = asyncio.get_running_loop()
+        period = self.settings.heartbeat_ms / 1000
+        fence_after = self.settings.node_timeout_ms / 2000
+        self._reached_at = loop.time()
+        watchdog = loop.create_task(self._fence_when_cut_off(fence_after, min(period, fence_after / 4)))
+        try:
+            while True:
+                sent_at = loop.time()
+                try:
+                    # A store that does not answer at all (a partition) must not hold the loop forever.
+                    heartbeat = self._assignments.heartbeat(self.node_id, load=len(self.replicas))
+                    await asyncio.wait_for(heartbeat, fence_after)
+                except (StoreError, TimeoutError) as exc:
+                    log.warning(
+                        "control plane unreachable (%s); keeping current replicas", type(exc).__name__
+                    )
+                else:
+                    self._reached_at = sent_at
+                    await self._hold_keys()  # renew the venue key leases with the heartbeat
+                    if self._writer.fenced:
+                        await self._confirm_assignments()
+                if not await self._pause(period):
+                    return
+        finally:
+            watchdog.cancel()
+
+    async def _fence_when_cut_off(self, fence_after: float, every: float) -> None:
+        """Fence the writer once no heartbeat sent in the last ``fence_after`` got through."""
+        loop = asyncio.get_running_loop()
+        while await self._pause(every):
+            silent = loop.time() - self._reached_at
+            if silent > fence_after and not self._writer.fenced:
+                log.warning(
+                    "control plane unreachable for %.1f s: publishing nothing until assignments are re-read",
+                    silent,
+                )
+                self._writer.fence()
+
+    async def _confirm_assignments(self) -> None:
+        """Back from a fence: apply the assignment set as it is now, then publish again."""
+        try:
+            await asyncio.wait_for(self.reconcile(), self.settings.node_timeout_ms / 1000)
+        except (StoreError, TimeoutError) as exc:
+            log.warning("assignments not re-read yet (%s); still fenced", type(exc).__name__)
+            return
+        self._writer.unfence()
+        log.info("control plane reached again and assignments re-read: publishing again")
+
+    async def _follow_assignments(self) -> None:
+        """Apply the assignment set whenever it changes (notified, and re-read every few seconds).
+
+        Re-reading thousands of assignments on every heartbeat would cost more than the books do.
+        """
+        while True:
+            try:
+                async for assigned in self._assignments.watch(self.node_id):
+                    await self._apply(assigned)
+            except StoreError as exc:
+                log.warning("assignments unreachable (%s); keeping current replicas", type(exc).__name__)
+                await asyncio.sleep(1.0)
+
+    async def reconcile(self) -> None:
+        """Read the assignment set now and apply it."""
+        await self._apply(await self._assignments.assignments(self.node_id))
+
+    async def _apply(self, assigned: list[ReplicaAssignment]) -> None:
+        """Start what we were assigned and do not run; stop what we run and were not assigned."""
+        wanted = {
+            (BookKey(a.exchange, a.market), a.replica): a.depth
+            for a in assigned
+            if a.exchange in self.exchanges
+        }
+        for key in self.replicas.keys() - wanted.keys():
+            await self._stop_replica(key)
+        for exchange in self._leases:
+            # One key per connection, and two replicas of a book never share one.
+            per_book = Counter(book.market for book, _replica in wanted if book.exchange == exchange)
+            self._keys_needed[exchange] = max(per_book.values(), default=0)
+        await self._hold_keys()
+        for key, runner in self.replicas.items():
+            runner.set_depth(wanted[key])
+        for key in sorted(
+            wanted.keys() - self.replicas.keys(), key=lambda k: (k[0].exchange, k[0].market, k[1])
+        ):
+            self._start_replica(*key, depth=wanted[key])
+
+    async def _hold_keys(self) -> None:
+        """Lease (and renew) the venue keys the assigned replicas need; hand them to the feeds."""
+        for exchange, leases in self._leases.items():
+            needed = self._keys_needed[exchange]
+            before = len(leases.held)
+            try:
+                held = await leases.hold(needed)
+            except RedisError as exc:
+                log.warning("%s: venue key leases not renewed (%s)", exchange, type(exc).__name__)
+                continue
+            if len(held) != before or len(held) < needed:
+                self.exchanges[exchange].feed.set_credentials(held)
+            short = (len(held), needed) if len(held) < needed else None
+            if short is not None and self._keys_short.get(exchange) != short:
+                log.error("%s: %d venue key(s) needed, %d free in the pool: books wait", exchange, needed,
+                          len(held))  # fmt: skip
+            if short is None:
+                self._keys_short.pop(exchange, None)
+            else:
+                self._keys_short[exchange] = short
+
+    def _start_replica(self, book: BookKey, replica: int, *, depth: int) -> None:
+        exchange = self.exchanges[book.exchange]
+        spec, max_buffer = exchange.spec, self.settings.max_buffer
+        runner = BookReplica(
+            book,
+            replica,
+            lambda: BookEngine(spec.new_machine(max_buffer)),
+            exchange.scheduler,
+            self.publisher,
+            depth=depth,
+            depth_tiers=spec.depth_tiers,
+            # Checkpoints compare replicas at equal venue update ids; Alpaca has none.
+            checkpoints=None if spec.resets_on_stream else self.checkpoints,
+            stall_policy=self.settings.stall_policy,
+            resets_on_stream=spec.resets_on_stream,
+            telemetry=self.telemetry,
+        )
+        self.replicas[(book, replica)] = runner
+        runner.start()
+        exchange.feed.attach(runner)
+        if not spec.resets_on_stream:  # a stall check asks for a snapshot; Alpaca has none
+            exchange.stall_checker.watch(runner)
+        log.debug("started %s/%s replica %d", book.exchange, book.market, replica)
+
+    async def _stop_replica(self, key: ReplicaId) -> None:
+        runner = self.replicas.pop(key)
+        if not self.replicas:
+            self._emptied.set()
+        exchange = self.exchanges[key[0].exchange]
+        exchange.stall_checker.forget(runner)
+        await exchange.feed.detach(runner)
+        await runner.stop()
+        self.retired.setdefault(key[0].exchange, ReplicaStats()).add(runner.stats)
+        log.debug("stopped %s/%s replica %d", key[0].exchange, key[0].market, key[1])
+
+    # -- trust ----------------------------------------------------------------------------------
+
+    async def _check_replicas(self) -> None:
+        synced = [r for r in self.replicas.values() if r.engine.synced]
+        await self.checker.check(synced)
+
+    async def _resnapshot_due(self) -> None:
+        """Start a re-snapshot of each book synced for about ``resnapshot_interval_s`` (spread out)."""
+        now = asyncio.get_running_loop().time()
+        interval = self.settings.resnapshot_interval_s
+        for (book, index), replica in self.replicas.items():
+            since = replica.synced_since
+            spread = 0.9 + 0.2 * (zlib.crc32(f"{book.tag}{index}".encode()) % 1000) / 1000
+            if since is not None and now - since >= interval * spread:
+                replica.resnapshot()
+
+    # -- counters -------------------------------------------------------------------------------
+
+    def statuses(self, now_ms: int) -> list[tuple[BookReplica, BookStatus]]:
+        """Every replica with the status it is published with at ``now_ms`` (for the gauges)."""
+        return [(r, self.publisher.status(r, now_ms)) for r in list(self.replicas.values())]
+
+    def stats(self) -> dict[str, object]:
+        """Every counter of this node, summed over its replicas, connections and exchanges."""
+        totals = ReplicaStats()
+        kept: Counter[str] = Counter()
+        synced: Counter[str] = Counter()
+        for (book, _index), replica in self.replicas.items():
+            totals.add(replica.stats)
+            kept[book.exchange] += 1
+            synced[book.exchange] += replica.engine.synced
+        exchanges = {
+            exchange_id: {
+                "replicas": kept[exchange_id],
+                "synced": synced[exchange_id],
+                "connections_open": len(exchange.feed.connections),
+                "connections": exchange.feed.connection_totals().to_json(),
+                "snapshots": exchange.stats.to_json(),
+                "snapshots_pending": exchange.scheduler.pending,
+                "weight_pool": exchange.spec.weight_pool,
+                "weight_limit": exchange.budget.limit,
+            }
+            for exchange_id, exchange in self.exchanges.items()
+        }
+        return {
+            "node_id": self.node_id,
+            "egress_id": self.settings.egress_id,
+            "process": process_usage(),
+            "publish_latency_ms": self.telemetry.publish_latency(time.time()),
+            "replicas": len(self.replicas),
+            "synced": sum(synced.values()),
+            "replica_totals": totals.to_json(),
+            "checkpoints_recorded": 0 if self.checkpoints is None else self.checkpoints.recorded,
+            "replica_checks": self.checker.compared,
+            "replica_mismatches": self.checker.mismatches,
+            "exchanges": exchanges,
+        }
+
+    async def report(self) -> None:
+        """Write the counters to the store (the node's document and changed replica entries)."""
+        await self._reporter.report(self.stats(), {key: r.stats for key, r in self.replicas.items()})
+
+    # -- market catalog -------------------------------------------------------------------------
+
+    async def _catalog_loop(self) -> None:
+        catalog = MarketCatalog(self._client)
+        while True:
+            try:
+                for exchange in self.exchanges.values():
+                    if not exchange.spec.needs_credentials or self._has_keys:  # else: said once at start
+                        await self._refresh_catalog(catalog, exchange)
+            except (RedisError, OSError) as exc:
+                log.warning("market catalog not refreshed: store unreachable (%s)", type(exc).__name__)
+            # A catalog another node refreshed within the interval costs one SET NX to skip, and a
+            # book store that restarted empty gets its catalog back within seconds, not an interval.
+            await asyncio.sleep(min(self.settings.catalog_refresh_s, CATALOG_CHECK_S))
+
+    async def _refresh_catalog(self, catalog: MarketCatalog, exchange: ExchangeRuntime) -> None:
+        """Refresh one exchange's markets unless another node did within the interval."""
+        spec = exchange.spec
+        lock = f"ladder:catalog-lock:{spec.id}"
+        ttl = max(1, int(self.settings.catalog_refresh_s))
+        taken = await self._client.set(lock, self.node_id, nx=True, ex=ttl)
+        if not taken and await catalog.count(spec.id):
+            return
+        try:
+            await catalog.replace(spec.id, await exchange.rest.markets())
+        except (VenueRequestError, VenuePayloadError) as exc:
+            log.warning("%s: exchangeInfo failed: %s", spec.id, exc)
+            await self._client.delete(lock)

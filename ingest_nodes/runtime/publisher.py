@@ -1,0 +1,312 @@
+"""Turns book replicas into stored snapshots: trimmed, pre-encoded, once per loop turn.
+
+Theory of operation
+-------------------
+A replica that changed is only *marked*; at the end of the event-loop turn every marked replica is
+encoded once (its levels are already encoded one by one in the book, so this is a slice and a
+join) and handed to the batching :class:`~book_store.writer.BookWriter`. A burst of updates to one
+book inside one turn therefore costs one encode and one write. With ``publish_interval_ms`` > 0 a
+replica is published at most that often (the latest state wins).
+
+Each replica is published as deep as its deepest subscriber asks (``depth``), in two parts when
+that is deeper than ``head_levels``:
+
+- the **head** snapshot, the top ``head_levels`` a side, on every update, which is what 20- and
+  100-level readers and streams see;
+- the **deep** snapshot, every level up to ``depth``, at most every ``depth / deep_levels_per_s``
+  seconds (the latest state wins), and empty at once when the replica stops being synced, so a
+  deep snapshot is never ``synced`` while its replica is not. A quiet book's deep snapshot is not
+  republished at all: a reader takes it as current while it is at the head's ``update_id``. Deep
+  snapshots that fall due are written one per event-loop turn, most overdue first: an encode of
+  5000 levels takes milliseconds, and the events of other books go in between.
+
+So a 5000-level book changing ten times a second costs ten 100-level encodes and writes a second
+plus one 5000-level one every 2.5 s (at the default 2000 levels a second), not ten 5000-level
+ones. Both parts are complete, atomic snapshots at their own ``update_id``.
+
+Every published side says whether the venue may hold levels past the last one it carries (the
+side was cut at the published depth, or at the edge of the trusted window), so readers can mark
+an answer that stops short as ``truncated``. After publishing a synced replica the publisher hands
+the replica its trusted window (``window_seen``): the replica decides whether a fresh snapshot is
+due before the window falls short of the published depth.
+
+A keepalive loop republishes replicas that have been quiet for ``keepalive_ms``, so that readers can
+tell a quiet book from a dead node by ``publish_time``. A synced replica is published ``stale`` when
+a stall check found its stream stalled (see ``stall_checks``), or when its silence has been suspect
+for ``stale_after_ms`` and its check failed (the venue cannot be asked): a quiet book that checks
+confirm stays ``synced``, with ``confirmed_time`` saying when it was last known current.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Protocol
+
+from book_store.codec import DEEP, MORE_ASKS, MORE_BIDS, BookStatus, SnapshotMeta, encode_snapshot
+from book_store.keys import BookKey
+from book_store.writer import BookWriter
+from ingest_nodes.core.book import OrderBook, SideWindow
+from ingest_nodes.core.engine import BookEngine
+from ingest_nodes.core.stall_watch import Rhythm
+from ingest_nodes.ops.stats import ReplicaStats
+from ingest_nodes.ops.telemetry import IngestTelemetry
+from ingest_nodes.venues.stream import Refused
+from ladder_process.clock import now_ms
+
+ReplicaKey = tuple[BookKey, int]
+
+
+class Publishable(Protocol):
+    """A replica as the publisher sees it."""
+
+    book: BookKey
+    replica: int
+    last_publish_ms: int
+    last_status: BookStatus | None
+    stats: ReplicaStats
+    refusal: Refused | None
+    """Why the venue will not serve the book now (published as ``REFUSED``), or None."""
+    watch: Rhythm
+    stalled: bool
+
+    @property
+    def engine(self) -> BookEngine: ...
+
+    @property
+    def depth(self) -> int:
+        """Levels a side to publish: the deepest subscriber's depth."""
+
+    def window_seen(self, bids: SideWindow, asks: SideWindow) -> None:
+        """The trusted window of the synced book just published."""
+
+
+class _DeepState:
+    """What the deep snapshot of one replica last said, and when."""
+
+    __slots__ = ("published_ms", "said")
+
+    def __init__(self) -> None:
+        self.published_ms = 0
+        self.said: tuple[int, BookStatus] | None = None
+        """``(update_id, status)`` of the last deep snapshot written (None: none is stored)."""
+
+
+class Publisher:
+    """Encodes and writes the snapshots of every replica on this node."""
+
+    def __init__(
+        self,
+        writer: BookWriter,
+        *,
+        telemetry: IngestTelemetry,
+        publish_interval_ms: int,
+        keepalive_ms: int,
+        stale_after_ms: int,
+        head_levels: int = 100,
+        deep_levels_per_s: int = 2000,
+        resyncing_keepalive_ms: int = 4000,
+    ) -> None:
+        self._telemetry = telemetry
+        self._writer = writer
+        self._head = head_levels
+        self._deep_rate = deep_levels_per_s
+        self._interval = publish_interval_ms
+        self._keepalive = keepalive_ms
+        self._stale_after = stale_after_ms
+        self._resyncing_keepalive = max(keepalive_ms, resyncing_keepalive_ms)
+        self._dirty: dict[ReplicaKey, Publishable] = {}
+        self._scheduled = False
+        self._replicas: dict[ReplicaKey, Publishable] = {}
+        self._deep: dict[ReplicaKey, _DeepState] = {}
+        self._deep_waiting: dict[ReplicaKey, Publishable] = {}
+        # uvloop's call_at answers a plain Handle (no ``when()``) for a time already past, so the
+        # time the drain is due is kept beside its handle.
+        self._deep_timer: asyncio.Handle | None = None
+        self._deep_timer_at = 0.0
+        """Wakes ``_drain_deep`` when the next waiting deep snapshot falls due."""
+
+    @property
+    def head_levels(self) -> int:
+        return self._head
+
+    def track(self, replica: Publishable) -> None:
+        self._replicas[(replica.book, replica.replica)] = replica
+        self.mark(replica)
+
+    def untrack(self, replica: Publishable) -> None:
+        key = (replica.book, replica.replica)
+        self._replicas.pop(key, None)
+        self._dirty.pop(key, None)
+        self._deep.pop(key, None)
+        self._deep_waiting.pop(key, None)
+        self._writer.remove(replica.book, replica.replica)
+
+    def mark(self, replica: Publishable) -> None:
+        """The replica changed: publish it at the end of this loop turn (or when its interval allows)."""
+        self._dirty[(replica.book, replica.replica)] = replica
+        if not self._scheduled:
+            self._scheduled = True
+            asyncio.get_running_loop().call_soon(self._publish_dirty)
+
+    def _publish_dirty(self) -> None:
+        self._scheduled = False
+        now = now_ms()
+        dirty, self._dirty = self._dirty, {}
+        later: list[Publishable] = []
+        for replica in dirty.values():
+            if self._interval and now - replica.last_publish_ms < self._interval:
+                later.append(replica)
+            else:
+                self.publish(replica, now)
+        if later:
+            delay = min(self._interval - (now - r.last_publish_ms) for r in later) / 1000
+            for replica in later:
+                self._dirty[(replica.book, replica.replica)] = replica
+            self._scheduled = True
+            asyncio.get_running_loop().call_later(max(delay, 0), self._publish_dirty)
+
+    def status(self, replica: Publishable, now: int) -> BookStatus:
+        if not replica.engine.synced:
+            return BookStatus.RESYNCING if replica.refusal is None else BookStatus.REFUSED
+        watch = replica.watch
+        if replica.stalled or (watch.check_failed and now - watch.suspect_at() > self._stale_after):
+            return BookStatus.STALE
+        return BookStatus.SYNCED
+
+    def publish(self, replica: Publishable, now: int) -> None:
+        """Encode the replica's current state (head, and deep when due) and hand it to the writer."""
+        engine = replica.engine
+        status = self.status(replica, now)
+        if status is BookStatus.STALE and replica.last_status is not BookStatus.STALE:
+            replica.stats.stale_episodes += 1
+        replica.last_status = status
+        meta = _meta(replica, status, now)
+        depth = replica.depth
+        if status is BookStatus.RESYNCING or status is BookStatus.REFUSED:
+            payload = encode_snapshot(meta, (), ())
+        else:
+            bids, asks = engine.book.window()
+            payload = _encoded(meta, engine.book, min(depth, self._head), bids, asks, 0)
+        self._telemetry.published(replica, meta.ingest_time)
+        replica.last_publish_ms = now
+        self._writer.put(replica.book, replica.replica, payload)
+        key = (replica.book, replica.replica)
+        if depth > self._head:
+            self._publish_deep(key, replica, meta, now)
+        elif key in self._deep:
+            del self._deep[key]  # the book no longer goes deeper than its head
+            self._deep_waiting.pop(key, None)
+            self._writer.remove(replica.book, replica.replica, deep_only=True)
+        if status is not BookStatus.RESYNCING and status is not BookStatus.REFUSED:
+            replica.window_seen(bids, asks)
+
+    # -- deep snapshots ----------------------------------------------------------------------
+
+    def _publish_deep(self, key: ReplicaKey, replica: Publishable, meta: SnapshotMeta, now: int) -> None:
+        """The head was just published as ``meta``: bring the deep snapshot along when it is due."""
+        state = self._deep.get(key)
+        if state is None:
+            state = self._deep[key] = _DeepState()
+        if state.said == (meta.update_id, meta.status):
+            return  # nothing new: readers vouch for it through the head
+        if meta.status is not BookStatus.SYNCED:
+            # Never served while its replica is not synced: an empty one says so, at once and cheaply.
+            self._deep_waiting.pop(key, None)
+            self._write_deep(replica, state, meta)
+            return
+        self._deep_waiting[key] = replica
+        self._arm_deep_timer(self._deep_due(state, replica) - now)
+
+    def _deep_due(self, state: _DeepState, replica: Publishable) -> int:
+        if state.said is None or state.said[1] is not BookStatus.SYNCED:
+            return 0  # newly synced: as soon as the loop has a turn for it
+        return state.published_ms + 1000 * replica.depth // self._deep_rate
+
+    def _write_deep(self, replica: Publishable, state: _DeepState, meta: SnapshotMeta) -> None:
+        if meta.status is BookStatus.SYNCED:
+            book = replica.engine.book
+            bids, asks = book.window()
+            payload = _encoded(meta, book, replica.depth, bids, asks, DEEP)
+        else:
+            payload = encode_snapshot(meta, (), (), DEEP)
+        state.said, state.published_ms = (meta.update_id, meta.status), meta.publish_time
+        self._writer.put(replica.book, replica.replica, payload, deep=True)
+
+    def _arm_deep_timer(self, delay_ms: int) -> None:
+        loop = asyncio.get_running_loop()
+        at = loop.time() + max(delay_ms, 0) / 1000
+        if self._deep_timer is not None:
+            if self._deep_timer_at <= at:
+                return
+            self._deep_timer.cancel()
+        self._deep_timer, self._deep_timer_at = loop.call_at(at, self._drain_deep), at
+
+    def _drain_deep(self) -> None:
+        """Write the most overdue deep snapshot (at the replica's state now), and come back in the
+        next loop turn for the next one: a 5000-level encode takes milliseconds, and books that
+        fell due together must not hold up every other book's events for all of them at once."""
+        self._deep_timer = None
+        now = now_ms()
+        chosen: tuple[int, ReplicaKey] | None = None  # (due, key) of the most overdue
+        soonest: int | None = None  # when the next one falls due, if none is due now
+        for key, replica in list(self._deep_waiting.items()):
+            state = self._deep.get(key)
+            if state is None or replica.last_status is not BookStatus.SYNCED:
+                del self._deep_waiting[key]  # gone, or no longer synced (published empty meanwhile)
+                continue
+            due = self._deep_due(state, replica)
+            if due <= now and (chosen is None or due < chosen[0]):
+                chosen = (due, key)
+            elif due > now and (soonest is None or due < soonest):
+                soonest = due
+        if chosen is not None:
+            key = chosen[1]
+            replica = self._deep_waiting.pop(key)
+            self._write_deep(replica, self._deep[key], _meta(replica, BookStatus.SYNCED, now))
+            if self._deep_waiting:
+                self._arm_deep_timer(0)  # the next turn looks again
+        elif soonest is not None:
+            self._arm_deep_timer(soonest - now)
+
+    async def run_keepalive(self) -> None:
+        """Republish quiet replicas so their ``publish_time`` keeps vouching for them.
+
+        A replica that is not synced has nothing to vouch for (readers never serve it): it is
+        republished only every ``resyncing_keepalive_ms``, so that thousands of books waiting for
+        their snapshots do not cost thousands of store writes a second.
+        """
+        period = self._keepalive / 2000
+        while True:
+            await asyncio.sleep(period)
+            now = now_ms()
+            for replica in list(self._replicas.values()):
+                due = self._keepalive if replica.engine.synced else self._resyncing_keepalive
+                if now - replica.last_publish_ms >= due:
+                    self.publish(replica, now)
+
+
+def _meta(replica: Publishable, status: BookStatus, now: int) -> SnapshotMeta:
+    engine = replica.engine
+    return SnapshotMeta(
+        update_id=engine.update_id or 0,
+        event_time=engine.event_time,
+        ingest_time=engine.ingest_time,
+        publish_time=now,
+        replica=replica.replica,
+        status=status,
+        confirmed_time=replica.watch.confirmed_ms,
+    )
+
+
+def _encoded(
+    meta: SnapshotMeta, book: OrderBook, depth: int, bids: SideWindow, asks: SideWindow, flags: int
+) -> bytes:
+    """The snapshot of ``book``'s top ``depth`` trusted levels a side, each side flagged when the
+    venue may hold levels past the last one it carries."""
+    top_bids = book.first_bids(min(depth, bids.trusted))
+    top_asks = book.first_asks(min(depth, asks.trusted))
+    if bids.bounded or bids.trusted > len(top_bids):
+        flags |= MORE_BIDS
+    if asks.bounded or asks.trusted > len(top_asks):
+        flags |= MORE_ASKS
+    return encode_snapshot(meta, top_bids, top_asks, flags)

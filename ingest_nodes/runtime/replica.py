@@ -1,0 +1,409 @@
+"""One replica of one book on this node: its served engine, the stream feeding it, and handovers.
+
+Theory of operation
+-------------------
+The replica's served engine (``main``, a :class:`~ingest_nodes.runtime.lane.Lane`) is fed by one
+connection, ``source``. Events from any other connection are ignored, except during a handover.
+
+Handover (make-before-break): when ``source`` must go (age limit, venue shutdown) the feed adds the
+replica to a successor connection and calls ``begin_handover``. The successor's events are kept in
+a splice buffer while the old connection keeps feeding the served book. As soon as the successor
+has delivered the event the served book is at, or a buffered event *continues* the served book's
+update id (the venue's own continuity rule: spot ``U <= id + 1``, futures ``pu == id``), the
+replica switches: the buffered events are applied and the successor becomes ``source``. The book
+stays synced and published throughout, costs no snapshot, and keeps its trusted depth; the engine
+still checks every event, so a wrong splice could only ever show up as a gap and a resync, never as
+a wrong book. For the same reason a quiet book, which reaches no splice point before the old
+connection is closed, simply moves over as it is. A book that is not synced switches at once and
+starts over; so does one whose old connection closes before the successor delivered anything for
+it (the venue left no time between its notice and the close). If the successor itself must go
+before the splice, the splice moves on to its own successor.
+
+Fresh snapshots, make-before-break: a second engine on the same stream (``shadow``) syncs from a
+fresh REST snapshot in the background; once synced it is at the served book's update id (both saw
+the same events), the two are compared, and the shadow, with its fresh trusted window, becomes the
+served engine. The served book keeps serving all the while. Two things start one:
+
+- a *refresh*, when the trusted window has shrunk towards the published ``depth`` (the publisher
+  reports the window after each publish; :class:`~ingest_nodes.core.trusted_window.WindowKeeper` decides
+  when, and how deep the refresh goes), so answers stop short only when the market outruns it;
+- an *audit* (``resnapshot``, about once per ``LADDER_RESNAPSHOT_INTERVAL_S`` per book), at the
+  cheapest depth that covers the published one: the comparison of every level both trust, at
+  equal update ids, is the point. A disagreement is counted, logged and resolved in favour of the
+  fresh snapshot; when they agree, the served book stays if it trusts a deeper window.
+
+A depth change (a deeper or shallower subscriber) takes effect at the next publish; a deeper
+depth than the trusted window covers starts a refresh at once.
+
+A venue that sends the whole book on subscribe instead of serving snapshots (``resets_on_stream``,
+Alpaca) has none of this: a book thrown away for any reason but a lost socket is rebuilt by
+subscribing its symbol again on the same connection, and there is no refresh, audit or splice (a
+handover starts the book over). A venue that refuses the connection's session (``on_refused``)
+leaves the book unserved, and its published status says why (``refusal``).
+
+Silent stalls: the replica keeps its book's rhythm (``watch``, see ``stall_watch``), and the
+exchange's :class:`~ingest_nodes.runtime.stall_checks.StallChecker` checks a suspect silence against the
+venue. A quiet market is ``confirmed`` (published as ``confirmed_time``); a stalled stream makes
+the replica ``stalled``: published ``stale`` at once, and thrown away for a fresh snapshot on its
+next event, since the events it missed are gone (or, replayed late, prove nothing a snapshot
+would not).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from collections.abc import Callable
+from typing import Final
+
+from book_store.codec import BookStatus
+from book_store.keys import BookKey
+from ingest_nodes.core.book import SideWindow
+from ingest_nodes.core.engine import BookEngine, EngineResult
+from ingest_nodes.core.events import DepthUpdate
+from ingest_nodes.core.stall_watch import Rhythm, StallPolicy
+from ingest_nodes.core.sync import FuturesSyncMachine, SpotSyncMachine
+from ingest_nodes.core.trusted_window import WindowKeeper
+from ingest_nodes.ops.checkpoints import CheckpointLog, same_top
+from ingest_nodes.ops.stats import ReplicaStats
+from ingest_nodes.ops.telemetry import IngestTelemetry
+from ingest_nodes.runtime.connection import StreamConnection
+from ingest_nodes.runtime.lane import Lane
+from ingest_nodes.runtime.publisher import Publisher
+from ingest_nodes.runtime.snapshots import SnapshotScheduler
+from ingest_nodes.venues.stream import Refused
+from ladder_process.clock import now_ms
+
+log = logging.getLogger(__name__)
+
+MAX_SPLICE_BUFFER: Final = 2000
+"""Successor events kept while the old connection catches up; beyond it, switch and resync."""
+
+
+EngineFactory = Callable[[], BookEngine]
+
+
+class _Splice:
+    __slots__ = ("buffer", "heard", "target")
+
+    def __init__(self, target: StreamConnection) -> None:
+        self.target = target
+        self.buffer: deque[DepthUpdate] = deque()
+        self.heard = False
+        """The successor has delivered an event of this symbol: it is live for it."""
+
+
+class BookReplica:
+    """Keeps one replica of one book in sync and published (see the module docstring)."""
+
+    def __init__(
+        self,
+        book: BookKey,
+        replica: int,
+        new_engine: EngineFactory,
+        scheduler: SnapshotScheduler,
+        publisher: Publisher,
+        *,
+        depth: int,
+        depth_tiers: tuple[tuple[int, int], ...],
+        checkpoints: CheckpointLog | None = None,
+        stall_policy: StallPolicy | None = None,
+        resets_on_stream: bool = False,
+        telemetry: IngestTelemetry,
+    ) -> None:
+        """``depth`` is the levels a side to publish; ``depth_tiers`` the venue's snapshot weights;
+        ``resets_on_stream``: the venue rebuilds a book by a resubscribe, not a snapshot."""
+        self.book = book
+        self.replica = replica
+        self.stats = ReplicaStats()
+        self._telemetry = telemetry
+        self.source: StreamConnection | None = None
+        self.last_event_ms = now_ms()
+        self.watch = Rhythm(self.last_event_ms, stall_policy)
+        # Without snapshots there is no stall check: a suspect silence is judged as a failed check is.
+        self.watch.check_failed = resets_on_stream
+        """The book's rhythm of events, and its confirmations (see ``stall_watch``)."""
+        self.stalled = False
+        """A check found events missing: published stale until the next event starts a resync."""
+        self.last_publish_ms = 0
+        self.last_status: BookStatus | None = None
+        self.synced_since: float | None = None
+        """Loop time the served book last became synced or passed an audit (None while not synced)."""
+        self.refusal: Refused | None = None
+        """Why the venue will not serve this book now (bad key, no free key), until it does."""
+        self._resets_on_stream = resets_on_stream
+        self._new_engine = new_engine
+        self._scheduler = scheduler
+        self._publisher = publisher
+        self._window = WindowKeeper(depth_tiers, depth)
+        self._checkpoints = checkpoints
+        self.main = self._lane(self._on_main, self._window.sync_limit)
+        self._shadow: Lane | None = None
+        self._shadow_is_audit = False
+        self._splice: _Splice | None = None
+
+    @property
+    def symbol(self) -> str:
+        return self.book.market
+
+    @property
+    def depth(self) -> int:
+        """Levels a side published: the deepest subscriber's depth."""
+        return self._window.depth
+
+    def set_depth(self, depth: int) -> None:
+        """A subscriber came or went: publish this deep from now on (deeper: refresh if needed)."""
+        if depth == self._window.depth:
+            return
+        self._window.depth = depth
+        self.main.snapshot_limit = self._window.sync_limit
+        self._publisher.mark(self)
+
+    @property
+    def snapshot_limit(self) -> int:
+        """The limit of the snapshot the served book was built from."""
+        return self._window.served_limit
+
+    @property
+    def engine(self) -> BookEngine:
+        """The engine whose book is served."""
+        return self.main.engine
+
+    def connections(self) -> list[StreamConnection]:
+        """Every connection that carries this replica now (two during a handover)."""
+        found = [] if self.source is None else [self.source]
+        if self._splice is not None:
+            found.append(self._splice.target)
+        return found
+
+    def start(self) -> None:
+        self._publisher.track(self)
+        self._telemetry.started(self)
+
+    async def stop(self) -> None:
+        self.main.close()
+        self._drop_shadow()
+        self._publisher.untrack(self)
+        self._telemetry.stopped(self)
+
+    # -- what the connections deliver ----------------------------------------------------------
+
+    def on_update(self, update: DepthUpdate, source: StreamConnection) -> None:
+        if source is self.source:
+            self.refusal = None
+            self.last_event_ms = update.ingest_time
+            self.stats.events += 1
+            if self.stalled:
+                self._resume_after_stall(update.ingest_time)
+            else:
+                self.watch.event(update.ingest_time)
+            self.main.feed(update)
+            if self._shadow is not None:
+                self._shadow.feed(update)
+            if self._splice is not None:
+                self._try_splice()
+        elif self._splice is not None and source is self._splice.target:
+            self._splice.heard = True
+            self._splice.buffer.append(update)
+            self._try_splice()
+
+    def on_disconnect(self, source: StreamConnection) -> None:
+        if source is self.source:
+            if self._splice is not None and self._splice.heard:
+                self._switch()  # the successor is live: the engine judges its events as they come
+            elif self._splice is not None:
+                self._switch(restart="the old connection closed before the successor was live")
+            else:
+                self._drop_shadow()
+                self.main.disconnect()
+        elif self._splice is not None and source is self._splice.target:
+            self._splice.buffer.clear()
+            self._splice.heard = False
+
+    def on_refused(self, source: StreamConnection | None, refusal: Refused) -> None:
+        """The venue refused ``source``'s session (None: no connection could be opened for us)."""
+        if source is self.source:
+            self.refusal = refusal
+            self._publisher.mark(self)
+
+    def invalidate(self, reason: str) -> None:
+        """Throw the served book away (a replica mismatch, say): it resyncs."""
+        self._drop_shadow()
+        self.main.invalidate(reason)
+
+    # -- silent stalls (see stall_checks) --------------------------------------------------------
+
+    def confirmed(self, at_ms: int) -> None:
+        """A check found the venue where the book is: publish that it was current at ``at_ms``."""
+        self.watch.quiet(at_ms)
+        self._publisher.mark(self)
+
+    def stall(self) -> None:
+        """A check found events missing: stale at once, a fresh snapshot when events flow again."""
+        self.stalled = True
+        self._drop_shadow()
+        self._publisher.mark(self)
+
+    def _resume_after_stall(self, now: int) -> None:
+        self.stalled = False
+        self.watch.restart(now)
+        self.invalidate("stall")
+
+    # -- handover --------------------------------------------------------------------------------
+
+    def begin_handover(self, old: StreamConnection, new: StreamConnection) -> None:
+        if self._splice is not None and self._splice.target is old:
+            # The successor we were splicing onto is itself being replaced: splice onto its successor.
+            old.remove(self.symbol)
+            self._splice = _Splice(new)
+        elif self.source is old:
+            self._splice = _Splice(new)
+            if not self.engine.synced:
+                self._switch(restart="not synced")
+
+    def finish_handover(self, old: StreamConnection) -> None:
+        """``old`` closes now. Nothing reached the splice point (a quiet book): the book moves over
+        as it is, and the engine checks the successor's first event against it like any other."""
+        if self.source is old and self._splice is not None:
+            self._switch()
+
+    def _try_splice(self) -> None:
+        splice = self._splice
+        assert splice is not None
+        engine = self.engine
+        update_id = engine.update_id
+        machine = engine.machine
+        if update_id is None or not isinstance(machine, SpotSyncMachine | FuturesSyncMachine):
+            self._switch(restart="sync lost during the handover")
+            return
+        rules = machine.rules
+        buffer = splice.buffer
+        caught_up = False
+        while buffer and rules.is_duplicate(buffer[0], update_id):
+            caught_up = buffer.popleft().final_update_id == update_id
+        if caught_up or (buffer and rules.continues(buffer[0], update_id)):
+            self._switch()
+        elif len(buffer) > MAX_SPLICE_BUFFER:
+            self._switch(restart="the old connection fell too far behind")
+
+    def _switch(self, restart: str | None = None) -> None:
+        """Make the successor the source; the served book carries on, or starts over for ``restart``."""
+        splice = self._splice
+        assert splice is not None
+        self._splice = None
+        old, self.source = self.source, splice.target
+        if old is not None:
+            old.remove(self.symbol)
+        if restart is None:
+            self.stats.handovers += 1
+        else:
+            log.info("%s/%s r%d: handover without a splice (%s)", self.book.exchange, self.symbol,
+                     self.replica, restart)  # fmt: skip
+            self._drop_shadow()
+            self.main.invalidate("handover")
+        for update in splice.buffer:
+            self.on_update(update, splice.target)
+
+    # -- fresh snapshots: refreshes and audits ----------------------------------------------------
+
+    def resnapshot(self) -> None:
+        """Audit: sync a second engine from a fresh snapshot, compare, and let it replace the served one."""
+        if self._can_shadow():
+            self._start_shadow(self._window.sync_limit, audit=True)
+
+    def window_seen(self, bids: SideWindow, asks: SideWindow) -> None:
+        """The publisher published the synced book with this trusted window: refresh it if due."""
+        now = asyncio.get_running_loop().time()
+        if self._can_shadow() and self._window.refresh_due(bids, asks, now):
+            self.stats.refreshes += 1
+            self._start_shadow(self._window.refresh_limit(now), audit=False)
+
+    def _can_shadow(self) -> bool:
+        fresh = not self._resets_on_stream  # no snapshot to sync a shadow from
+        return fresh and self._shadow is None and self.engine.synced and self._splice is None
+
+    def _start_shadow(self, limit: int, *, audit: bool) -> None:
+        self._shadow = self._lane(self._on_shadow, limit, background=True)
+        self._shadow_is_audit = audit
+
+    def _on_shadow(self, result: EngineResult) -> None:
+        shadow = self._shadow
+        if shadow is None or not shadow.engine.synced or not self.engine.synced:
+            return
+        self._shadow = None
+        audit = self._shadow_is_audit
+        same_id = shadow.engine.update_id == self.engine.update_id
+        mismatch = same_id and not same_top(shadow.engine.book, self.engine.book, self.depth)
+        if audit:
+            self.stats.audits += 1
+            self.stats.audit_mismatches += mismatch
+            self.stats.last_audit_ms = now_ms()
+        else:
+            self.stats.refreshes_done += 1
+        if mismatch:
+            self.stats.mismatches += 1
+            log.warning("%s/%s r%d: a fresh snapshot disagrees with the served book at %s",
+                        self.book.exchange, self.symbol, self.replica, self.engine.update_id)  # fmt: skip
+        elif audit and shadow.snapshot_limit < self._window.served_limit:
+            shadow.close()  # the books agree, and the served one trusts a deeper window: keep it
+            self.synced_since = asyncio.get_running_loop().time()
+            return
+        self.main.close()
+        self.main = shadow
+        shadow.retarget(self._on_main, background=False)
+        self._window.served_limit = shadow.snapshot_limit
+        shadow.snapshot_limit = self._window.sync_limit  # its next sync from scratch is cheap again
+        self.stats.resnapshots += 1
+        self.synced_since = None
+        self._on_main(EngineResult(changed=True, need_snapshot=False, resync_reason=None))
+
+    def _drop_shadow(self) -> None:
+        if self._shadow is not None:
+            self._shadow.close()
+            self._shadow = None
+
+    # -- reacting to the served engine -----------------------------------------------------------
+
+    def _lane(
+        self, on_result: Callable[[EngineResult], None], limit: int, *, background: bool = False
+    ) -> Lane:
+        return Lane(
+            self._new_engine(),
+            self.symbol,
+            snapshot_limit=limit,
+            scheduler=self._scheduler,
+            on_result=on_result,
+            stats=self.stats,
+            trace=lambda: self._telemetry.snapshot_fetch(self),
+            background=background,
+            snapshots=not self._resets_on_stream,
+        )
+
+    def _on_main(self, result: EngineResult) -> None:
+        reason = result.resync_reason
+        if reason is not None:
+            self._window.served_limit = self.main.snapshot_limit
+            self._resynced(reason)
+        engine = self.engine
+        if engine.synced:
+            if self.synced_since is None:
+                self.synced_since = asyncio.get_running_loop().time()
+                self.watch.restart(now_ms())  # the wait for the snapshot was no gap of the market's
+            if result.changed and self._checkpoints is not None:
+                self._checkpoints.offer(self.book, self.replica, engine)
+        if result.changed or reason is not None:
+            self._publisher.mark(self)
+
+    def _resynced(self, reason: str) -> None:
+        if self._resets_on_stream and reason != "disconnect" and self.source is not None:
+            self.source.resubscribe(self.symbol)  # the venue sends the whole book again
+        self.stats.resyncs[reason] += 1
+        self._telemetry.resync(self, reason)
+        self.synced_since = None
+        self._drop_shadow()
+        where = (self.book.exchange, self.symbol, self.replica)
+        if reason == "crossed":
+            log.error("%s/%s r%d: ALARM crossed book; resyncing", *where)
+        else:
+            log.info("%s/%s r%d: resync (%s)", *where, reason)

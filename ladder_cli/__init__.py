@@ -1,0 +1,3 @@
+"""The ``ladder`` command: one entry point for every process, the ``ladder up`` supervisor, benches and
+build tooling.
+"""

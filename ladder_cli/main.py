@@ -1,0 +1,252 @@
+"""The ``ladder`` command.
+
+``ladder up`` supervises a whole stack on one machine; every other subcommand *is* one component,
+run exactly as production runs it. Component commands replace this process with
+``python -m <package>`` (exec), so the CLI never imports the components it starts and the package
+arrows keep pointing one way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import secrets
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ladder_cli.supervisor import Child
+
+COMPONENTS = {
+    "ingest": "ingest_nodes",
+    "read": "read_functions",
+    "control": "control_plane",
+    "fake-venue": "fake_venue",
+}
+PACKAGERS = {"lambda": "ladder_cli.lambda_package"}
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in COMPONENTS:
+        _exec_module(COMPONENTS[argv[0]], argv[1:])
+    if argv[:1] == ["bench"] and len(argv) > 1 and not argv[1].startswith("-"):
+        _exec_module(f"bench.{argv[1]}", argv[2:])
+    if argv[:1] == ["package"] and len(argv) > 1 and argv[1] in PACKAGERS:
+        _exec_module(PACKAGERS[argv[1]], argv[2:])
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command == "up":
+        _up(args)
+    else:
+        parser.print_help()
+        raise SystemExit(2)
+
+
+def _exec_module(module: str, args: list[str]) -> None:
+    sys.stdout.flush()
+    os.execv(sys.executable, [sys.executable, "-m", module, *args])  # noqa: S606 - our own interpreter
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ladder", description="Live crypto order books for many tenants.")
+    sub = parser.add_subparsers(dest="command")
+    up = sub.add_parser("up", help="run the whole stack on this machine")
+    up.add_argument(
+        "--venue",
+        choices=["binance", "fake"],
+        default="binance",
+        help="live Binance (default) or the built-in offline fake venue",
+    )
+    up.add_argument("--ingest-nodes", type=int, default=2, metavar="N")
+    up.add_argument("--host", default="127.0.0.1")
+    up.add_argument("--port", type=int, default=8080)
+    up.add_argument("--workers", type=int, default=1, help="read worker processes")
+    up.add_argument("--compat-port", type=int, help="also serve the UBDCC API on this port (on 127.0.0.1)")
+    up.add_argument("--compat-tenant", default="compat", help="the tenant the compat listener acts as")
+    up.add_argument(
+        "--compat-keyless-changes",
+        action="store_true",
+        help="let keyless UBDCC clients create and stop books (see docs/ubdcc.md)",
+    )
+    up.add_argument("--tls-cert")
+    up.add_argument("--tls-key")
+    up.add_argument(
+        "--data-dir", type=Path, default=Path(".ladder"), help="embedded control store data (AOF), private"
+    )
+    up.add_argument("--fake-symbols", type=int, default=50, help="symbols per market type on the fake venue")
+    up.add_argument("--fake-rate", type=float, default=10.0, help="events/s per active fake symbol")
+    for name, module in COMPONENTS.items():
+        sub.add_parser(name, help=f"run one {module} process (see `ladder {name} --help`)", add_help=False)
+    sub.add_parser("bench", help="benchmarks: ladder bench read|read_cost|latency|ingest|sync|idle|overload")
+    sub.add_parser("package", help="build deployables: ladder package lambda")
+    return parser
+
+
+def _up(args: argparse.Namespace) -> None:
+    from book_store.connect import redacted
+    from ladder_cli.supervisor import Child, Supervisor, child_env
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s up %(levelname)s: %(message)s")
+    supervisor = Supervisor()
+    env: dict[str, str] = {}
+    try:
+        if os.environ.get("LADDER_REDIS_URL"):
+            stores = f"store {redacted(os.environ['LADDER_REDIS_URL'])}"
+        else:
+            children, store_env = embedded_stores(args.data_dir.resolve())
+            for child in children:
+                supervisor.start(child)
+            env.update(store_env)
+            stores = (
+                f"stores on 127.0.0.1: control data in {args.data_dir.resolve() / 'valkey'}, "
+                f"password in {args.data_dir.resolve() / STORE_PASSWORD_FILE}"
+            )
+        admin_key = os.environ.get("LADDER_ADMIN_KEY")
+        if not admin_key:
+            admin_key = "ldr_admin_" + secrets.token_urlsafe(24)
+            print(f"Generated admin key (shown once): {admin_key}", flush=True)
+        env["LADDER_ADMIN_KEY"] = admin_key
+
+        if args.venue == "fake":
+            n = str(args.fake_symbols)
+            venue = Child(
+                "fake-venue",
+                [
+                    "fake_venue",
+                    "--port",
+                    "0",
+                    "--spot-symbols",
+                    n,
+                    "--futures-symbols",
+                    n,
+                    "--alpaca-symbols",
+                    n,
+                    "--rate",
+                    str(args.fake_rate),
+                    *FAKE_ALPACA_ARGS,
+                ],
+                child_env(**env),
+                ready_key="FAKE_VENUE_URL",
+            )
+            env.update(fake_venue_env(supervisor.start(venue)))
+
+        supervisor.start(Child("control", ["control_plane"], child_env(**env)))
+        for i in range(args.ingest_nodes):
+            node = Child(
+                f"ingest-{i + 1}",
+                ["ingest_nodes", "--node-id", f"node-{i + 1}"],
+                child_env(**env),
+                ready_key="LADDER_INGEST_NODE",
+            )
+            supervisor.start(node)
+        read_args = [
+            "read_functions",
+            "--host",
+            args.host,
+            "--port",
+            str(args.port),
+            "--workers",
+            str(args.workers),
+        ]
+        if args.tls_cert:
+            read_args += ["--tls-cert", args.tls_cert, "--tls-key", args.tls_key]
+        if args.compat_port:
+            read_args += ["--compat-port", str(args.compat_port), "--compat-tenant", args.compat_tenant]
+            if args.compat_keyless_changes:
+                read_args.append("--compat-keyless-changes")
+        url = supervisor.start(Child("read", read_args, child_env(**env), ready_key="LADDER_READ_URL"))
+        print(
+            f"Ladder is up: {url}  (console {url}/console; {stores}; venue {args.venue}). "
+            "Ctrl-C stops everything.",
+            flush=True,
+        )
+        supervisor.run_until_signal()
+    finally:
+        supervisor.stop()
+
+
+STORE_PASSWORD_FILE = "store-password"  # noqa: S105 - the name of the file that holds it
+
+
+def embedded_stores(data_dir: Path, log_dir: Path | None = None) -> tuple[list[Child], dict[str, str]]:
+    """The two Valkey servers ``ladder up`` supervises, and the variables that lead children to them.
+
+    The control store (tenants, key hashes, subscriptions, assignments, the pepper) keeps an
+    append-only file in ``data_dir/valkey``; the book store (snapshots, change messages, replica
+    counters, catalogs, the weight budget, rate limits, usage) keeps nothing on disk, as ingest
+    nodes republish everything in it. Both listen on loopback, on ports fixed for the session so
+    a restarted server is found where the children look, and ask for one password, generated
+    once into ``data_dir/store-password`` (``0600``); the children get it inside their URLs.
+    """
+    from ladder_cli.supervisor import Child, child_env
+    from ladder_process.embedded_valkey import READY_KEY, free_port, make_private, store_url
+
+    make_private(data_dir)
+    password = _store_password(data_dir / STORE_PASSWORD_FILE)
+    control_port = free_port()
+    books_port = free_port()
+    while books_port == control_port:
+        books_port = free_port()
+    server = ["ladder_process.embedded_valkey", "--password-file", str(data_dir / STORE_PASSWORD_FILE)]
+    children = [
+        Child(
+            "store-control",
+            [*server, str(data_dir / "valkey"), "--port", str(control_port)],
+            child_env(),
+            ready_key=READY_KEY,
+            log_path=None if log_dir is None else log_dir / "store-control.log",
+        ),
+        Child(
+            "store-books",
+            [*server, str(data_dir / "books"), "--port", str(books_port), "--volatile"],
+            child_env(),
+            ready_key=READY_KEY,
+            log_path=None if log_dir is None else log_dir / "store-books.log",
+        ),
+    ]
+    env = {
+        "LADDER_REDIS_URL": store_url("127.0.0.1", books_port, password),
+        "LADDER_CONTROL_REDIS_URL": store_url("127.0.0.1", control_port, password),
+    }
+    return children, env
+
+
+def _store_password(path: Path) -> str:
+    """The embedded stores' password: read from ``path``, or generated into it (owner-only)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        path.chmod(0o600)
+        return path.read_text().strip()
+    with os.fdopen(fd, "w") as file:
+        file.write(secrets.token_urlsafe(32))
+    return path.read_text().strip()
+
+
+FAKE_ALPACA_CREDENTIALS = ",".join(f"fake-alpaca-key-{i}:fake-alpaca-secret-{i}" for i in range(1, 9))
+"""The keys the fake venue accepts, each for one connection at a time, as Alpaca's plans do."""
+FAKE_ALPACA_ARGS = ("--alpaca-credentials", FAKE_ALPACA_CREDENTIALS, "--alpaca-connection-limit", "1")
+FAKE_EXCHANGES = "binance.com,binance.com-futures,alpaca-crypto"
+
+
+def fake_venue_env(url: str) -> dict[str, str]:
+    """Point every venue endpoint at the fake venue served at ``url``, Alpaca (and its keys) included
+    unless ``LADDER_EXCHANGES`` says otherwise."""
+    ws = "ws" + url.removeprefix("http")
+    return {
+        "LADDER_BINANCE_SPOT_REST_URL": url,
+        "LADDER_BINANCE_SPOT_WS_URL": ws,
+        "LADDER_BINANCE_FUTURES_REST_URL": url,
+        "LADDER_BINANCE_FUTURES_WS_URL": f"{ws}/public",
+        "LADDER_ALPACA_STREAM_URL": ws,
+        "LADDER_ALPACA_TRADING_URL": url,
+        "LADDER_ALPACA_CREDENTIALS": FAKE_ALPACA_CREDENTIALS,
+        "LADDER_EXCHANGES": os.environ.get("LADDER_EXCHANGES", FAKE_EXCHANGES),
+    }
+
+
+if __name__ == "__main__":
+    main()

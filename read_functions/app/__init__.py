@@ -1,0 +1,3 @@
+"""The application core: request and response values, the route table, dispatch, errors, parameters,
+the OpenAPI document.
+"""

@@ -1,0 +1,119 @@
+"""The request and response value types of the core: no server framework's types cross this line.
+
+Adapters (aiohttp, Lambda) translate into :class:`Request` and out of :class:`Response`; every
+handler is ``async def handler(request, deps) -> Response``. ``headers`` and ``query`` are plain
+mappings; header names are looked up in lower case, so an adapter passes either a
+case-insensitive mapping (aiohttp's) or a dict with lower-cased keys (API Gateway's).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING
+from urllib.parse import parse_qsl
+
+import orjson
+
+if TYPE_CHECKING:
+    from book_store.keys import BookKey
+    from control_plane.models import Principal
+
+JSON = "application/json"
+
+
+@dataclass(slots=True)
+class Request:
+    """One HTTP request as the core sees it.
+
+    ``raw_path`` keeps percent-escapes so that a market such as ``BTC%2FUSD`` stays one path
+    segment; the router decodes each segment. ``peer`` is the client's IP address as the adapter
+    saw it (empty when unknown), for limits per source. ``origin`` (``https://host``) and ``query_string``
+    are kept only to rebuild :attr:`url` when a route echoes it. ``path_params`` and
+    ``principal`` are filled in by the dispatcher once the route is known and the caller
+    authenticated.
+    """
+
+    method: str
+    raw_path: str
+    query: Mapping[str, str]
+    headers: Mapping[str, str]
+    body: bytes
+    request_id: str
+    origin: str = ""
+    query_string: str = ""
+    peer: str = ""
+    path_params: Mapping[str, str] = field(default_factory=dict)
+    principal: Principal | None = None
+
+    @property
+    def url(self) -> str:
+        """The URL as the caller sent it (built on demand: the read path never needs it)."""
+        query = f"?{self.query_string}" if self.query_string else ""
+        return f"{self.origin}{self.raw_path}{query}"
+
+
+@dataclass(slots=True)
+class Response:
+    """Status, headers and body bytes; ``content_type`` is kept apart because every adapter needs it.
+
+    ``stream`` is set only on an accepted ``/v1/stream`` request: an adapter that speaks
+    WebSocket upgrades the connection and runs the stream; others refuse it.
+    """
+
+    status: int
+    body: bytes = b""
+    content_type: str | None = JSON
+    headers: dict[str, str] = field(default_factory=dict)
+    stream: StreamPlan | None = None
+
+
+NO_QUERY: Mapping[str, str] = MappingProxyType({})
+
+_QUERY_CACHE_MAX = 1024
+_QUERY_CACHEABLE_LENGTH = 64
+_parsed_queries: dict[str, Mapping[str, str]] = {}
+
+
+def parse_query(query_string: str) -> Mapping[str, str]:
+    """The parameters of a query string, read-only; the first of repeated names wins.
+
+    Readers send the same few short query strings (``depth=100``) over and over, so short ones
+    are parsed once and shared. Long ones, and any that may carry a key (``api_key=``), are
+    parsed every time and never kept.
+    """
+    if not query_string:
+        return NO_QUERY
+    parsed = _parsed_queries.get(query_string)
+    if parsed is not None:
+        return parsed
+    params: dict[str, str] = {}
+    for name, value in parse_qsl(query_string, keep_blank_values=True):
+        params.setdefault(name, value)
+    parsed = MappingProxyType(params)
+    if len(query_string) <= _QUERY_CACHEABLE_LENGTH and "key" not in query_string:
+        if len(_parsed_queries) >= _QUERY_CACHE_MAX:
+            _parsed_queries.clear()
+        _parsed_queries[query_string] = parsed
+    return parsed
+
+
+def json_response(payload: object, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    """A JSON response from plain data (the control-plane routes; books use pre-encoded bytes)."""
+    return Response(status, orjson.dumps(payload), JSON, headers if headers is not None else {})
+
+
+def empty_response(status: int = 204) -> Response:
+    return Response(status, b"", None, {})
+
+
+@dataclass(frozen=True, slots=True)
+class StreamPlan:
+    """An authorized stream, handed from the core to an adapter that can speak WebSocket."""
+
+    book: BookKey
+    depth: int
+    principal: Principal
+    key: str | None
+    source: str  # the client's address, for the key's recheck

@@ -1,0 +1,3 @@
+"""Books for readers: the change feed, the process-local cache and its entries, pure rendering, reads
+and streams.
+"""

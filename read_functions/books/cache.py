@@ -1,0 +1,289 @@
+"""The process-local book cache: hot books cost no store round trip.
+
+Theory of operation
+-------------------
+Each cached book is an :class:`~read_functions.books.entry.Entry` holding the latest decoded
+snapshot of every replica (its head, and for a book published deeper than its head, its deep
+snapshot too). An entry is *live* once its change channel is subscribed (confirmed by the server)
+and its replicas have been fetched after that confirmation, and stays live until the cache drops it;
+meanwhile every published snapshot arrives on the
+:class:`~read_functions.books.change_feed.ChangeFeed` and replaces the replica's snapshot in place,
+so a read of a live book is a dict look-up (or none, for a caller that kept the entry: see
+:meth:`BookCache.entry`).
+
+A read of a book that is not live registers it and waits for the next *load batch*: all the books
+missed during one event-loop turn are subscribed with one ``SUBSCRIBE`` and fetched with one
+pipelined ``HGETALL`` each, so a burst of misses across many books costs two round trips, not two
+per book. A message that arrives while a book is loading is merged (the newer publish wins).
+
+When the feed's connection drops, messages may have been lost, so every entry is forgotten at
+once and the next read of each book loads it again. Books nobody read for ``idle_s`` (and that no
+stream watches) are unsubscribed by a sweep; while the feed is down, reads go to the store
+directly without caching.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+from typing import Any, cast
+
+import redis.asyncio as redis
+
+from book_store.codec import Snapshot, decode_message
+from book_store.keys import BookKey
+from book_store.reader import BookReader, StoredBook
+from ladder_process.errors import StoreError
+from read_functions.books.change_feed import ChangeFeed
+from read_functions.books.entry import Entry, Watcher
+from read_functions.telemetry import book_cache_hit
+
+log = logging.getLogger(__name__)
+
+
+class BookCache:
+    """Snapshots of the books this process reads, kept true by the change feed."""
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        redis_url: str | None,
+        *,
+        idle_s: float = 60.0,
+        standing: Mapping[str, Callable[[bytes], None]] | None = None,
+        on_reset: Callable[[], None] | None = None,
+        on_change: Callable[[Entry], None] | None = None,
+    ) -> None:
+        """``standing``: other channels the feed follows for good, each with its message handler;
+        ``on_reset`` is called when the feed dropped (after the cache itself was emptied);
+        ``on_change`` with every entry a change message updated, before its watchers."""
+        self._client = client
+        self._reader = BookReader(client)
+        self._idle_s = idle_s
+        self._entries: dict[BookKey, Entry] = {}
+        self._by_channel: dict[bytes, Entry] = {}
+        self._pending: list[Entry] = []
+        self._loader: asyncio.Task[None] | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._standing = {c.encode(): handler for c, handler in (standing or {}).items()}
+        self._after_reset = on_reset
+        self._on_change = on_change
+        self.feed = (
+            None
+            if redis_url is None
+            else ChangeFeed(redis_url, self._on_message, self._on_reset, standing=standing or ())
+        )
+        self.hits = 0
+        self.misses = 0
+        self.messages = 0
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    @property
+    def following(self) -> bool:
+        """True while changes reach the cache (or when it does not cache at all)."""
+        return self.feed is None or self.feed.connected
+
+    @property
+    def resets(self) -> int:
+        return 0 if self.feed is None else self.feed.resets
+
+    async def start(self, connect_timeout_s: float = 5.0) -> None:
+        if self.feed is not None:
+            self.feed.start()
+            await self.feed.wait_connected(connect_timeout_s)
+            self._spawn(self._sweep())
+
+    async def close(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        for task in list(self._tasks):
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        if self.feed is not None:
+            await self.feed.close()
+
+    # -- the read path -----------------------------------------------------------------------
+    async def entry(self, book: BookKey, last: Entry | None = None) -> Entry:
+        """The live entry of ``book``, loading it first if needed (the hot path returns at once).
+
+        ``last`` is the entry this caller got for ``book`` before: while it is live it is the
+        book's entry, so no look-up is needed (an entry stops being live when it is dropped)."""
+        entry = last if last is not None and last.live else self._entries.get(book)
+        if entry is not None and entry.live:
+            entry.touched = True
+            self.hits += 1
+            if book_cache_hit.get() is not True:  # a set copies the context's map: skip it when it holds
+                book_cache_hit.set(True)
+            return entry
+        self.misses += 1
+        book_cache_hit.set(False)
+        if self.feed is None or not self.feed.connected:
+            return await self._uncached(book)
+        if entry is None:
+            entry = self._register(book)
+        await asyncio.shield(entry.loaded)
+        return entry
+
+    async def entries(self, books: Sequence[BookKey]) -> list[Entry]:
+        """The live entries of many books, in order (a bulk read): the cached ones at once, and
+        every other one registered in this same turn, so that all of them load in one batch."""
+        found = [self._entries.get(book) for book in books]
+        missing = [i for i, entry in enumerate(found) if entry is None or not entry.live]
+        for entry in found:
+            if entry is not None:
+                entry.touched = True
+        self.hits += len(books) - len(missing)
+        if not missing:
+            return cast(list[Entry], found)
+        if self.feed is None or not self.feed.connected:
+            self.misses += len(missing)
+            stored = await self._fetch([books[i] for i in missing])  # one pipeline, nothing kept
+            loaded = [self._uncached_entry(books[i], s) for i, s in zip(missing, stored, strict=True)]
+        else:
+            loaded = await asyncio.gather(*(self.entry(books[i], found[i]) for i in missing))
+        for i, entry in zip(missing, loaded, strict=True):
+            found[i] = entry
+        return cast(list[Entry], found)
+
+    async def peek_many(self, books: Iterable[BookKey]) -> dict[BookKey, dict[int, Snapshot]]:
+        """Replicas of many books for a listing: live entries as they are, the rest in one pipeline.
+
+        Books fetched here are not subscribed: a listing must not pin thousands of books.
+        """
+        result: dict[BookKey, dict[int, Snapshot]] = {}
+        missing: list[BookKey] = []
+        for book in books:
+            entry = self._entries.get(book)
+            if entry is not None and entry.live:
+                result[book] = entry.replicas
+            else:
+                missing.append(book)
+        if missing:
+            for book, stored in zip(missing, await self._fetch(missing), strict=True):
+                result[book] = stored.heads
+        return result
+
+    def watch(self, book: BookKey, watcher: Watcher) -> None:
+        """Call ``watcher.changed`` on every change of ``book`` (the book stays cached meanwhile)."""
+        if self.feed is None:
+            raise StoreError("this book cache follows no changes; streams need the server")
+        entry = self._entries.get(book) or self._register(book)
+        entry.watchers.add(watcher)
+
+    def unwatch(self, book: BookKey, watcher: Watcher) -> None:
+        entry = self._entries.get(book)
+        if entry is not None:
+            entry.watchers.discard(watcher)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    # -- loading -----------------------------------------------------------------------------
+    def _register(self, book: BookKey) -> Entry:
+        entry = Entry(book, asyncio.get_running_loop().create_future())
+        self._entries[book] = entry
+        self._by_channel[entry.channel] = entry
+        self._pending.append(entry)
+        if self._loader is None:
+            self._loader = asyncio.get_running_loop().create_task(self._load_batch())
+        return entry
+
+    async def _load_batch(self) -> None:
+        await asyncio.sleep(0)  # every miss of this loop turn joins the batch
+        batch, self._pending, self._loader = self._pending, [], None
+        try:
+            assert self.feed is not None  # only a following cache registers entries
+            await self.feed.subscribe(entry.book.channel for entry in batch)
+            fetched = await self._fetch([entry.book for entry in batch])
+        except StoreError as exc:
+            for entry in batch:
+                self._forget(entry)
+                _fail(entry.loaded, exc)
+            return
+        for entry, stored in zip(batch, fetched, strict=True):
+            for snapshots in stored:
+                for replica, snapshot in snapshots.items():
+                    entry.apply(replica, snapshot)
+            # An entry forgotten meanwhile (feed reset) still answers its waiting readers.
+            entry.live = self._entries.get(entry.book) is entry
+            if not entry.loaded.done():
+                entry.loaded.set_result(None)
+            for watcher in list(entry.watchers):
+                watcher.changed(entry)
+
+    async def _fetch(self, books: list[BookKey]) -> list[StoredBook]:
+        fetched = await self._reader.stored_many(books)
+        return [fetched[book] for book in books]
+
+    async def _uncached(self, book: BookKey) -> Entry:
+        return self._uncached_entry(book, await self._reader.stored(book))
+
+    def _uncached_entry(self, book: BookKey, stored: StoredBook) -> Entry:
+        """An entry for one read, outside the cache (the feed is down, or there is none)."""
+        entry = Entry(book, asyncio.get_running_loop().create_future())
+        entry.replicas, entry.deeps = stored
+        return entry
+
+    def _forget(self, entry: Entry) -> None:
+        entry.live = False
+        if self._entries.get(entry.book) is entry:
+            del self._entries[entry.book]
+            self._by_channel.pop(entry.channel, None)
+
+    # -- the change feed ---------------------------------------------------------------------
+    def _on_message(self, channel: bytes, data: bytes | memoryview) -> None:
+        entry = self._by_channel.get(channel)
+        if entry is None:
+            handler = self._standing.get(channel)
+            if handler is not None:
+                handler(bytes(data))
+            return
+        self.messages += 1
+        try:  # only the header is decoded here: most snapshots are replaced before anyone reads them
+            replica, raw = decode_message(data)
+            snapshot = Snapshot(raw)
+        except StoreError as exc:
+            log.warning("ignoring an undecodable change message for %s: %s", entry.book, exc)
+            return
+        if not entry.apply(replica, snapshot):
+            return
+        if self._on_change is not None:
+            self._on_change(entry)
+        for watcher in list(entry.watchers):
+            watcher.changed(entry)
+
+    def _on_reset(self) -> None:
+        entries = list(self._entries.values())
+        self._entries.clear()
+        self._by_channel.clear()
+        for entry in entries:
+            entry.live = False
+            for watcher in list(entry.watchers):
+                watcher.reset()
+        if self._after_reset is not None:
+            self._after_reset()
+
+    async def _sweep(self) -> None:
+        """Unsubscribe books that were neither read nor watched for between idle_s/2 and idle_s."""
+        while True:
+            await asyncio.sleep(self._idle_s / 2)
+            idle = [e for e in self._entries.values() if e.live and not e.touched and not e.watchers]
+            for entry in self._entries.values():
+                entry.touched = False
+            for entry in idle:
+                self._forget(entry)
+            if self.feed is not None:
+                self.feed.unsubscribe(entry.book.channel for entry in idle)
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+
+def _fail(future: asyncio.Future[None], exc: BaseException) -> None:
+    if not future.done():
+        future.set_exception(exc)
+        future.exception()  # a reader may be gone; do not warn about an unretrieved exception

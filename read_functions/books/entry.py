@@ -1,0 +1,180 @@
+"""One cached book: its replicas' snapshots, the replica a read serves, and its rendered views.
+
+An entry owns what is rendered of it (:mod:`read_functions.books.render` does the rendering): the
+views of the snapshot last served, by depth and side, and its top of book. A change message
+replaces a replica's snapshot in place (:meth:`Entry.apply`), and :meth:`Entry.rerender` renders the
+views readers used again while the new snapshot's bytes are still in the CPU's caches.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Protocol
+
+from book_store.codec import BookStatus, Snapshot
+from book_store.keys import BookKey
+from book_store.reader import choose_replica
+from read_functions.books.render import (
+    BookView,
+    Side,
+    TopView,
+    names_json,
+    render,
+    render_top,
+    render_unsynced_top,
+)
+
+MAX_VIEWS = 16
+"""Views kept per book: a few depths in use at once; a caller cycling through depths cannot make a
+book hold more than this many rendered copies."""
+
+
+class Watcher(Protocol):
+    """Something (a stream) that wants every change of one book."""
+
+    def changed(self, entry: Entry) -> None: ...
+
+    def reset(self) -> None:
+        """The cache was dropped: the watcher must watch again to keep receiving changes."""
+
+
+class Entry:
+    """One cached book: its replicas' snapshots and per-book state of the read path."""
+
+    __slots__ = ("__weakref__", "_chosen", "_chosen_silence", "_chosen_until", "book", "channel",
+                 "deep_views", "deep_views_of", "deeps", "live", "loaded", "names_json", "replicas",
+                 "top", "touched", "views", "views_of", "views_read", "watchers")  # fmt: skip
+
+    def __init__(self, book: BookKey, loaded: asyncio.Future[None]) -> None:
+        self.book = book
+        self.channel = book.channel.encode()
+        self.replicas: dict[int, Snapshot] = {}
+        """Each replica's head snapshot: what replicas are chosen by, and most reads are served from."""
+        self.deeps: dict[int, Snapshot] = {}
+        """Each replica's deep snapshot, for a book published deeper than its head."""
+        self.live = False
+        self.loaded = loaded
+        self.touched = True
+        self.watchers: set[Watcher] = set()
+        # Rendered responses of the replica last served, whether a reader used them since they
+        # were rendered, and the book's names as JSON, rendered once (see :meth:`Entry.view`).
+        self.views: dict[tuple[int, Side], BookView] = {}
+        self.views_of: Snapshot | None = None
+        self.views_read = False
+        self.deep_views: dict[tuple[int, Side], BookView] = {}
+        self.deep_views_of: Snapshot | None = None
+        self.names_json: bytes | None = None
+        # The book's rendered top of book (see :meth:`Entry.top_view`), with the snapshot it shows.
+        self.top: TopView | None = None
+        # The replica choice, kept until a replica changes or the chosen one falls silent.
+        self._chosen: Snapshot | None = None
+        self._chosen_until = -1
+        self._chosen_silence = -1
+
+    def apply(self, replica: int, snapshot: Snapshot) -> bool:
+        """Keep ``snapshot`` unless the stored one was published later; True if it was kept."""
+        kept = self.deeps if snapshot.deep else self.replicas
+        old = kept.get(replica)
+        if old is not None and old.recency > snapshot.recency:
+            return False
+        kept[replica] = snapshot
+        if not snapshot.deep:
+            self._chosen_until = -1
+        return True
+
+    def deep_of(self, head: Snapshot, now_ms: int, max_silence_ms: int) -> Snapshot | None:
+        """The deep snapshot of ``head``'s replica, if it may be served: synced, and either at the
+        head's update id (the head vouches for it: nothing changed since) or heard from within
+        ``max_silence_ms`` (a book that keeps changing rewrites it every second or so)."""
+        deep = self.deeps.get(head.replica)
+        if deep is None or deep.status is not BookStatus.SYNCED:
+            return None
+        if deep.update_id != head.update_id and now_ms - deep.publish_time > max_silence_ms:
+            return None
+        return deep
+
+    def served(self, now_ms: int, max_silence_ms: int) -> Snapshot | None:
+        """:func:`~book_store.reader.choose_replica` of the replicas, chosen once per change.
+
+        Time alone can only disqualify a replica (by silence), never qualify one or reorder the
+        rest, so a choice holds until a replica changes or the chosen one's silence runs out. A
+        read then touches none of the replicas' metadata: with reads spread over thousands of
+        books, each object a read touches is likely a cache miss.
+        """
+        if now_ms <= self._chosen_until and max_silence_ms == self._chosen_silence:
+            return self._chosen
+        chosen = self._chosen = choose_replica(self.replicas.values(), now_ms, max_silence_ms)
+        self._chosen_until = -1 if chosen is None else chosen.publish_time + max_silence_ms
+        self._chosen_silence = max_silence_ms
+        return chosen
+
+    def view(self, snapshot: Snapshot, depth: int, side: Side) -> BookView:
+        """The cached view of ``snapshot`` for ``depth`` (at most what it holds) and ``side``
+        (rendered on first use). A deep snapshot's views are kept apart, so that deep and head reads
+        of one book do not throw each other's away."""
+        self.views_read = True
+        if self.views_of is not snapshot:
+            if snapshot.deep:
+                if self.deep_views_of is not snapshot:
+                    self.deep_views.clear()
+                    self.deep_views_of = snapshot
+                return self._cached(self.deep_views, snapshot, depth, side)
+            self.views.clear()
+            self.views_of = snapshot
+        return self._cached(self.views, snapshot, depth, side)
+
+    def _cached(
+        self, views: dict[tuple[int, Side], BookView], snapshot: Snapshot, depth: int, side: Side
+    ) -> BookView:
+        key = (depth, side)
+        view = views.get(key)
+        if view is None:
+            if len(views) >= MAX_VIEWS:
+                views.clear()
+            view = views[key] = render(self.names, snapshot, depth, side)
+        return view
+
+    def rerender(self, now_ms: int, max_silence_ms: int) -> None:
+        """A change message updated this entry: render its new views now, while the snapshot's bytes are
+        still in the CPU's caches, if readers used the old ones; else just let the old ones go.
+
+        With books changing faster than they are read, most reads would otherwise find a new snapshot
+        and render it from memory that has gone cold; a book nobody reads stops being rendered after
+        one change. A read still checks that a view belongs to the replica it serves.
+        """
+        if not self.views:
+            self.views_of = None
+            self.views_read = False
+            return
+        snapshot = self.served(now_ms, max_silence_ms)
+        if snapshot is self.views_of:
+            return  # another replica changed: the views of the one served still hold
+        keys = list(self.views) if self.views_read else []
+        self.views.clear()
+        self.views_of = None
+        self.views_read = False
+        if snapshot is None or not keys:
+            return
+        self.views_of = snapshot
+        names = self.names
+        for depth, side in keys:
+            self.views[depth, side] = render(names, snapshot, depth, side)
+
+    @property
+    def names(self) -> bytes:
+        """The entry's :func:`names_json`, rendered on its first view and kept with it."""
+        names = self.names_json
+        if names is None:
+            names = self.names_json = names_json(self.book)
+        return names
+
+    def top_view(self, snapshot: Snapshot) -> TopView:
+        """The top of ``snapshot`` (the replica served), rendered on first use."""
+        top = self.top
+        if top is None or top.snapshot is not snapshot:
+            top = self.top = render_top(self.names, snapshot)
+        return top
+
+    def unsynced_top(self, status: str) -> bytes:
+        """A book no replica of which may be served: its names and how it is doing, no prices."""
+        return render_unsynced_top(self.names, status)

@@ -1,0 +1,128 @@
+"""Book streams: one message per published snapshot, and never a backlog for a slow client.
+
+Theory of operation
+-------------------
+A stream watches its book in the :class:`~read_functions.books.cache.BookCache`; every change
+only sets a flag, because the cache entry itself always holds the newest snapshot of every
+replica. The sender loop waits for the flag, renders the replica it would serve to a read of the
+same book, and sends it; while a send is blocked on a slow client, further changes just set the
+flag again, so the client receives the newest snapshot next and the ones in between are dropped
+(conflated). Memory per stream is one flag and one reference, whatever the publish rate.
+
+The caller's key and entitlement are checked again every ``recheck_s``: a revoked key or a
+dropped subscription ends the stream with close code 4000 + the HTTP status (4401, 4403).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+
+from control_plane.errors import InvalidRequestError
+from ladder_process.clock import now_ms
+from ladder_process.errors import LadderError
+from read_functions.app.errors import status_for
+from read_functions.app.messages import Request, Response, StreamPlan
+from read_functions.app.params import int_param
+from read_functions.books.entry import Entry
+from read_functions.books.read import authorize_book, deeper_view
+from read_functions.books.render import BookView, Side
+from read_functions.deps import Deps
+from read_functions.tenancy.access import presented_key
+
+CLOSE_BASE = 4000
+
+
+async def open_stream(request: Request, deps: Deps) -> Response:
+    """``GET /v1/stream``: validate and authorize; the adapter then upgrades the connection."""
+    query = request.query
+    exchange, market = query.get("exchange"), query.get("market")
+    if not exchange or not market:
+        raise InvalidRequestError("exchange and market are required query parameters")
+    depth = int_param(query, "depth", lo=1, hi=deps.settings.max_depth) or deps.settings.default_depth
+    assert request.principal is not None
+    book = (await authorize_book(deps, request.principal, exchange, market)).key
+    if (request.headers.get("upgrade") or "").lower() != "websocket":
+        raise InvalidRequestError("this route needs a WebSocket upgrade (Upgrade: websocket)")
+    key = presented_key(request, query_allowed=True)
+    plan = StreamPlan(book, depth, request.principal, key, request.peer)
+    return Response(101, b"", None, {}, stream=plan)
+
+
+class BookStream:
+    """The conflating state of one stream (a :class:`~read_functions.books.cache.Watcher`)."""
+
+    def __init__(self, deps: Deps, plan: StreamPlan, *, recheck_s: float = 1.0) -> None:
+        self._deps = deps
+        self._plan = plan
+        self._recheck_s = recheck_s
+        self._wake = asyncio.Event()
+        self._entry: Entry | None = None
+        self._rewatch = False
+        self._sent: BookView | None = None
+        self._checked_at = time.monotonic()
+        self.conflated = 0
+
+    def changed(self, entry: Entry) -> None:
+        if self._wake.is_set():
+            self.conflated += 1
+        self._entry = entry
+        self._wake.set()
+
+    def reset(self) -> None:
+        self._rewatch = True
+        self._wake.set()
+
+    def start(self) -> None:
+        self._deps.books.watch(self._plan.book, self)
+        self._wake.set()  # send the current snapshot at once
+
+    def stop(self) -> None:
+        self._deps.books.unwatch(self._plan.book, self)
+
+    async def next_message(self) -> bytes:
+        """Wait for the next snapshot to send (raises a LadderError when the caller lost access)."""
+        while True:
+            timeout = max(0.0, self._checked_at + self._recheck_s - time.monotonic())
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout)
+            if time.monotonic() - self._checked_at >= self._recheck_s:
+                await self._recheck()
+            if not self._wake.is_set():
+                continue
+            self._wake.clear()
+            if self._rewatch:
+                self._rewatch = False
+                self._deps.books.watch(self._plan.book, self)
+            entry = self._entry or await self._deps.books.entry(self._plan.book)
+            message = self._render(entry)
+            if message is not None:
+                return message
+
+    def _render(self, entry: Entry) -> bytes | None:
+        now = now_ms()
+        deps, depth = self._deps, self._plan.depth
+        head = entry.served(now, deps.settings.max_silence_ms)
+        if head is None:
+            return None
+        view = entry.view(head, depth, Side.BOTH)
+        since = view.known_time
+        if view.truncated:
+            view, since, _ = deeper_view(deps, entry, head, view, depth, Side.BOTH, now)
+        if view is self._sent:  # a view is rendered once per snapshot: the same one was sent
+            return None
+        self._sent = view
+        return view.body(max(0, now - since))
+
+    async def _recheck(self) -> None:
+        self._checked_at = time.monotonic()
+        plan = self._plan
+        if plan.key is not None:
+            await self._deps.access.principal(plan.key, source=plan.source)
+        await authorize_book(self._deps, plan.principal, plan.book.exchange, plan.book.market)
+
+
+def close_code(exc: LadderError) -> int:
+    """The WebSocket close code of an error: 4000 + its HTTP status."""
+    return CLOSE_BASE + status_for(exc)

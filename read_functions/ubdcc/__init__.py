@@ -1,0 +1,1 @@
+"""The UBDCC dialect: its wire conventions, its routes, and the tenant its compat listener serves."""

@@ -1,0 +1,213 @@
+"""The arrows of docs/architecture.md, checked on every import the code makes.
+
+Every import counts: module level, inside functions and under ``TYPE_CHECKING`` alike, because a
+type-only import that points the wrong way still inverts the layers for a reader. The test fails
+when a package imports one it must not (the table below), when any import circle appears, when
+the ingest core reaches for I/O, or when a folder grows past what a newcomer can take in at once.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Collection, Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+PACKAGES = {
+    "ladder_process": ROOT / "ladder_process",
+    "book_store": ROOT / "book_store",
+    "control_plane": ROOT / "control_plane",
+    "ingest_nodes": ROOT / "ingest_nodes",
+    "read_functions": ROOT / "read_functions",
+    "fake_venue": ROOT / "fake_venue",
+    "ladder_cli": ROOT / "ladder_cli",
+    "bench": ROOT / "bench",
+    "ladder_sdk": ROOT / "sdk" / "ladder_sdk",
+}
+
+MAY_IMPORT: dict[str, set[str]] = {
+    "ladder_process": set(),
+    "book_store": {"ladder_process"},
+    "control_plane": {"book_store", "ladder_process"},
+    "ingest_nodes": {"control_plane", "book_store", "ladder_process"},
+    "read_functions": {"control_plane", "book_store", "ladder_process"},
+    # An independent imitation of the venues: sharing Ladder's code would let it share its bugs.
+    "fake_venue": set(),
+    "ladder_cli": set(PACKAGES) - {"ladder_cli", "ladder_sdk"},
+    "bench": set(PACKAGES) - {"bench"},
+    # What customers install: nothing of the server.
+    "ladder_sdk": set(),
+}
+"""Which other Ladder packages each package may import (ingest and read never import each other,
+the contract imports nothing above it, the SDK nothing of the server)."""
+
+INGEST_LAYERS: dict[str, set[str]] = {
+    "core": {"core"},
+    "venues": {"core", "venues", "settings"},
+    "ops": {"core", "ops"},
+}
+"""Within ``ingest_nodes``, what each folder may import of it (``runtime`` may import all)."""
+
+CORE_FORBIDDEN = {"asyncio", "aiohttp", "websockets", "redis", "socket", "time", "opentelemetry"}
+"""The ingest core is pure: no sockets, no event loop, no clock."""
+
+CORE_MAY_IMPORT = ("ingest_nodes.core", "ladder_process.errors")
+
+MAX_MODULES_PER_FOLDER = 10
+
+
+def module_name(path: Path, package: str) -> str:
+    parts = path.relative_to(PACKAGES[package]).with_suffix("").parts
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join((package, *parts))
+
+
+def modules() -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    for package, folder in PACKAGES.items():
+        for path in folder.rglob("*.py"):
+            found[module_name(path, package)] = path
+    return found
+
+
+def imported(name: str, path: Path, known: Collection[str]) -> Iterator[str]:
+    """Every absolute module name ``path`` imports, whatever the import's position (``from a import
+    b`` names ``a.b`` when that is a module, else ``a``)."""
+    is_package = path.name == "__init__.py"
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = name.split(".") if is_package else name.split(".")[:-1]
+                base = base[: len(base) - node.level + 1]
+                module = ".".join([*base, node.module] if node.module else base)
+            else:
+                module = node.module or ""
+            for alias in node.names:
+                submodule = f"{module}.{alias.name}"
+                yield submodule if submodule in known else module
+
+
+def graph() -> dict[str, set[str]]:
+    """Ladder module -> the Ladder modules it imports."""
+    known = modules()
+    edges: dict[str, set[str]] = {}
+    for name, path in known.items():
+        targets = set()
+        for target in imported(name, path, known):
+            while target and target not in known:
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                targets.add(target)
+        edges[name] = targets
+    return edges
+
+
+GRAPH = graph()
+
+
+def test_the_scan_sees_the_whole_house() -> None:
+    assert "read_functions.books.cache" in GRAPH
+    assert "ingest_nodes.runtime.replica" in GRAPH["ingest_nodes.runtime.node"]
+    assert "book_store.codec" in GRAPH["book_store.reader"]
+
+
+@pytest.mark.parametrize("package", sorted(PACKAGES))
+def test_a_package_imports_only_what_its_arrows_allow(package: str) -> None:
+    wrong = sorted(
+        f"{source} -> {target}"
+        for source, targets in GRAPH.items()
+        if source.split(".")[0] == package
+        for target in targets
+        if (other := target.split(".")[0]) != package and other not in MAY_IMPORT[package]
+    )
+    assert not wrong, "imports against the arrows of docs/architecture.md:\n" + "\n".join(wrong)
+
+
+def test_ingest_folders_import_only_their_layers() -> None:
+    wrong = []
+    for source, targets in GRAPH.items():
+        parts = source.split(".")
+        if parts[0] != "ingest_nodes" or len(parts) < 2 or parts[1] not in INGEST_LAYERS:
+            continue
+        for target in targets:
+            inner = target.split(".")
+            if inner[0] == "ingest_nodes" and inner[1] not in INGEST_LAYERS[parts[1]]:
+                wrong.append(f"{source} -> {target}")
+    assert not wrong, "\n".join(sorted(wrong))
+
+
+def test_the_ingest_core_does_no_io() -> None:
+    known = modules()
+    wrong = sorted(
+        f"{name} imports {target}"
+        for name, path in known.items()
+        if name.startswith("ingest_nodes.core")
+        for target in imported(name, path, known)
+        if target.split(".")[0] in CORE_FORBIDDEN
+        or (target.split(".")[0] in MAY_IMPORT and not target.startswith(CORE_MAY_IMPORT))
+    )
+    assert not wrong, "\n".join(wrong)
+
+
+def test_no_import_circle_type_imports_included() -> None:
+    circles = [sorted(group) for group in strongly_connected(GRAPH) if len(group) > 1]
+    assert not circles, "import circles:\n" + "\n".join(" <-> ".join(c) for c in circles)
+
+
+@pytest.mark.parametrize("package", ["read_functions", "ingest_nodes"])
+def test_no_folder_holds_more_modules_than_a_newcomer_can_take_in(package: str) -> None:
+    crowded = {
+        str(folder.relative_to(ROOT)): count
+        for folder in [PACKAGES[package], *PACKAGES[package].rglob("*")]
+        if folder.is_dir()
+        and (count := sum(1 for p in folder.glob("*.py") if p.stem not in ("__init__", "__main__")))
+        > MAX_MODULES_PER_FOLDER
+    }
+    assert not crowded, crowded
+
+
+def strongly_connected(edges: dict[str, set[str]]) -> list[set[str]]:
+    """Tarjan's algorithm, iterative (the graph has hundreds of modules)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[set[str]] = []
+    for root in edges:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(edges[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(edges.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                group = set()
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    group.add(member)
+                    if member == node:
+                        break
+                groups.append(group)
+    return groups
