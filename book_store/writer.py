@@ -25,6 +25,11 @@ A writer can be *fenced*: it keeps recording (the newest snapshot per replica, a
 sends nothing until it is unfenced. An ingest node fences its writer when it may have been
 declared dead, so that when it reaches the store again it writes nothing of replicas that were
 taken from it meanwhile (it removes those first, and the removals are what it sends).
+
+On a cluster the change messages are *sharded* (``SPUBLISH``): each goes only through the shard
+that owns its book's slot, where a plain ``PUBLISH`` would be copied to every node of the cluster.
+``RedisCluster``'s pipeline splits the batch per shard, and the deep snapshot's script goes as
+``EVAL`` (a cluster pipeline does not load scripts first).
 """
 
 from __future__ import annotations
@@ -35,10 +40,12 @@ import logging
 import time
 from collections.abc import Callable
 
-import redis.asyncio as redis
+from redis.asyncio.client import Pipeline
+from redis.asyncio.cluster import ClusterPipeline, RedisCluster
 from redis.exceptions import NoScriptError, RedisError
 
 from book_store.codec import encode_message, tombstone
+from book_store.connect import StoreClient
 from book_store.keys import BookKey, snapshot_field
 
 log = logging.getLogger(__name__)
@@ -55,6 +62,7 @@ return 0
 # forgot it (a restart). redis-py's Script would ask the store whether it knows the script before
 # every pipeline: one more round trip per deep flush.
 _STORE_AND_PUBLISH_SHA = hashlib.sha1(_STORE_AND_PUBLISH.encode(), usedforsecurity=False).hexdigest()
+_STORE_AND_SPUBLISH = _STORE_AND_PUBLISH.replace("'PUBLISH'", "'SPUBLISH'")
 
 
 class _Queue:
@@ -77,7 +85,7 @@ class BookWriter:
 
     def __init__(
         self,
-        client: redis.Redis,
+        client: StoreClient,
         *,
         on_flush: Callable[[int, float], None] | None = None,
     ) -> None:
@@ -86,7 +94,8 @@ class BookWriter:
         self._heads = _Queue(deep=False)
         self._deeps = _Queue(deep=True)
         self._on_flush = on_flush
-        self._script_known = False
+        self._sharded = isinstance(client, RedisCluster)
+        self._script_known = self._sharded  # a cluster is sent the script itself (EVAL)
         self._fenced = False
 
     @property
@@ -178,20 +187,22 @@ class BookWriter:
 
     def _pipeline(
         self, batch: dict[tuple[BookKey, int], bytes | None], *, deep: bool
-    ) -> redis.client.Pipeline:
+    ) -> Pipeline | ClusterPipeline:
         pipe = self._client.pipeline(transaction=False)
+        publish = pipe.spublish if self._sharded else pipe.publish
         now_ms = time.time_ns() // 1_000_000
         for (book, replica), snapshot in batch.items():
             field = snapshot_field(replica, deep=deep)
             if snapshot is None:
                 pipe.hdel(book.snapshots, field)
-                pipe.publish(
-                    book.channel, encode_message(replica, tombstone(replica, deep=deep, now_ms=now_ms))
-                )
+                publish(book.channel, encode_message(replica, tombstone(replica, deep=deep, now_ms=now_ms)))
+            elif deep and self._sharded:
+                message = encode_message(replica, snapshot)
+                pipe.eval(_STORE_AND_SPUBLISH, 2, book.snapshots, book.channel, field, message)
             elif deep:
                 message = encode_message(replica, snapshot)
                 pipe.evalsha(_STORE_AND_PUBLISH_SHA, 2, book.snapshots, book.channel, field, message)
             else:
                 pipe.hset(book.snapshots, field, snapshot)
-                pipe.publish(book.channel, encode_message(replica, snapshot))
+                publish(book.channel, encode_message(replica, snapshot))
         return pipe

@@ -19,8 +19,10 @@ import re
 from collections.abc import AsyncIterator
 
 import redis.asyncio as redis
+from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import RedisError
 
+from book_store.connect import StoreClient
 from control_plane.errors import InvalidRequestError, NotFoundError
 from control_plane.models import NodeInfo, ReplicaAssignment
 from control_plane.stores.base import ControlStore
@@ -42,7 +44,7 @@ class AssignmentClient:
 
     def __init__(
         self,
-        client: redis.Redis | ControlStore,
+        client: StoreClient | ControlStore,
         *,
         prefix: str = "ladder:",
         clock: Clock = now_ms,
@@ -50,7 +52,7 @@ class AssignmentClient:
         resync_s: float = 5.0,
     ) -> None:
         self._store: ControlStore = (
-            RedisControlStore(client, prefix) if isinstance(client, redis.Redis) else client
+            RedisControlStore(client, prefix) if isinstance(client, (redis.Redis, RedisCluster)) else client
         )
         self._clock = clock
         self._poll_s = poll_s

@@ -50,10 +50,10 @@ async def _serve(settings: IngestSettings) -> None:
 
     loop.add_signal_handler(signal.SIGTERM, stop.set)
     loop.add_signal_handler(signal.SIGINT, stop_now)
-    client = store_client(settings.redis_url, settings.redis_password)
+    client = store_client(settings.redis_url, settings.redis_password, cluster=settings.redis_cluster)
     control = client
     if settings.control_redis_url:
-        control = store_client(settings.control_redis_url, settings.redis_password)
+        control = store_client(settings.control_redis_url, settings.redis_password, cluster=None)
     node_ids = {"service.instance.id": settings.node_id, "ladder.node_id": settings.node_id}
     pipeline = Telemetry.from_env("ladder-ingest", resource_attributes=node_ids)
     async with aiohttp.ClientSession() as session, serve_metrics(pipeline.render_prometheus):

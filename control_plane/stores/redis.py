@@ -39,11 +39,11 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-import redis.asyncio as redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from book_store.connect import StoreClient
 from book_store.keys import BookKey
 from control_plane.depth import DEFAULT_DEPTH, DEFAULT_MAX_DEPTH
 from control_plane.errors import (
@@ -206,7 +206,7 @@ def _flat(pairs: Mapping[str, str]) -> list[str]:
 class RedisControlStore:
     """:class:`~control_plane.stores.base.ControlStore` on Redis; see the module docstring."""
 
-    def __init__(self, client: redis.Redis, prefix: str = "ladder:") -> None:
+    def __init__(self, client: StoreClient, prefix: str = "ladder:") -> None:
         if "{" in prefix or "}" in prefix:
             raise ConfigurationError("LADDER_CONTROL_PREFIX must not contain braces (the hash tag)")
         self._client = client
@@ -224,7 +224,7 @@ class RedisControlStore:
         self._release_lease = client.register_script(lua.RELEASE_LEASE)
 
     @property
-    def client(self) -> redis.Redis:
+    def client(self) -> StoreClient:
         """The borrowed client (the assignment client subscribes to notifications on it)."""
         return self._client
 
