@@ -23,8 +23,8 @@ that is deeper than ``head_levels``:
   ``_ONE_TURN_LEVELS`` levels a side is spread over three event-loop turns: the first takes its
   levels (one atomic state: a level's bytes never change in place, a change replaces them), the
   second and third encode a side each. A 5000-level encode in one go holds the loop for over a
-  millisecond; in three steps no turn holds it much more than half of one, and the events of
-  other books go in between.
+  millisecond; in three steps no turn holds it that long, and the events of other books go in
+  between.
 
 So a 5000-level book changing ten times a second costs ten 100-level encodes and writes a second
 plus one 5000-level one every 2.5 s (at the default 2000 levels a second), not ten 5000-level
