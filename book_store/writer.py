@@ -160,18 +160,19 @@ class BookWriter:
             batch, queue.pending = queue.pending, {}
             started = time.perf_counter()  # loop.time() has 1 ms resolution under uvloop
             queue.sending = True
+            failure: Exception | None = None
             try:
                 if queue.deep and not self._script_known:
                     await self._client.script_load(_STORE_AND_PUBLISH)
                     self._script_known = True
                 await self._pipeline(batch, deep=queue.deep).execute()
-                failure: Exception | None = None
             except (RedisError, OSError) as exc:
                 failure = exc
-            queue.sending = False
-            callbacks, queue.after_send = queue.after_send, []
-            for callback in callbacks:
-                callback()
+            finally:  # cancelled too: whoever waits for the answer must not wait forever
+                queue.sending = False
+                callbacks, queue.after_send = queue.after_send, []
+                for callback in callbacks:
+                    callback()
             if failure is not None:
                 # Keep the newest version of each failed write unless a newer one arrived.
                 for key, value in batch.items():
