@@ -95,4 +95,4 @@ def test_a_primary_killed_under_load_costs_only_its_books_a_few_seconds(
         assert max(gaps) < 2.0, (market, max(gaps))
     assert recovered_at - killed_at < RECOVERY_S
     assert any(t > recovered_at for t in load.stream_messages), "the stream flows after the failover"
-    print(load.report("cluster primary kill -9", killed_at, recovered_at))
+    load.report("cluster primary kill -9", killed_at, recovered_at)
