@@ -32,6 +32,7 @@ import redis.asyncio as aioredis
 from redis.asyncio.cluster import RedisCluster
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialWithJitterBackoff
+from redis.exceptions import RedisError
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +77,19 @@ def store_client(
     return aioredis.Redis.from_pool(pool)
 
 
+async def opened(client: StoreClient) -> StoreClient:
+    """``client``, ready for calls from many tasks at once: a cluster client reads its slot map
+    first. redis-py's ``RedisCluster`` (8.1) used by many calls at once before it has one fails some
+    of them inside a connection (``AttributeError``, not a store error). A cluster that cannot be
+    reached now is read on the first call instead."""
+    if isinstance(client, RedisCluster):
+        try:
+            await client.initialize()
+        except RedisError as exc:
+            log.warning("the cluster's slot map cannot be read yet (%s); the first call reads it", exc)
+    return client
+
+
 def is_cluster(url: str, password: Secret | None = None, *, timeout_s: float = 2.0) -> bool:
     """Whether the node ``url`` names runs in cluster mode (``INFO cluster``); False if it cannot say."""
     secret = password.get_secret_value() if password is not None else None
@@ -84,7 +98,7 @@ def is_cluster(url: str, password: Secret | None = None, *, timeout_s: float = 2
             url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s, password=secret or None
         ) as client:
             return bool(client.info("cluster").get("cluster_enabled"))
-    except redis.RedisError as exc:
+    except RedisError as exc:
         log.warning(
             "could not ask %s whether it is a cluster (%s); taking it for a single node "
             "(set LADDER_REDIS_CLUSTER to say)",

@@ -19,7 +19,7 @@ import re
 from collections.abc import AsyncIterator
 
 import redis.asyncio as redis
-from redis.asyncio.cluster import RedisCluster
+from redis.asyncio.cluster import ClusterPubSub, RedisCluster
 from redis.exceptions import RedisError
 
 from book_store.connect import StoreClient
@@ -114,12 +114,16 @@ class AssignmentClient:
         self, store: RedisControlStore, node_id: str
     ) -> AsyncIterator[list[ReplicaAssignment]]:
         pubsub = store.client.pubsub()
+        next_message = pubsub.get_sharded_message if isinstance(pubsub, ClusterPubSub) else pubsub.get_message
         try:
-            await pubsub.subscribe(store.assignment_channel(node_id))
+            if isinstance(pubsub, ClusterPubSub):  # on a cluster the store announces with SPUBLISH
+                await pubsub.ssubscribe(store.assignment_channel(node_id))
+            else:
+                await pubsub.subscribe(store.assignment_channel(node_id))
             while True:
                 yield await self.assignments(node_id)
-                await pubsub.get_message(ignore_subscribe_messages=True, timeout=self._resync_s)
-                while await pubsub.get_message(ignore_subscribe_messages=True, timeout=0) is not None:
+                await next_message(ignore_subscribe_messages=True, timeout=self._resync_s)
+                while await next_message(ignore_subscribe_messages=True, timeout=0) is not None:
                     pass  # several changes since the last read: one read covers them all
         except RedisError as exc:
             raise StoreUnavailableError("lost the assignment notifications (Redis)") from exc

@@ -6,7 +6,7 @@ import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from book_store.connect import StoreClient, store_client
+from book_store.connect import StoreClient, opened, store_client
 from control_plane.errors import ConfigurationError
 from control_plane.settings import ControlSettings
 from control_plane.stores.base import ControlStore
@@ -45,7 +45,7 @@ async def open_control_store(
         return
     # LADDER_REDIS_CLUSTER speaks of the book store; a control store of its own is asked.
     cluster = settings.redis_cluster if url == settings.redis_url else None
-    own = store_client(url, settings.redis_password, cluster=cluster)
+    own = await opened(store_client(url, settings.redis_password, cluster=cluster))
     try:
         yield RedisControlStore(own, prefix=settings.control_prefix)
     finally:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from redis.exceptions import RedisError
 
-from book_store.connect import StoreClient, store_client
+from book_store.connect import StoreClient, opened, store_client
 from control_plane.bootstrap import open_control_store, resolve_pepper
 from control_plane.service import ControlService
 from ladder_process.clock import now_ms
@@ -64,12 +64,14 @@ class Deps:
                                   max_connections=settings.store_connections,
                                   pool_wait_s=settings.store_wait_ms / 1000)  # fmt: skip
             stack.push_async_callback(client.aclose)
+            await opened(client)
             control_client = client  # a control store kept apart (ladder up) gets its own bounded pool
             if settings.control_redis_url and settings.control_store == "redis":
                 control_client = store_client(settings.control_redis_url, settings.redis_password,
                                               cluster=None, max_connections=settings.store_connections,
                                               pool_wait_s=settings.store_wait_ms / 1000)  # fmt: skip
                 stack.push_async_callback(control_client.aclose)
+                await opened(control_client)
             store = await stack.enter_async_context(
                 open_control_store(settings.control_settings(), control_client)
             )
