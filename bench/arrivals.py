@@ -110,7 +110,8 @@ class Outcome:
         out = []
         for i in range(count):
             summary = self.select(window=(i * seconds, (i + 1) * seconds))
-            out.append((i * seconds, summary.sent / seconds, summary))
+            length = min(seconds, self.seconds - i * seconds)  # the last window may be short
+            out.append((i * seconds, summary.sent / length, summary))
         return out
 
 
