@@ -236,6 +236,8 @@ async def measure(args: argparse.Namespace, report: Report) -> None:
     results: dict[tuple[str, str], list[dict[str, float]]] = {}
     over_time: dict[str, tuple[list[float], list[float]]] = {}
     alpaca = any(CASES[name].exchange == ALPACA for name in args.cases)
+    if not any(CASES[name].beside_deep for name in args.cases):
+        args.deep_pairs = 0  # nothing runs beside them: the venue need not build them
     with Bench() as bench:
         url = bench.start_spot_venue(
             args.pairs + args.deep_pairs, args.levels, alpaca_pairs=args.pairs * alpaca
@@ -300,9 +302,15 @@ async def measure(args: argparse.Namespace, report: Report) -> None:
             floors = {
                 depth: await store_floor(client, size, args.seconds, args.events_per_s)
                 for depth, size in SNAPSHOT_BYTES.items()
+                if depth in {_floor_size(name) for name in args.cases}
             }
         await client.aclose()
     _write(report, results, floors, over_time, args)
+
+
+def _floor_size(case: str) -> str:
+    """The store floor a case compares with: its snapshot size's key in ``SNAPSHOT_BYTES``."""
+    return case.removeprefix("alpaca ").split()[0]
 
 
 async def _scenario(
@@ -393,7 +401,7 @@ def _write(
     for depth, label in labels.items():
         if depth not in args.cases:
             continue
-        floor = percentiles(floors[depth.removeprefix("alpaca ").split()[0]]).get("p50")
+        floor = percentiles(floors[_floor_size(depth)]).get("p50")
         for name in ("smooth", "bursts", "all at once"):
             p50_bound, p99_bound = targets.get((depth, name), (None, None))
             p50 = med(depth, name, "p50")
@@ -439,13 +447,22 @@ def _write(
         ],
         rows,
     )
+    if "alpaca 20" in args.cases and "20" in args.cases:
+        report.table(
+            "Alpaca crypto beside Binance: 20 levels, the same load in the same run, ms (median of runs)",
+            ["scenario", *(f"{venue} {k}" for venue in ("Binance", "Alpaca") for k in ("p50", "p90", "p99"))],
+            [
+                [name, *(med(depth, name, k) for depth in ("20", "alpaca 20") for k in ("p50", "p90", "p99"))]
+                for name in ("smooth", "bursts", "all at once")
+            ],
+        )
     report.table(
         "Store floor: same-sized messages through the same Valkey, ms",
         ["size", "p50", "p90", "p99", "n"],
         floor_rows,
     )
     percentile_series = {}
-    for depth in CASES:
+    for depth in args.cases:
         names = [n for (d, n) in results if d == depth]
         for key in ("p50", "p99"):
             percentile_series[f"depth {depth} {key}"] = (
@@ -478,11 +495,21 @@ def _write(
     report.note(
         f"{args.pairs} pairs, ~{args.events_per_s:.0f} events/s in total, {BURST}-frame bursts; "
         f"venue books of {args.levels} levels per side (full depth) in every case; the node publishes 20, "
-        "100 (its default) or all of them per side. Beside deep: also "
-        f"{args.deep_pairs} books of {DEEP_LEVELS} levels a side, published {DEEP_DEPTH} deep, each "
-        f"changing {args.deep_rate:g} times a second with {DEEP_SHARE:.0%} of the changes at a random depth; "
-        "the subscriber follows only the 20-level books. Store kB/s is what the node sent the store."
+        "100 (its default) or all of them per side. Store kB/s is what the node sent the store."
     )
+    if args.deep_pairs:
+        report.note(
+            f"Beside deep: also {args.deep_pairs} books of {DEEP_LEVELS} levels a side, published "
+            f"{DEEP_DEPTH} deep, each changing {args.deep_rate:g} times a second with {DEEP_SHARE:.0%} of "
+            "the changes at a random depth; the subscriber follows only the 20-level books."
+        )
+    if "alpaca 20" in args.cases:
+        report.note(
+            "Alpaca crypto: the fake venue's Alpaca endpoint, every pair on one authenticated connection; "
+            "the venue batches the messages of one event-loop turn into one array frame, prices are JSON "
+            "numbers, quantities absolute. Alpaca has no update ids: a book's update_id is the replica's "
+            "count of applied messages, which is what tells a new snapshot from a repeat here."
+        )
 
 
 def main(argv: list[str] | None = None) -> None:

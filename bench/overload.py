@@ -27,20 +27,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import multiprocessing
 import shutil
 import tempfile
-import time
-from collections import deque
-from dataclasses import dataclass, field
-from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
+from bench import arrivals
 from bench.harness import Bench
 from bench.read import ADMIN_KEY, PEPPER, Run, market_names, run_builtin, run_wrk, seed_catalog, tenant_key
-from bench.report import Report, below, percentiles
+from bench.report import Report, below
 from ladder_cli.supervisor import Child, child_env
 
 SHAPE = (0.05, 1.0, 2.2)
@@ -51,193 +46,21 @@ SUBSCRIPTIONS = "/v1/subscriptions"
 SEED = "UBDCC, one hot market, ramp 25 -> 500 req/s: p95 5006 ms, 19 % failed (timeouts)"
 
 
-@dataclass
-class Phase:
-    """What one step of the ramp asked and got."""
-
-    rate: float
-    seconds: float
-    sent: int = 0
-    statuses: dict[int, int] = field(default_factory=dict)
-    timeouts: int = 0
-    errors: int = 0
-    latencies_ms: list[float] = field(default_factory=list)
-    send_delays_ms: list[float] = field(default_factory=list)
-
-    @property
-    def answered(self) -> int:
-        return sum(self.statuses.values())
-
-    def summary(self) -> dict[str, Any]:
-        pct = percentiles(self.latencies_ms, (50, 99))
-        delay = percentiles(self.send_delays_ms, (99,))
-        return {
-            "rate": self.rate,
-            "seconds": self.seconds,
-            "sent": self.sent,
-            "statuses": self.statuses,
-            "timeouts": self.timeouts,
-            "errors": self.errors,
-            "p50_ms": pct.get("p50", 0.0),
-            "p99_ms": pct.get("p99", 0.0),
-            "send_delay_p99_ms": delay.get("p99", 0.0),
-        }
-
-
-# -- the generator: fixed arrival rate, as many connections as the crowd needs -------------------
-class _Client(asyncio.Protocol):
-    """One keep-alive connection carrying one request at a time."""
-
-    def __init__(self, generator: _Generator) -> None:
-        self._generator = generator
-        self.transport: asyncio.Transport | None = None
-        self.request: tuple[float, Phase] | None = None  # (due time, phase) of the request in flight
-        self._buffer = b""
-        self._length = -1  # bytes of the answer, head and body, once its head is in
-        self._status = 0
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
-        self._generator.idle(self)
-
-    def send(self, due: float, phase: Phase, request: bytes) -> None:
-        assert self.transport is not None
-        self.request = (due, phase)
-        self.transport.write(request)
-
-    def data_received(self, data: bytes) -> None:
-        self._buffer += data
-        if self._length < 0:
-            end = self._buffer.find(b"\r\n\r\n")
-            if end < 0:
-                return
-            head = self._buffer[:end].decode("latin-1").split("\r\n")
-            self._status = int(head[0].split(" ", 2)[1])
-            length = next(
-                (int(h.split(":", 1)[1]) for h in head if h.lower().startswith("content-length:")), 0
-            )
-            self._length = end + 4 + length
-        if len(self._buffer) >= self._length:
-            self._buffer, self._length, request = b"", -1, self.request
-            self.request = None
-            if request is not None:
-                self._generator.answered(request, self._status)
-            self._generator.idle(self)
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._generator.lost(self)
-
-
-class _Generator:
-    def __init__(self, url: str, path: str, key: str, max_connections: int) -> None:
-        parts = urlsplit(url)
-        self._host, self._port = parts.hostname or "127.0.0.1", parts.port or 80
-        self._request = f"GET {path} HTTP/1.1\r\nHost: {self._host}\r\nX-API-Key: {key}\r\n\r\n".encode()
-        self._max = max_connections
-        self._loop = asyncio.get_running_loop()
-        self._idle: list[_Client] = []
-        self._busy: set[_Client] = set()
-        self._opening = 0
-        self._pending: deque[tuple[float, Phase]] = deque()
-
-    def idle(self, client: _Client) -> None:
-        self._busy.discard(client)
-        self._idle.append(client)
-        self._dispatch()
-
-    def answered(self, request: tuple[float, Phase], status: int) -> None:
-        due, phase = request
-        phase.statuses[status] = phase.statuses.get(status, 0) + 1
-        phase.latencies_ms.append((time.perf_counter() - due) * 1000)
-
-    def lost(self, client: _Client) -> None:
-        self._busy.discard(client)
-        if client in self._idle:
-            self._idle.remove(client)
-        if client.request is not None:
-            client.request[1].errors += 1
-            client.request = None
-
-    async def run(self, phases: list[Phase]) -> None:
-        expired_at = time.perf_counter()
-        for phase in phases:
-            start = time.perf_counter()
-            while (now := time.perf_counter()) < start + phase.seconds:
-                due_count = int((now - start) * phase.rate) - phase.sent
-                for i in range(due_count):
-                    self._pending.append((start + (phase.sent + i) / phase.rate, phase))
-                phase.sent += due_count
-                self._dispatch()
-                if now - expired_at >= 0.1:
-                    expired_at = now
-                    self._expire(now)
-                await asyncio.sleep(0.001)
-        drain_until = time.perf_counter() + TIMEOUT_S + 0.5
-        while (self._pending or self._busy) and time.perf_counter() < drain_until:
-            self._expire(time.perf_counter())
-            await asyncio.sleep(0.05)
-        for client in [*self._idle, *self._busy]:
-            if client.transport is not None:
-                client.transport.abort()
-
-    def _dispatch(self) -> None:
-        pending, now = self._pending, time.perf_counter()
-        while pending and self._idle:
-            client = self._idle.pop()
-            due, phase = pending.popleft()
-            phase.send_delays_ms.append((now - due) * 1000)
-            self._busy.add(client)
-            client.send(due, phase, self._request)
-        room = self._max - len(self._busy) - len(self._idle) - self._opening
-        for _ in range(min(room, len(pending) - self._opening)):
-            self._opening += 1
-            self._loop.create_task(self._open())
-
-    async def _open(self) -> None:
-        try:
-            await self._loop.create_connection(lambda: _Client(self), self._host, self._port)
-        except OSError:
-            pass  # the requests it was for stay pending: another connection, or their timeout, takes them
-        finally:
-            self._opening -= 1
-
-    def _expire(self, now: float) -> None:
-        pending = self._pending
-        while pending and now - pending[0][0] > TIMEOUT_S:
-            pending.popleft()[1].timeouts += 1
-        for client in list(self._busy):
-            if client.request is not None and now - client.request[0] > TIMEOUT_S:
-                client.request[1].timeouts += 1
-                client.request = None
-                self._busy.discard(client)
-                if client.transport is not None:
-                    client.transport.abort()  # a timed-out connection is given up, as clients do
-
-
-def _generate(url: str, path: str, key: str, rates: list[float], seconds: float, connections: int,
-              results: Connection) -> None:  # fmt: skip
-    """The generator process: runs the ramp and sends back each phase's summary."""
-    import uvloop
-
-    async def run() -> list[dict[str, Any]]:
-        phases = [Phase(rate, seconds) for rate in rates]
-        await _Generator(url, path, key, connections).run(phases)
-        return [phase.summary() for phase in phases]
-
-    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-        results.send(runner.run(run()))
-
-
-def ramp(
+async def ramp(
     url: str, path: str, key: str, rates: list[float], seconds: float, connections: int
 ) -> list[dict[str, Any]]:
-    context = multiprocessing.get_context("fork")
-    receiving, sending = context.Pipe(duplex=False)
-    process = context.Process(target=_generate, args=(url, path, key, rates, seconds, connections, sending))
-    process.start()
-    summaries: list[dict[str, Any]] = receiving.recv()
-    process.join(30)
-    return summaries
+    """Each rate for ``seconds``, from the open-loop generator; one summary per step."""
+    stages = [arrivals.steady(rate, seconds) for rate in rates]
+    request = arrivals.request_bytes(url, path, key)
+    outcome = await arrivals.run(url, [request], stages, connections=connections, timeout_s=TIMEOUT_S)
+    steps = []
+    for number, stage in enumerate(stages):
+        got = outcome.select(stage=number)
+        steps.append({"rate": stage.start_rate, "seconds": stage.seconds, "sent": got.sent,
+                      "statuses": got.statuses, "timeouts": got.timeouts, "errors": got.socket_errors,
+                      "p50_ms": got.p50_ms, "p99_ms": got.p99_ms,
+                      "send_delay_p99_ms": got.send_delay_p99_ms})  # fmt: skip
+    return steps
 
 
 # -- the benchmark ---------------------------------------------------------------------------------
@@ -277,7 +100,7 @@ async def main(args: argparse.Namespace) -> None:
               + " -> ".join(f"{r:,.0f}" for r in rates) + " req/s", flush=True)  # fmt: skip
         for name, url in urls.items():
             # The bench's own loop has nothing to do meanwhile: the generator runs in its own process.
-            results[name] = ramp(url, path, key, rates, args.seconds, args.connections)
+            results[name] = await ramp(url, path, key, rates, args.seconds, args.connections)
             peak = results[name][-1]
             print(f"{name}: at {peak['rate']:,.0f} req/s p99 {peak['p99_ms']:.0f} ms, {peak['timeouts']} "
                   f"timeouts of {peak['sent']}, statuses {peak['statuses']}", flush=True)  # fmt: skip

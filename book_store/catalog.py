@@ -13,8 +13,8 @@ from dataclasses import asdict, dataclass
 from typing import cast
 
 import orjson
-import redis.asyncio as redis
 
+from book_store.connect import StoreClient
 from book_store.keys import CATALOG_INDEX, catalog_digest_key, catalog_key
 
 TRADING = "TRADING"
@@ -41,7 +41,7 @@ class MarketInfo:
 class MarketCatalog:
     """Reads and replaces exchanges' market lists in the store."""
 
-    def __init__(self, client: redis.Redis) -> None:
+    def __init__(self, client: StoreClient) -> None:
         self._client = client
 
     async def replace(self, exchange: str, markets: Iterable[MarketInfo]) -> None:

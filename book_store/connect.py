@@ -12,16 +12,32 @@ A command that meets a dropped connection is retried twice within about 0.1 s (e
 to a store that is there), not with redis-py's default of ten retries backing off to a second
 each: against a store that went away that holds a request for seconds, past clients' timeouts,
 where the caller should answer 503 with ``Retry-After`` at once.
+
+A store is a Valkey/Redis Cluster (ElastiCache in cluster mode) when ``LADDER_REDIS_CLUSTER`` says
+so or, unset, when the node the URL names answers ``INFO cluster`` with ``cluster_enabled:1``; the
+client is then redis-py's ``RedisCluster``, which asks that node for the slot map, connects to
+every primary and follows ``MOVED``/``ASK`` and topology changes. Every key of one book shares a
+hash tag, so whatever touches one book stays in one slot. A node that cannot be asked at start is
+taken for a single node (and said so in the log): set ``LADDER_REDIS_CLUSTER`` where that matters.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+import logging
+from typing import Protocol, TypeAlias
 from urllib.parse import urlsplit, urlunsplit
 
-import redis.asyncio as redis
+import redis
+import redis.asyncio as aioredis
+from redis.asyncio.cluster import RedisCluster
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialWithJitterBackoff
+from redis.exceptions import RedisError
+
+log = logging.getLogger(__name__)
+
+StoreClient: TypeAlias = aioredis.Redis | RedisCluster
+"""What :func:`store_client` returns: one node's client, or a cluster's."""
 
 
 class Secret(Protocol):
@@ -34,20 +50,62 @@ RETRIES = 2
 
 
 def store_client(
-    url: str, password: Secret | None = None, *, max_connections: int | None = None, pool_wait_s: float = 0.5
-) -> redis.Redis:
-    """A client (and its pool) for ``url``; ``password`` is used when the URL carries none."""
-    secret = password.get_secret_value() if password is not None else ""
+    url: str,
+    password: Secret | None = None,
+    *,
+    cluster: bool | None = False,
+    max_connections: int | None = None,
+    pool_wait_s: float = 0.5,
+) -> StoreClient:
+    """A client (and its pool) for ``url``; ``password`` is used when the URL carries none.
+
+    ``cluster=None`` asks the node (:func:`is_cluster`). A cluster client bounds each node's
+    connections by ``max_connections`` too, but refuses a call at once when they are all busy.
+    """
+    secret = (password.get_secret_value() if password is not None else "") or None  # the URL's wins
     retry = Retry(ExponentialWithJitterBackoff(base=0.01, cap=0.05), RETRIES)
+    if cluster is None:
+        cluster = is_cluster(url, password)
+    if cluster:
+        per_node = {} if max_connections is None else {"max_connections": max_connections}
+        return RedisCluster.from_url(url, retry=retry, password=secret, **per_node)
     if max_connections is None:
-        if secret:
-            return redis.Redis.from_url(url, password=secret, retry=retry)
-        return redis.Redis.from_url(url, retry=retry)
-    options = {"password": secret} if secret else {}
-    pool = redis.BlockingConnectionPool.from_url(
-        url, max_connections=max_connections, timeout=pool_wait_s, retry=retry, **options
+        return aioredis.Redis.from_url(url, retry=retry, password=secret)
+    pool = aioredis.BlockingConnectionPool.from_url(
+        url, max_connections=max_connections, timeout=pool_wait_s, retry=retry, password=secret
     )
-    return redis.Redis.from_pool(pool)
+    return aioredis.Redis.from_pool(pool)
+
+
+async def opened(client: StoreClient) -> StoreClient:
+    """``client``, ready for calls from many tasks at once: a cluster client reads its slot map
+    first. redis-py's ``RedisCluster`` (8.1) used by many calls at once before it has one fails some
+    of them inside a connection (``AttributeError``, not a store error). A cluster that cannot be
+    reached now is read on the first call instead."""
+    if isinstance(client, RedisCluster):
+        try:
+            await client.initialize()
+        except RedisError as exc:
+            log.warning("the cluster's slot map cannot be read yet (%s); the first call reads it", exc)
+    return client
+
+
+def is_cluster(url: str, password: Secret | None = None, *, timeout_s: float = 2.0) -> bool:
+    """Whether the node ``url`` names runs in cluster mode (``INFO cluster``); False if it cannot say."""
+    secret = password.get_secret_value() if password is not None else None
+    try:
+        with redis.Redis.from_url(
+            url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s, password=secret or None
+        ) as client:
+            return bool(client.info("cluster").get("cluster_enabled"))
+    except RedisError as exc:
+        log.warning(
+            "could not ask %s whether it is a cluster (%s); taking it for a single node "
+            "(set LADDER_REDIS_CLUSTER to say)",
+            redacted(url),
+            exc,
+        )
+        return False
 
 
 def redacted(url: str) -> str:

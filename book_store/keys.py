@@ -3,13 +3,18 @@
 Every key of one book carries the hash tag ``{exchange|market}``, so on Redis Cluster (or ElastiCache
 in cluster mode) all of a book's replicas, and its change channel, live in one slot: a reader gets
 every replica of a book with one HGETALL, and a writer's pipeline for one book never crosses shards.
+Every multi-key operation stays inside one tag: a book's, the catalogs' (``{catalog}``: all
+exchanges' catalogs, their digests and index in one slot, replaced in one transaction), one
+weight pool's, one tenant's (``read_functions.tenancy``: rate-limit bucket, usage counters).
+Single keys (``ladder:unplaced``, node counters, venue-key leases) go wherever they hash.
 
     ladder:{binance.com|BTCUSDT}:snap     hash  replica id -> encoded head snapshot (book_store.codec),
                                                 "<replica id>d" -> the replica's deep snapshot
     ladder:{binance.com|BTCUSDT}:chg      channel: one message per published snapshot
     ladder:{binance.com|BTCUSDT}:stats    hash  replica id -> that replica's counters (JSON, from its node)
-    ladder:catalog:binance.com            hash  market -> market info JSON (book_store.catalog)
-    ladder:catalog-digest:binance.com     string  digest of that hash's content
+    ladder:{catalog}:binance.com          hash  market -> market info JSON (book_store.catalog)
+    ladder:{catalog}:digest:binance.com   string  digest of that hash's content
+    ladder:{catalog}:exchanges            set  the exchanges that have a catalog
     ladder:unplaced                       hash  "exchange|market" -> why replicas are unplaced
     ladder:node-stats:<node id>           string  an ingest node's counters (JSON), while it reports
     ladder:nodes-alive                    hash  node id -> its latest heartbeat (book_store.liveness),
@@ -94,15 +99,15 @@ def snapshot_field(replica: int, *, deep: bool = False) -> str:
 
 def catalog_key(exchange: str) -> str:
     """The hash of an exchange's markets (market -> info JSON)."""
-    return f"{KEY_PREFIX}:catalog:{exchange}"
+    return f"{KEY_PREFIX}:{{catalog}}:{exchange}"
 
 
 def catalog_digest_key(exchange: str) -> str:
     """A digest of the exchange's catalog, replaced with it: readers re-read only what changed."""
-    return f"{KEY_PREFIX}:catalog-digest:{exchange}"
+    return f"{KEY_PREFIX}:{{catalog}}:digest:{exchange}"
 
 
-CATALOG_INDEX = f"{KEY_PREFIX}:catalog:exchanges"
+CATALOG_INDEX = f"{KEY_PREFIX}:{{catalog}}:exchanges"
 """The set of exchanges that have a catalog."""
 
 

@@ -39,8 +39,7 @@ import struct
 from collections.abc import Iterable
 from typing import NamedTuple, cast
 
-import redis.asyncio as redis
-
+from book_store.connect import StoreClient
 from book_store.keys import NODES_ALIVE
 from ladder_process.errors import StoreError
 
@@ -114,7 +113,7 @@ class Heartbeats:
         return heartbeat.time
 
 
-async def prune_heartbeats(client: redis.Redis, older_than_ms: int) -> int:
+async def prune_heartbeats(client: StoreClient, older_than_ms: int) -> int:
     """Remove the heartbeats written before ``older_than_ms`` (nodes long gone); how many."""
     stored = cast(dict[bytes, bytes], await client.hgetall(NODES_ALIVE))
     old = []

@@ -14,12 +14,12 @@ from contextlib import contextmanager
 from typing import Any, NamedTuple, cast
 
 import orjson
-import redis.asyncio as redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from book_store.codec import BookStatus, Snapshot
+from book_store.connect import StoreClient
 from book_store.keys import NODES_ALIVE, BookKey
 from book_store.liveness import Heartbeats
 from ladder_process.errors import StoreError, StoreUnavailableError
@@ -56,7 +56,7 @@ def _stored(raw: Mapping[bytes, bytes]) -> StoredBook:
 class BookReader:
     """Reads stored snapshots. The connection pool belongs to the caller."""
 
-    def __init__(self, client: redis.Redis) -> None:
+    def __init__(self, client: StoreClient) -> None:
         self._client = client
 
     async def replicas(self, book: BookKey) -> dict[int, Snapshot]:

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-import redis.asyncio as redis
 from redis.exceptions import RedisError
 
+from book_store.connect import StoreClient
 from book_store.keys import UNPLACED_KEY, BookKey
 from ladder_process.errors import StoreUnavailableError
 
@@ -21,7 +21,7 @@ def _field(book: BookKey) -> str:
 
 
 class UnplacedBooks:
-    def __init__(self, client: redis.Redis) -> None:
+    def __init__(self, client: StoreClient) -> None:
         self._client = client
 
     async def replace(self, reasons: Mapping[BookKey, str]) -> None:

@@ -7,7 +7,7 @@ import asyncio
 import logging
 import signal
 
-from book_store.connect import store_client
+from book_store.connect import opened, store_client
 from book_store.unplaced import UnplacedBooks
 from control_plane.errors import ConfigurationError
 from control_plane.replica_status import BookStoreReplicaStatus
@@ -37,7 +37,7 @@ async def _serve(settings: ControlSettings, redis_url: str) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, task.cancel)
-    client = store_client(redis_url, settings.redis_password)
+    client = await opened(store_client(redis_url, settings.redis_password, cluster=settings.redis_cluster))
     status = BookStoreReplicaStatus(client, max_silence_ms=settings.replica_silence_ms)
     metrics = Telemetry.from_env("ladder-control")
     try:

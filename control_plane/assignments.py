@@ -19,8 +19,10 @@ import re
 from collections.abc import AsyncIterator
 
 import redis.asyncio as redis
+from redis.asyncio.cluster import ClusterPubSub, RedisCluster
 from redis.exceptions import RedisError
 
+from book_store.connect import StoreClient
 from control_plane.errors import InvalidRequestError, NotFoundError
 from control_plane.models import NodeInfo, ReplicaAssignment
 from control_plane.stores.base import ControlStore
@@ -42,7 +44,7 @@ class AssignmentClient:
 
     def __init__(
         self,
-        client: redis.Redis | ControlStore,
+        client: StoreClient | ControlStore,
         *,
         prefix: str = "ladder:",
         clock: Clock = now_ms,
@@ -50,7 +52,7 @@ class AssignmentClient:
         resync_s: float = 5.0,
     ) -> None:
         self._store: ControlStore = (
-            RedisControlStore(client, prefix) if isinstance(client, redis.Redis) else client
+            RedisControlStore(client, prefix) if isinstance(client, (redis.Redis, RedisCluster)) else client
         )
         self._clock = clock
         self._poll_s = poll_s
@@ -112,12 +114,16 @@ class AssignmentClient:
         self, store: RedisControlStore, node_id: str
     ) -> AsyncIterator[list[ReplicaAssignment]]:
         pubsub = store.client.pubsub()
+        next_message = pubsub.get_sharded_message if isinstance(pubsub, ClusterPubSub) else pubsub.get_message
         try:
-            await pubsub.subscribe(store.assignment_channel(node_id))
+            if isinstance(pubsub, ClusterPubSub):  # on a cluster the store announces with SPUBLISH
+                await pubsub.ssubscribe(store.assignment_channel(node_id))
+            else:
+                await pubsub.subscribe(store.assignment_channel(node_id))
             while True:
                 yield await self.assignments(node_id)
-                await pubsub.get_message(ignore_subscribe_messages=True, timeout=self._resync_s)
-                while await pubsub.get_message(ignore_subscribe_messages=True, timeout=0) is not None:
+                await next_message(ignore_subscribe_messages=True, timeout=self._resync_s)
+                while await next_message(ignore_subscribe_messages=True, timeout=0) is not None:
                     pass  # several changes since the last read: one read covers them all
         except RedisError as exc:
             raise StoreUnavailableError("lost the assignment notifications (Redis)") from exc

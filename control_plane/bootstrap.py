@@ -6,9 +6,7 @@ import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-import redis.asyncio as redis
-
-from book_store.connect import store_client
+from book_store.connect import StoreClient, opened, store_client
 from control_plane.errors import ConfigurationError
 from control_plane.settings import ControlSettings
 from control_plane.stores.base import ControlStore
@@ -19,7 +17,7 @@ PEPPER_BYTES = 32
 
 @asynccontextmanager
 async def open_control_store(
-    settings: ControlSettings, client: redis.Redis | None = None
+    settings: ControlSettings, client: StoreClient | None = None
 ) -> AsyncIterator[ControlStore]:
     """The configured control store, with whatever it needed opened and, on exit, closed.
 
@@ -45,7 +43,9 @@ async def open_control_store(
     if client is not None:
         yield RedisControlStore(client, prefix=settings.control_prefix)
         return
-    own = store_client(url, settings.redis_password)
+    # LADDER_REDIS_CLUSTER speaks of the book store; a control store of its own is asked.
+    cluster = settings.redis_cluster if url == settings.redis_url else None
+    own = await opened(store_client(url, settings.redis_password, cluster=cluster))
     try:
         yield RedisControlStore(own, prefix=settings.control_prefix)
     finally:

@@ -11,9 +11,8 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Protocol
 
-import redis.asyncio as redis
-
 from book_store.codec import BookStatus
+from book_store.connect import StoreClient
 from book_store.keys import BookKey
 from book_store.liveness import Heartbeats
 from book_store.reader import BookReader, heard
@@ -30,7 +29,7 @@ class ReplicaStatusSource(Protocol):
 class BookStoreReplicaStatus:
     """ReplicaStatusSource reading the snapshots in the book store (one pipelined round trip)."""
 
-    def __init__(self, client: redis.Redis, *, max_silence_ms: int = 3000, clock: Clock = now_ms) -> None:
+    def __init__(self, client: StoreClient, *, max_silence_ms: int = 3000, clock: Clock = now_ms) -> None:
         self._reader = BookReader(client)
         self._max_silence_ms = max_silence_ms
         self._clock = clock

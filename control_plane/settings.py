@@ -51,6 +51,10 @@ class ControlSettings(BaseSettings):
         description="The redis control store, when it is not the book store (`ladder up` keeps them apart).",
     )
     redis_password: SecretStr | None = Field(default=None, description="AUTH token, when not in the URL.")
+    redis_cluster: bool | None = Field(
+        default=None,
+        description="Whether the book store is a Valkey/Redis Cluster (unset: ask the node of the URL).",
+    )
     control_store: Literal["redis", "dynamodb"] = "redis"
     control_prefix: str = Field(default="ladder:", description="Key prefix of the redis control store.")
     dynamodb_table: str = "ladder-control"

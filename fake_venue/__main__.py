@@ -27,6 +27,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--rate", type=float, default=defaults.rate, help="updates per second per active symbol"
     )
+    parser.add_argument(
+        "--rate-skew",
+        type=float,
+        default=defaults.rate_skew,
+        help="the k-th symbol of each catalogue runs at rate * k ** -SKEW (0: all at --rate)",
+    )
     parser.add_argument("--levels", type=int, default=defaults.levels, help="levels per side of each book")
     parser.add_argument(
         "--deep-symbols",
@@ -89,6 +95,7 @@ def config_from(args: argparse.Namespace) -> VenueConfig:
         futures_symbols=args.futures_symbols,
         alpaca_symbols=args.alpaca_symbols,
         rate=args.rate,
+        rate_skew=args.rate_skew,
         levels=args.levels,
         deep_symbols=args.deep_symbols,
         deep_levels=args.deep_levels,

@@ -62,7 +62,10 @@ class VenueConfig:
     futures_symbols: int = 10
     alpaca_symbols: int = 10
     rate: float = 10.0
-    """Updates per second per active symbol."""
+    """Updates per second per active symbol (with ``rate_skew``: of the first one listed)."""
+    rate_skew: float = 0.0
+    """Activity skew: the k-th symbol of a catalogue runs at ``rate * k ** -rate_skew`` (0: every
+    symbol at ``rate``), so a few markets are busy and most are quiet, as on a real venue."""
     levels: int = 1500
     """Target levels per side of each book ..."""
     deep_symbols: int = 0

@@ -138,6 +138,7 @@ class Market:
         rng: random.Random,
         motion: Motion,
         levels: int,
+        activity: float = 1.0,
     ) -> None:
         self.spec = spec
         self.name = spec.name
@@ -161,8 +162,10 @@ class Market:
             config.history_seconds,
         )
         self.motion = motion
+        self.activity = activity
+        """This symbol's share of the venue's rate (its place in the activity skew)."""
         self.rate: float | None = None
-        """Updates per second for this symbol; None follows the venue's rate."""
+        """Updates per second for this symbol; None follows the venue's rate times ``activity``."""
         self.drift: Drift | None = None
         """This symbol's drift; None follows the venue's."""
         self.deep_share: float | None = None
@@ -202,7 +205,7 @@ class Market:
 
     @property
     def effective_rate(self) -> float:
-        return self.rate if self.rate is not None else self.motion.rate
+        return self.rate if self.rate is not None else self.motion.rate * self.activity
 
     @property
     def effective_drift(self) -> Drift:
@@ -285,6 +288,7 @@ class Markets:
         self.venue = venue
         self.specs = {spec.name: spec for spec in specs}
         self.by_lower = {spec.name.lower(): spec.name for spec in specs}
+        self._rank = {spec.name: rank for rank, spec in enumerate(specs, 1)}
         self.active: dict[str, Market] = {}
         self.statuses = {spec.name: spec.status for spec in specs}
         self.catalogue_version = 0
@@ -333,6 +337,7 @@ class Markets:
             rng,
             self.motion,
             self.levels.get(name, self._config.levels),
+            self._rank[name] ** -self._config.rate_skew,
         )
         self.active[name] = market
         self._on_activate(market)

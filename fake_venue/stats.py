@@ -1,7 +1,8 @@
 """``GET /_fake/stats`` and ``GET /_fake/connections``: what the venue has done, for benchmarks and tests.
 
 Stats per venue: open connections, active and listed symbols, updates made (``events_generated``),
-events delivered to connections (``events_sent``, one per connection per event), the current rate
+events delivered to connections (``events_sent``, one per connection per event), the current rate,
+``active_rate`` (the updates per second all active trading symbols make together, skew included)
 and, for Binance, REST requests, weight used per client IP and the 429/418 refusals so far. The
 connections list names each connection's id (what ``connection`` in a control request takes) and
 its streams or order-book symbols.
@@ -29,6 +30,7 @@ def venue_stats(venue: Venue, rest: BinanceRest | None) -> dict[str, Any]:
         "events_generated": venue.events_generated,
         "events_sent": venue.events_sent,
         "rate": venue.markets.motion.rate,
+        "active_rate": sum(m.effective_rate for m in venue.markets.active.values() if m.trading),
     }
     if isinstance(venue, BinanceVenue) and rest is not None:
         weights = venue.weights

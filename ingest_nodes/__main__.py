@@ -13,7 +13,7 @@ import signal
 
 import aiohttp
 
-from book_store.connect import store_client
+from book_store.connect import opened, store_client
 from ingest_nodes.ops.telemetry import IngestTelemetry
 from ingest_nodes.runtime.node import IngestNode
 from ingest_nodes.settings import IngestSettings
@@ -50,10 +50,14 @@ async def _serve(settings: IngestSettings) -> None:
 
     loop.add_signal_handler(signal.SIGTERM, stop.set)
     loop.add_signal_handler(signal.SIGINT, stop_now)
-    client = store_client(settings.redis_url, settings.redis_password)
+    client = await opened(
+        store_client(settings.redis_url, settings.redis_password, cluster=settings.redis_cluster)
+    )
     control = client
     if settings.control_redis_url:
-        control = store_client(settings.control_redis_url, settings.redis_password)
+        control = await opened(
+            store_client(settings.control_redis_url, settings.redis_password, cluster=None)
+        )
     node_ids = {"service.instance.id": settings.node_id, "ladder.node_id": settings.node_id}
     pipeline = Telemetry.from_env("ladder-ingest", resource_attributes=node_ids)
     async with aiohttp.ClientSession() as session, serve_metrics(pipeline.render_prometheus):

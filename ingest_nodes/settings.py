@@ -26,6 +26,10 @@ class IngestSettings(BaseSettings):
 
     redis_url: str = Field(description="The book store (Valkey/Redis); required for this process.")
     redis_password: SecretStr | None = Field(default=None, description="AUTH token, when not in the URL.")
+    redis_cluster: bool | None = Field(
+        default=None,
+        description="Whether the book store is a Valkey/Redis Cluster (unset: ask the node of the URL).",
+    )
     control_redis_url: str | None = Field(
         default=None, description="The control store (assignments), when it is not the book store."
     )

@@ -14,10 +14,9 @@ import time
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 
-import redis.asyncio as redis
 from redis.exceptions import RedisError
 
-from book_store.connect import store_client
+from book_store.connect import StoreClient, opened, store_client
 from control_plane.bootstrap import open_control_store, resolve_pepper
 from control_plane.service import ControlService
 from ladder_process.clock import now_ms
@@ -41,7 +40,7 @@ _HOUSEKEEPING_S = 1.0
 @dataclass
 class Deps:
     settings: ReadSettings
-    redis: redis.Redis
+    redis: StoreClient
     books: BookCache
     refs: ReadMemos
     catalog: CatalogCache
@@ -61,16 +60,18 @@ class Deps:
         """Build everything; ``follow_changes=False`` (Lambda) reads books without a change feed."""
         stack = AsyncExitStack()
         try:
-            client = store_client(settings.redis_url, settings.redis_password,
+            client = store_client(settings.redis_url, settings.redis_password, cluster=settings.redis_cluster,
                                   max_connections=settings.store_connections,
                                   pool_wait_s=settings.store_wait_ms / 1000)  # fmt: skip
             stack.push_async_callback(client.aclose)
+            await opened(client)
             control_client = client  # a control store kept apart (ladder up) gets its own bounded pool
             if settings.control_redis_url and settings.control_store == "redis":
                 control_client = store_client(settings.control_redis_url, settings.redis_password,
-                                              max_connections=settings.store_connections,
+                                              cluster=None, max_connections=settings.store_connections,
                                               pool_wait_s=settings.store_wait_ms / 1000)  # fmt: skip
                 stack.push_async_callback(control_client.aclose)
+                await opened(control_client)
             store = await stack.enter_async_context(
                 open_control_store(settings.control_settings(), control_client)
             )

@@ -20,6 +20,10 @@ class ReadSettings(BaseSettings):
         description="The book store (Valkey/Redis) URL; books, usage and limits live there."
     )
     redis_password: SecretStr | None = Field(default=None, description="AUTH token, when not in the URL.")
+    redis_cluster: bool | None = Field(
+        default=None,
+        description="Whether the book store is a Valkey/Redis Cluster (unset: ask the node of the URL).",
+    )
     control_redis_url: str | None = Field(
         default=None, description="The redis control store, when it is not the book store."
     )
@@ -93,6 +97,7 @@ class ReadSettings(BaseSettings):
         return ControlSettings(
             redis_url=self.redis_url,
             redis_password=self.redis_password,
+            redis_cluster=self.redis_cluster,
             control_redis_url=self.control_redis_url,
             control_store=self.control_store,
             control_prefix=self.control_prefix,

@@ -39,11 +39,13 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-import redis.asyncio as redis
+from redis.asyncio.client import Pipeline
+from redis.asyncio.cluster import ClusterPipeline
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from book_store.connect import StoreClient
 from book_store.keys import BookKey
 from control_plane.depth import DEFAULT_DEPTH, DEFAULT_MAX_DEPTH
 from control_plane.errors import (
@@ -206,7 +208,7 @@ def _flat(pairs: Mapping[str, str]) -> list[str]:
 class RedisControlStore:
     """:class:`~control_plane.stores.base.ControlStore` on Redis; see the module docstring."""
 
-    def __init__(self, client: redis.Redis, prefix: str = "ladder:") -> None:
+    def __init__(self, client: StoreClient, prefix: str = "ladder:") -> None:
         if "{" in prefix or "}" in prefix:
             raise ConfigurationError("LADDER_CONTROL_PREFIX must not contain braces (the hash tag)")
         self._client = client
@@ -224,9 +226,17 @@ class RedisControlStore:
         self._release_lease = client.register_script(lua.RELEASE_LEASE)
 
     @property
-    def client(self) -> redis.Redis:
+    def client(self) -> StoreClient:
         """The borrowed client (the assignment client subscribes to notifications on it)."""
         return self._client
+
+    def _announce(self, pipe: Pipeline | ClusterPipeline, node_id: str, what: str) -> None:
+        """Tell ``node_id`` its assignments changed, in the transaction that changed them (on a
+        cluster with ``SPUBLISH``: the channel carries the store's tag, so it stays in the slot)."""
+        if isinstance(pipe, ClusterPipeline):
+            pipe.spublish(self.assignment_channel(node_id), what)
+        else:
+            pipe.publish(self.assignment_channel(node_id), what)
 
     def _k(self, *parts: str) -> str:
         return self._base + ":".join(parts)
@@ -434,7 +444,7 @@ class RedisControlStore:
             pipe.delete(self._k("node", node_id), self._k("assign", node_id))
             pipe.srem(self._k("nodes"), node_id)
             pipe.srem(self._k("assigned"), node_id)
-            pipe.publish(self.assignment_channel(node_id), "removed")
+            self._announce(pipe, node_id, "removed")
             await pipe.execute()
 
     # -- assignments ------------------------------------------------------------------------
@@ -448,7 +458,7 @@ class RedisControlStore:
                 pipe.sadd(self._k("assigned"), node_id)
             else:
                 pipe.srem(self._k("assigned"), node_id)
-            pipe.publish(self.assignment_channel(node_id), "changed")
+            self._announce(pipe, node_id, "changed")
             await pipe.execute()
 
     @_translated

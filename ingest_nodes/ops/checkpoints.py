@@ -32,9 +32,9 @@ from hashlib import blake2b
 from typing import Final, Protocol
 
 import orjson
-import redis.asyncio as redis
 from redis.exceptions import RedisError
 
+from book_store.connect import StoreClient
 from book_store.keys import BookKey
 from ingest_nodes.core.book import OrderBook
 from ingest_nodes.core.engine import BookEngine
@@ -105,7 +105,7 @@ class Checkpoint:
 class CheckpointLog:
     """Records checkpoints of synced replicas; written once per loop turn, best effort."""
 
-    def __init__(self, client: redis.Redis, *, every: int, levels: int) -> None:
+    def __init__(self, client: StoreClient, *, every: int, levels: int) -> None:
         self.every = every
         self.levels = levels
         self.recorded = 0
@@ -167,7 +167,7 @@ class Mismatch:
 class ReplicaChecker:
     """Compares this node's replicas with the other replicas of their books (module docstring)."""
 
-    def __init__(self, client: redis.Redis, *, resync: bool, batch: int = 500) -> None:
+    def __init__(self, client: StoreClient, *, resync: bool, batch: int = 500) -> None:
         """``resync``: invalidate a replica outside the majority; ``batch``: books per round."""
         self.mismatches = 0
         self.compared = 0

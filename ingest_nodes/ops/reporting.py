@@ -18,9 +18,9 @@ from collections.abc import Mapping
 from typing import Final
 
 import orjson
-import redis.asyncio as redis
 from redis.exceptions import RedisError
 
+from book_store.connect import StoreClient
 from book_store.keys import BookKey, node_stats_key
 from ingest_nodes.ops.stats import ReplicaStats
 
@@ -50,7 +50,7 @@ def process_usage() -> dict[str, float | int | None]:
 class StatsReporter:
     """Writes the node's document and the changed replica entries in one pipeline."""
 
-    def __init__(self, client: redis.Redis, node_id: str, *, ttl_s: int) -> None:
+    def __init__(self, client: StoreClient, node_id: str, *, ttl_s: int) -> None:
         self._client = client
         self._node_id = node_id
         self._ttl_s = ttl_s

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import aiohttp
-import redis.asyncio as redis
 
+from book_store.connect import StoreClient
 from ingest_nodes.ops.stats import SnapshotStats
 from ingest_nodes.runtime.feed import ExchangeFeed
 from ingest_nodes.runtime.snapshots import SnapshotScheduler
@@ -41,7 +41,7 @@ class ExchangeRuntime:
 def build_exchange(
     spec: ExchangeSpec,
     settings: IngestSettings,
-    client: redis.Redis,
+    client: StoreClient,
     session: aiohttp.ClientSession,
     credentials: Sequence[Credential] = (),
 ) -> ExchangeRuntime:

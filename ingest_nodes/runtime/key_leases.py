@@ -13,8 +13,7 @@ from __future__ import annotations
 from hashlib import blake2b
 from typing import Final
 
-import redis.asyncio as redis
-
+from book_store.connect import StoreClient
 from ingest_nodes.venues.credentials import Credential
 
 DEFAULT_TTL_MS: Final = 10_000
@@ -44,7 +43,7 @@ class KeyLeases:
 
     def __init__(
         self,
-        client: redis.Redis,
+        client: StoreClient,
         exchange: str,
         node_id: str,
         keys: list[Credential],

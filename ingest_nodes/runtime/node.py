@@ -33,11 +33,11 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 import aiohttp
-import redis.asyncio as redis
 from redis.exceptions import RedisError
 
 from book_store.catalog import MarketCatalog
 from book_store.codec import BookStatus
+from book_store.connect import StoreClient
 from book_store.keys import BookKey
 from book_store.liveness import prune_heartbeats
 from book_store.writer import BookWriter
@@ -79,10 +79,10 @@ class IngestNode:
     def __init__(
         self,
         settings: IngestSettings,
-        client: redis.Redis,
+        client: StoreClient,
         session: aiohttp.ClientSession,
         *,
-        control_client: redis.Redis | None = None,
+        control_client: StoreClient | None = None,
         telemetry: IngestTelemetry | None = None,
     ) -> None:
         """``client`` is the book store; ``control_client`` the control store, if kept apart;

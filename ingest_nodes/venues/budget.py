@@ -20,8 +20,7 @@ import asyncio
 import logging
 from typing import Final
 
-import redis.asyncio as redis
-
+from book_store.connect import StoreClient
 from book_store.keys import weight_key_prefix
 
 log = logging.getLogger(__name__)
@@ -82,7 +81,7 @@ class WeightBudget:
 
     def __init__(
         self,
-        client: redis.Redis,
+        client: StoreClient,
         *,
         egress_id: str,
         venue_host: str,

@@ -23,9 +23,12 @@ trip as the books (one small hash).
 
 When the feed's connection drops, messages may have been lost, so every entry is forgotten at
 once and the next read of each book loads it again; the heartbeats are forgotten too, and until
-they are read again (with those books) a replica is heard only through its own publish time.
-Books nobody read for ``idle_s`` (and that no stream watches) are unsubscribed by a sweep; while
-the feed is down, reads go to the store directly without caching (the heartbeats with them).
+they are read again (with those books) a replica is heard only through its own publish time. On a
+cluster the feed is sharded (:class:`~read_functions.books.sharded_feed.ShardedChangeFeed`), and a
+shard's drop forgets only the books of that shard (the heartbeats ride on the plain feed of the
+standing channels, whose drop forgets them). Books nobody read for ``idle_s`` (and that no stream
+watches) are unsubscribed by a sweep; while the feed is down, reads go to the store directly
+without caching (the heartbeats with them).
 """
 
 from __future__ import annotations
@@ -33,18 +36,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Coroutine, Iterable, Mapping, Sequence
 from typing import Any, cast
 
-import redis.asyncio as redis
+from redis.asyncio.cluster import RedisCluster
 
 from book_store.codec import Snapshot, decode_message
+from book_store.connect import StoreClient
 from book_store.keys import NODES_ALIVE, BookKey
 from book_store.liveness import Heartbeats, decode_heartbeat
 from book_store.reader import BookReader, StoredBook
 from ladder_process.errors import StoreError
 from read_functions.books.change_feed import ChangeFeed
 from read_functions.books.entry import Entry, Watcher
+from read_functions.books.sharded_feed import ShardedChangeFeed
 from read_functions.telemetry import book_cache_hit
 
 log = logging.getLogger(__name__)
@@ -55,7 +60,7 @@ class BookCache:
 
     def __init__(
         self,
-        client: redis.Redis,
+        client: StoreClient,
         redis_url: str | None,
         *,
         idle_s: float = 60.0,
@@ -80,11 +85,18 @@ class BookCache:
         self._standing = {c.encode(): handler for c, handler in channels.items()}
         self._after_reset = on_reset
         self._on_change = on_change
-        self.feed = (
-            None
-            if redis_url is None
-            else ChangeFeed(redis_url, self._on_message, self._on_reset, standing=channels)
-        )
+        self.feed: ChangeFeed | ShardedChangeFeed | None = None
+        if redis_url is not None and isinstance(client, RedisCluster):
+            self.feed = ShardedChangeFeed(
+                redis_url,
+                client,
+                self._on_message,
+                self._missed_standing,
+                self._on_lost,
+                standing=channels,
+            )
+        elif redis_url is not None:
+            self.feed = ChangeFeed(redis_url, self._on_message, self._on_reset, standing=channels)
         self.hits = 0
         self.misses = 0
         self.messages = 0
@@ -283,6 +295,22 @@ class BookCache:
                 watcher.reset()
         if self._after_reset is not None:
             self._after_reset()
+
+    def _missed_standing(self) -> None:
+        """A cluster's plain feed dropped: its channels may have missed messages, books did not."""
+        self.heartbeats.clear()
+        if self._after_reset is not None:
+            self._after_reset()
+
+    def _on_lost(self, channels: Collection[bytes]) -> None:
+        """A shard's feed dropped these books' channels: forget just them."""
+        for channel in channels:
+            entry = self._by_channel.get(channel)
+            if entry is None:
+                continue
+            self._forget(entry)
+            for watcher in list(entry.watchers):
+                watcher.reset()
 
     async def _sweep(self) -> None:
         """Unsubscribe books that were neither read nor watched for between idle_s/2 and idle_s."""

@@ -48,10 +48,21 @@ class ChangeFeed:
         standing: Iterable[str] = (),
         ping_interval_s: float = 5.0,
         connect_timeout_s: float = 5.0,
+        on_dropped: Callable[[bytes], None] | None = None,
+        next_url: Callable[[], str] | None = None,
     ) -> None:
-        """``standing`` channels are subscribed on every (re)connection, before anything else."""
+        """``standing`` channels are subscribed on every (re)connection, before anything else.
+
+        With ``on_dropped`` the feed is *sharded*: one node of a cluster, ``SSUBSCRIBE`` one channel
+        per command (a command's channels must share a slot), and ``on_dropped(channel)`` when the
+        node ends a subscription it was not asked to end (its slot moved, or the node is a primary
+        no more). ``next_url()``, when given, names the node of each connection attempt instead of
+        ``redis_url`` (any node of a cluster will do for channels that are not sharded)."""
         self._url = redis_url
+        self._next_url = next_url
         self._standing = [c.encode() for c in standing]
+        self._on_dropped = on_dropped
+        self._subscribed: set[bytes] = set()  # sharded only: what the node has not been asked to end
         self._on_message = on_message
         self._on_reset = on_reset
         self._ping_interval_s = ping_interval_s
@@ -91,7 +102,11 @@ class ChangeFeed:
         if transport is None or transport.is_closing():
             raise StoreUnavailableError("change feed is not connected")
         try:
-            transport.write(command(b"SUBSCRIBE", *names))
+            if self._on_dropped is None:
+                transport.write(command(b"SUBSCRIBE", *names))
+            else:
+                self._subscribed.update(names)
+                transport.write(b"".join(command(b"SSUBSCRIBE", name) for name in names))
         except (OSError, RuntimeError) as exc:  # uvloop: "the handler is closed"
             raise StoreUnavailableError("change feed connection lost") from exc
         loop = asyncio.get_running_loop()
@@ -109,8 +124,13 @@ class ChangeFeed:
     def unsubscribe(self, channels: Iterable[str]) -> None:
         """Stop receiving ``channels`` (no confirmation awaited; late messages are ignored)."""
         names = [c.encode() for c in channels]
-        if names and self._transport is not None:
+        if not names or self._transport is None:
+            return
+        if self._on_dropped is None:
             self._transport.write(command(b"UNSUBSCRIBE", *names))
+        else:
+            self._subscribed.difference_update(names)
+            self._transport.write(b"".join(command(b"SUNSUBSCRIBE", name) for name in names))
 
     async def _run(self) -> None:
         backoff = 0.05
@@ -145,6 +165,7 @@ class ChangeFeed:
         self._transport = None
         self._connected.clear()
         transport.abort()
+        self._subscribed.clear()
         waiting, self._waiting = self._waiting, {}
         for future in waiting.values():
             if not future.done():
@@ -154,7 +175,7 @@ class ChangeFeed:
 
     async def _open(self) -> _FeedProtocol:
         loop = asyncio.get_running_loop()
-        parts = urlsplit(self._url)
+        parts = urlsplit(self._url if self._next_url is None else self._next_url())
         if parts.scheme == "unix":
             _, protocol = await loop.create_unix_connection(lambda: _FeedProtocol(self), parts.path)
         else:
@@ -172,14 +193,17 @@ class ChangeFeed:
         """One reply from the server: a message, a subscription confirmation, or a pong."""
         if isinstance(reply, list):
             kind = reply[0]
-            if kind == b"message":
+            if kind == b"message" or kind == b"smessage":
                 self._on_message(reply[1], reply[2])
-            elif kind == b"subscribe":
+            elif kind == b"subscribe" or kind == b"ssubscribe":
                 future = self._waiting.pop(reply[1], None)
                 if future is not None and not future.done():
                     future.set_result(None)
             elif kind == b"pong":
                 self._pong_due = False
+            elif kind == b"sunsubscribe" and reply[1] in self._subscribed and self._on_dropped is not None:
+                self._subscribed.discard(reply[1])
+                self._on_dropped(reply[1])
         elif reply == b"PONG":  # PING while subscribed to nothing gets the plain reply
             self._pong_due = False
 

@@ -2,7 +2,8 @@
 
 Replies: ``+text`` -> :class:`Simple`, ``:n`` -> ``int``, ``$n`` -> ``bytes`` (``None`` for
 ``$-1``), ``*n`` -> ``list``; ``-error`` raises :class:`RespError`. A pub/sub message is
-``[b"message", channel, payload]``, its payload a ``memoryview`` or ``bytes``.
+``[b"message", channel, payload]`` (``b"smessage"`` for a sharded one), its payload a ``memoryview``
+or ``bytes``.
 
 The change feed receives thousands of pub/sub messages a second, each several kilobytes, and most
 are never read; so a message costs one regex match and no copy: its payload is a view into the
@@ -16,8 +17,9 @@ from __future__ import annotations
 
 import re
 
-# A pub/sub message up to its payload: the channel's length, the channel, the payload's length.
-_MESSAGE = re.compile(rb"\*3\r\n\$7\r\nmessage\r\n\$(\d+)\r\n([^\r]*)\r\n\$(\d+)\r\n")
+# A pub/sub message (or a sharded one) up to its payload: the channel's length, the channel, the
+# payload's length.
+_MESSAGE = re.compile(rb"\*3\r\n\$(?:7\r\nmessage|8\r\n(s)message)\r\n\$(\d+)\r\n([^\r]*)\r\n\$(\d+)\r\n")
 
 
 class RespError(Exception):
@@ -84,14 +86,14 @@ def _reply(data: bytes, start: int) -> tuple[object, int]:
     """The reply starting at ``start`` and the position after it."""
     message = _MESSAGE.match(data, start)
     if message is not None:  # one match instead of four replies
-        channel_len, channel, size = message.groups()
+        sharded, channel_len, channel, size = message.groups()
         if len(channel) == int(channel_len):  # else the channel holds a CR and this is a prefix
             after = message.end()
             stop = after + int(size)
             if len(data) < stop + 2:
                 raise _Incomplete(stop + 2)
             payload = memoryview(data)[after:stop] if 4 * (stop - after) >= len(data) else data[after:stop]
-            return [b"message", channel, payload], stop + 2
+            return [b"smessage" if sharded else b"message", channel, payload], stop + 2
     end = data.find(b"\r\n", start)
     if end < 0:
         raise _Incomplete(len(data) + 1)

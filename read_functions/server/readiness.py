@@ -12,8 +12,9 @@ import asyncio
 import contextlib
 import logging
 
-import redis.asyncio as redis
 from redis.exceptions import RedisError
+
+from book_store.connect import StoreClient
 
 log = logging.getLogger(__name__)
 
@@ -21,7 +22,7 @@ log = logging.getLogger(__name__)
 class StoreReadiness:
     """The last answer of the store to a background ``PING``: ``reachable`` until one fails."""
 
-    def __init__(self, client: redis.Redis, *, interval_s: float = 1.0, timeout_s: float = 1.0) -> None:
+    def __init__(self, client: StoreClient, *, interval_s: float = 1.0, timeout_s: float = 1.0) -> None:
         self._client = client
         self._interval_s = interval_s
         self._timeout_s = timeout_s

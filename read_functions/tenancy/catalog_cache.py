@@ -18,10 +18,10 @@ from __future__ import annotations
 import asyncio
 import time
 
-import redis.asyncio as redis
 from redis.exceptions import RedisError
 
 from book_store.catalog import MarketCatalog, MarketInfo
+from book_store.connect import StoreClient
 from control_plane.errors import UnknownExchangeError, UnknownMarketError
 from ladder_process.errors import StoreError, StoreUnavailableError
 
@@ -36,7 +36,7 @@ class MarketListing(dict[str, MarketInfo]):
 class CatalogCache:
     """Validates exchanges and markets against the catalog ingest nodes publish."""
 
-    def __init__(self, client: redis.Redis, *, refresh_s: float = 10.0, recheck_s: float = 1.0) -> None:
+    def __init__(self, client: StoreClient, *, refresh_s: float = 10.0, recheck_s: float = 1.0) -> None:
         self._catalog = MarketCatalog(client)
         self._refresh_s = refresh_s
         self._recheck_s = recheck_s

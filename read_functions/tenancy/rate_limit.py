@@ -22,9 +22,9 @@ import math
 import time
 from typing import NamedTuple
 
-import redis.asyncio as redis
 from redis.exceptions import RedisError
 
+from book_store.connect import StoreClient
 from control_plane.errors import RateLimitedError
 from control_plane.models import Tenant
 from ladder_process.errors import StoreUnavailableError
@@ -105,7 +105,7 @@ class RateLimiter:
     """Spends leased tokens; :meth:`take` raises TenantRateLimitedError over the limit."""
 
     def __init__(
-        self, client: redis.Redis, *, lease_window_s: float = 0.05, lease_ttl_s: float = 1.0
+        self, client: StoreClient, *, lease_window_s: float = 0.05, lease_ttl_s: float = 1.0
     ) -> None:
         self._script = client.register_script(TAKE_SCRIPT)
         self._lease_window_s = lease_window_s

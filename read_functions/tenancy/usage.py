@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import time
 
-import redis.asyncio as redis
 from redis.exceptions import RedisError
 
+from book_store.connect import StoreClient
 from ladder_process.errors import StoreUnavailableError
 
 MINUTE_MS = 60_000
@@ -32,7 +32,7 @@ def minute_key(tenant_id: str, minute_ms: int) -> str:
 class UsageCounter:
     """Counts requests per tenant locally and flushes them to the store."""
 
-    def __init__(self, client: redis.Redis) -> None:
+    def __init__(self, client: StoreClient) -> None:
         self._client = client
         self._counts: dict[str, int] = {}
 

@@ -14,11 +14,14 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 import redis.asyncio as redis
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
+from redis.asyncio.cluster import RedisCluster
 from werkzeug.serving import make_server
 
+from book_store.connect import opened, store_client
 from control_plane.stores.base import ControlStore
 from control_plane.stores.dynamodb import DynamoControlStore, create_table
 from control_plane.stores.redis import RedisControlStore
+from tests.valkey_cluster import ValkeyCluster
 
 _FAKE_AWS = {
     "AWS_ACCESS_KEY_ID": "testing",
@@ -63,6 +66,15 @@ async def redis_store(valkey_url: str) -> AsyncIterator[RedisControlStore]:
 
 
 @pytest.fixture
+async def redis_cluster_store(valkey_cluster: ValkeyCluster) -> AsyncIterator[RedisControlStore]:
+    """The redis store on the session's 3-primary cluster: every key of it shares one hash tag."""
+    client = await opened(store_client(valkey_cluster.url, cluster=True))
+    assert isinstance(client, RedisCluster)
+    yield RedisControlStore(client, prefix=f"test-{uuid.uuid4().hex}:")
+    await client.aclose()
+
+
+@pytest.fixture
 async def dynamodb_store(dynamodb_url: str) -> AsyncIterator[DynamoControlStore]:
     table = f"control-{uuid.uuid4().hex}"
     await create_table(table, endpoint_url=dynamodb_url)
@@ -71,7 +83,7 @@ async def dynamodb_store(dynamodb_url: str) -> AsyncIterator[DynamoControlStore]
     await store.close()
 
 
-@pytest.fixture(params=["redis", "dynamodb"])
+@pytest.fixture(params=["redis", "redis_cluster", "dynamodb"])
 def store(request: pytest.FixtureRequest) -> ControlStore:
     """The same contract, run once per implementation."""
     fixture: ControlStore = request.getfixturevalue(f"{request.param}_store")

@@ -112,6 +112,7 @@ async def test_requests_queue_for_a_store_connection_instead_of_failing(
         await redis_client.client_pause(600)  # every store call waits: 200 need a connection at once
         results = await asyncio.gather(*(ask(http, f"{stack.url}{SUBSCRIPTIONS}", key) for _ in range(200)))
     assert [status for status, _, _ in results] == [200] * 200
+    assert isinstance(stack.deps.redis, redis.Redis), "the stack's store is one node"
     pool = stack.deps.redis.connection_pool
     assert pool.max_connections == stack.deps.settings.store_connections == 100
 

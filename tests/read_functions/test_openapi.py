@@ -22,6 +22,7 @@ from schemathesis.checks import (
 from schemathesis.core.result import Ok
 
 from book_store.codec import BookStatus, encode_message
+from book_store.keys import CATALOG_INDEX, catalog_key
 from ladder_process.embedded_valkey import EmbeddedValkey
 from read_functions.app import openapi
 from read_functions.app.routes import ROUTES
@@ -76,12 +77,12 @@ def live_api(valkey_server: EmbeddedValkey) -> Iterator[tuple[str, dict[str, str
     client.flushdb()
     for market in MARKETS:
         client.hset(
-            f"ladder:catalog:{market.exchange}",
+            catalog_key(market.exchange),
             market.market,
             f'{{"exchange":"{market.exchange}","market":"{market.market}","status":"TRADING",'
             f'"base":"{market.base}","quote":"{market.quote}"}}',
         )
-        client.sadd("ladder:catalog:exchanges", market.exchange)
+        client.sadd(CATALOG_INDEX, market.exchange)
     stop = threading.Event()
     writer = threading.Thread(target=_keep_fresh, args=(url, stop), daemon=True)
     writer.start()

@@ -92,3 +92,15 @@ def test_a_payload_is_a_view_of_its_chunk_unless_it_would_pin_a_much_larger_one(
     assert isinstance(reply, list)
     [_, _, small] = reply
     assert small == b"small" and isinstance(small, bytes)  # a copy: the chunk can go
+
+
+def test_a_sharded_message_takes_the_same_path_and_says_it_is_sharded() -> None:
+    sharded = message(A, BIG).replace(b"$7\r\nmessage", b"$8\r\nsmessage", 1)
+    [reply] = RespParser().feed(sharded)
+    assert isinstance(reply, list)
+    [kind, channel, payload] = reply
+    assert (kind, channel, payload) == (b"smessage", A, BIG)
+    assert isinstance(payload, memoryview) and payload.obj is sharded  # the fast path: no copy
+    for split in range(1, len(sharded), 101):
+        parser = RespParser()
+        assert parser.feed(sharded[:split]) + parser.feed(sharded[split:]) == [[b"smessage", A, BIG]], split

@@ -1,0 +1,411 @@
+"""``ladder bench binance``: all of Binance on one box, the way UBDCC users work, everything at once.
+
+Theory of operation
+-------------------
+The fake venue lists 2013 spot and 2013 USD-M futures markets (``--markets``) whose activity is
+skewed as a real venue's is: the k-th market of each catalogue makes ``--rate x k^-0.8`` updates a
+second (``--rate-skew``), so with the default ``--rate 10`` the busiest three make 10, 5.7 and
+4.2 a second, the 18th under 1, the last one every 44 s, and each venue ~185 a second (~370 in
+all; ``--activity`` scales every market's rate). Ladder runs whole: the control plane, two ingest
+nodes, two read workers and one Valkey. A tenant subscribes every market with 2 replicas in two
+calls (``POST /v1/subscriptions/bulk``, one per exchange), the control plane places the 8052
+replicas (one of every book per node), and the nodes sync them inside the venue's weight budget
+(20 levels a side: spot snapshots of 100 levels and futures ones of 50 cost the least weight).
+
+Then, for ``--seconds`` (300), everything runs at once:
+
+- random reads, ``GET /v1/books/{exchange}/{market}?depth=20`` of a book drawn at random among all
+  4026 for every request, at a fixed arrival rate (``--read-rate``, 5000 req/s) from the open-loop
+  generator of :mod:`bench.arrivals` (its own process);
+- 50 WebSocket streams (``/v1/stream``) of the 25 busiest spot and 25 busiest futures books; for
+  each message that carries a new ``update_id``, receive time minus its ``ingest_time`` (the
+  moment the node read the frame) is the ingest -> subscriber latency;
+- twice a second, a random book is read from Ladder and compared with the venue's truth at the
+  same ``update_id`` (``/_fake/book``): every level served must be the venue's, and a side may
+  be shorter than 20 levels only when the answer says ``truncated``;
+- every second, the nodes' own counts of synced replicas.
+
+Then the capacity: the same random reads, everything else still live, at rising rates (x1.2 a
+step from ``--read-rate``, ``--step-seconds`` each) until p99 reaches 25 ms or a request fails;
+the capacity is the highest rate that kept p99 under 25 ms with no failure. (If ``--read-rate``
+already fails, the steps go down instead.)
+
+CPU seconds per second are per Ladder process kind (ingest nodes, read workers, the control
+plane, the store); the venue and the load generators (the arrivals process, this process's
+streams and checks) are left out, but they share the two cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+import orjson
+
+from bench import arrivals, stack
+from bench.arrivals import Outcome
+from bench.harness import EXCHANGES, Bench, cpu_seconds, run
+from bench.report import Report, at_least, below, percentiles
+from bench.stack import VENUE_OF, Stack
+from bench.sync import rss_kib, venue_stats
+from book_store.keys import node_stats_key
+
+DEPTH = 20
+STREAMS_PER_EXCHANGE = 25
+READ_P99_MS = 25.0
+STREAM_P99_MS = 10.0
+CHECKS_PER_S = 2.0
+STEP = 1.2
+
+
+@dataclass
+class Live:
+    """What the streams, the truth checks and the sync watch saw, tagged by phase."""
+
+    phase: str = "sync"
+    stream_ms: dict[str, list[float]] = field(default_factory=dict)
+    stream_times: list[tuple[float, float]] = field(default_factory=list)
+    """(seconds since the sustained phase began, latency ms) of every stream message, for the plot."""
+    checks: int = 0
+    mismatches: list[dict[str, Any]] = field(default_factory=list)
+    check_errors: dict[str, int] = field(default_factory=dict)
+    synced_min: dict[str, int] = field(default_factory=dict)
+    """Per exchange, the fewest replicas any node reported synced during the sustained phase."""
+    synced_times: list[float] = field(default_factory=list)
+    synced_counts: dict[str, list[int]] = field(default_factory=dict)
+    started: float = 0.0
+
+
+async def follow_stream(
+    http: aiohttp.ClientSession, st: Stack, exchange: str, market: str, live: Live
+) -> None:
+    url = (
+        st.read_url.replace("http://", "ws://")
+        + f"/v1/stream?exchange={exchange}&market={market}&depth={DEPTH}"
+    )
+    last = -1
+    async with http.ws_connect(url, headers={"X-API-Key": st.key}, max_msg_size=0) as ws:
+        async for message in ws:
+            if message.type != aiohttp.WSMsgType.TEXT:
+                break
+            now_ms = time.time() * 1000
+            book = orjson.loads(message.data)
+            update_id = book.get("update_id", -1)
+            if update_id == last or book.get("status") != "synced":
+                continue  # a republish of a quiet book carries no new event
+            last = update_id
+            latency = now_ms - book["ingest_time"]
+            live.stream_ms.setdefault(live.phase, []).append(latency)
+            if live.phase == "sustained":
+                live.stream_times.append((time.monotonic() - live.started, latency))
+
+
+async def check_once(http: aiohttp.ClientSession, st: Stack, live: Live, rng: random.Random) -> None:
+    exchange = rng.choice(list(st.books))
+    market = rng.choice(st.books[exchange])
+    async with http.get(f"{st.read_url}/v1/books/{exchange}/{market}?depth={DEPTH}",
+                        headers={"X-API-Key": st.key}) as r:  # fmt: skip
+        if r.status != 200:
+            live.check_errors[f"ladder {r.status}"] = live.check_errors.get(f"ladder {r.status}", 0) + 1
+            return
+        book = await r.json()
+    truth_url = (f"{st.venue_url}/_fake/book?venue={VENUE_OF[exchange]}&symbol={market}"
+                 f"&update_id={book['update_id']}&limit={DEPTH}")  # fmt: skip
+    async with http.get(truth_url) as r:
+        if r.status != 200:
+            live.check_errors[f"venue {r.status}"] = live.check_errors.get(f"venue {r.status}", 0) + 1
+            return
+        truth = await r.json()
+    live.checks += 1
+    for side in ("bids", "asks"):
+        ours, theirs = book[side], truth[side]
+        short = len(ours) < min(DEPTH, len(theirs)) and not book["truncated"]
+        if ours != theirs[: len(ours)] or short:
+            live.mismatches.append({"exchange": exchange, "market": market, "update_id": book["update_id"],
+                                    "side": side, "ladder": ours[:3], "venue": theirs[:3]})  # fmt: skip
+            return
+
+
+async def check_forever(st: Stack, live: Live) -> None:
+    rng = random.Random(7)
+    async with aiohttp.ClientSession() as http:
+        while True:
+            try:
+                await check_once(http, st, live, rng)
+            except aiohttp.ClientError as error:
+                live.check_errors[type(error).__name__] = live.check_errors.get(type(error).__name__, 0) + 1
+            await asyncio.sleep(1 / CHECKS_PER_S)
+
+
+async def watch_synced(st: Stack, live: Live) -> None:
+    while True:
+        docs = [orjson.loads(await st.redis.get(node_stats_key(n.node_id)) or b"{}") for n in st.nodes]
+        live.synced_times.append(time.monotonic() - live.started)
+        for exchange in EXCHANGES:
+            counts = [int(d.get("exchanges", {}).get(exchange, {}).get("synced", 0)) for d in docs]
+            live.synced_counts.setdefault(exchange, []).append(sum(counts))
+            if live.phase != "sync":
+                live.synced_min[exchange] = min(live.synced_min.get(exchange, 1 << 30), *counts)
+        await asyncio.sleep(1.0)
+
+
+def read_requests(st: Stack) -> list[bytes]:
+    return [
+        arrivals.request_bytes(st.read_url, f"/v1/books/{exchange}/{market}?depth={DEPTH}", st.key)
+        for exchange, names in st.books.items()
+        for market in names
+    ]
+
+
+def cpu_by_kind(pids: dict[str, list[int]]) -> dict[str, float]:
+    return {kind: sum(cpu_seconds(p) for p in ps) for kind, ps in pids.items()}
+
+
+async def resyncs(st: Stack) -> int:
+    docs = [orjson.loads(await st.redis.get(node_stats_key(n.node_id)) or b"{}") for n in st.nodes]
+    return sum(sum(d.get("replica_totals", {}).get("resyncs", {}).values()) for d in docs)  # by reason
+
+
+async def capacity(
+    st: Stack, live: Live, requests: list[bytes], args: argparse.Namespace
+) -> list[dict[str, Any]]:
+    """Random reads at rising (or, if the first fails, falling) rates; every step's summary."""
+    steps: list[dict[str, Any]] = []
+    rate, direction = args.read_rate, 0
+    for _ in range(args.max_steps):
+        live.phase = f"capacity {rate:.0f}"
+        outcome = await arrivals.run(st.read_url, requests, [arrivals.steady(rate, args.step_seconds)])
+        got = outcome.select()
+        stream = percentiles(live.stream_ms.get(live.phase, []), (99,))
+        ok = got.p99_ms < READ_P99_MS and got.failed == 0
+        steps.append({"rate": rate, "ok": ok, **got.row(), "stream_p99_ms": stream.get("p99", 0.0),
+                      "generator_cpu_s_per_s": outcome.generator_cpu_s / outcome.seconds})  # fmt: skip
+        print(f"capacity step {rate:,.0f} req/s: p99 {got.p99_ms:.1f} ms, failed {got.failed}, "
+              f"send delay p99 {got.send_delay_p99_ms:.1f} ms -> {'ok' if ok else 'over'}",
+              flush=True)  # fmt: skip
+        direction = direction or (1 if ok else -1)
+        if (direction > 0 and not ok) or (direction < 0 and ok):
+            break
+        rate = rate * STEP if direction > 0 else rate / STEP
+    return steps
+
+
+async def measure(args: argparse.Namespace, report: Report) -> dict[str, Any]:
+    venue_args = [
+        "--rate",
+        str(args.rate * args.activity),
+        "--rate-skew",
+        str(args.rate_skew),
+        "--levels",
+        "200",
+    ]
+    live = Live()
+    with Bench() as bench:
+        if args.node_timeout_ms:
+            bench.env["LADDER_NODE_TIMEOUT_MS"] = str(args.node_timeout_ms)
+        st = stack.start(bench, args.markets, 2, args.workers, venue_args)
+        async with aiohttp.ClientSession() as http:
+            started = time.monotonic()
+            await stack.subscribe(st, args.markets, 2, DEPTH)
+            subscribed_s = time.monotonic() - started
+            print(f"subscribed {args.markets} spot + {args.markets} futures markets x 2 replicas in "
+                  f"{subscribed_s:.1f} s; syncing", flush=True)  # fmt: skip
+            progress = await stack.wait_synced(st, args.sync_timeout_s)
+            synced_s = time.monotonic() - started
+            print(f"all synced {synced_s:.0f} s after the first subscribe", flush=True)
+            requests = read_requests(st)
+            pids = st.pids()
+            await arrivals.run(st.read_url, requests, [arrivals.steady(1000, 5)])  # every book read once
+            streams = [(e, m) for e, names in st.books.items() for m in names[:STREAMS_PER_EXCHANGE]]
+            tasks = [asyncio.create_task(follow_stream(http, st, e, m, live)) for e, m in streams]
+            tasks += [
+                asyncio.create_task(check_forever(st, live)),
+                asyncio.create_task(watch_synced(st, live)),
+            ]
+            try:
+                await asyncio.sleep(3)  # streams open, first messages in
+                venue_before = await venue_stats(http, st.venue_url)
+                resyncs_before = await resyncs(st)
+                live.phase, live.started = "sustained", time.monotonic()
+                cpu_before = cpu_by_kind(pids)
+                outcome: Outcome = await arrivals.run(
+                    st.read_url, requests, [arrivals.steady(args.read_rate, args.seconds)]
+                )
+                elapsed = time.monotonic() - live.started
+                cpu = {k: (v - cpu_before[k]) / elapsed for k, v in cpu_by_kind(pids).items()}
+                rss = {kind: [rss_kib(p)[0] / 1024 for p in ps] for kind, ps in pids.items()}
+                memory = await st.redis.info("memory")
+                venue_after = await venue_stats(http, st.venue_url)
+                resyncs_sustained = await resyncs(st) - resyncs_before
+                steps = await capacity(st, live, requests, args)
+            finally:
+                for task in tasks:
+                    task.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+        await st.redis.aclose()
+    return {
+        "subscribed_s": subscribed_s, "synced_s": synced_s, "progress": progress, "outcome": outcome,
+        "cpu": cpu, "rss": rss, "store_memory": memory, "venue_before": venue_before,
+        "venue_after": venue_after,
+        "resyncs": resyncs_sustained, "steps": steps, "live": live, "elapsed": elapsed,
+    }  # fmt: skip
+
+
+def summarize(report: Report, m: dict[str, Any], args: argparse.Namespace) -> None:
+    outcome: Outcome = m["outcome"]
+    live: Live = m["live"]
+    reads = outcome.select()
+    stream = percentiles(live.stream_ms.get("sustained", []), (50, 99))
+    books = 2 * args.markets
+    venue_after, venue_before = m["venue_after"], m["venue_before"]
+    refused = int(venue_after.get("http_429", 0)) + int(venue_after.get("http_418", 0))
+    event_rate = sum(
+        float(v.get("active_rate", 0)) for k, v in venue_after["venues"].items() if k in VENUE_OF.values()
+    )
+    events = int(venue_after["events_generated"]) - int(venue_before["events_generated"])
+    report.figure(f"books x 2 replicas synced after the bulk subscribe ({books} books)", m["synced_s"], "s",
+                  reference="UBDCC: 25 minutes for 4026 books")  # fmt: skip
+    for exchange in EXCHANGES:
+        report.figure(f"{exchange}: fewest replicas a node held synced during the run",
+                      live.synced_min.get(exchange, 0), "", at_least(args.markets, ""))  # fmt: skip
+    report.figure("resyncs during the sustained phase", m["resyncs"], "")
+    report.figure("HTTP 429 and 418 answers (whole run)", refused, "", below(1, ""))
+    report.figure(f"mismatches against the venue's truth ({live.checks} checks)", len(live.mismatches), "",
+                  below(1, ""))  # fmt: skip
+    report.figure(f"random reads asked (a book of {books} at random)", args.read_rate, "req/s")
+    report.figure("random reads p50", reads.p50_ms, "ms")
+    report.figure("random reads p99", reads.p99_ms, "ms", below(READ_P99_MS, "ms"))
+    report.figure("random reads failed (no answer, or status >= 400)", reads.failed, "", below(1, ""))
+    report.figure("generator send delay p99 (its own lateness)", reads.send_delay_p99_ms, "ms")
+    report.figure("stream ingest -> subscriber p50 (50 streams)", stream.get("p50", 0.0), "ms")
+    report.figure("stream ingest -> subscriber p99 (50 streams)", stream.get("p99", 0.0), "ms",
+                  below(STREAM_P99_MS, "ms"))  # fmt: skip
+    ok_steps = [s["rate"] for s in m["steps"] if s["ok"]]
+    report.figure(f"capacity: highest random-read rate with p99 < {READ_P99_MS:g} ms, everything live",
+                  max(ok_steps) if ok_steps else None, "req/s")  # fmt: skip
+    report.figure("venue events per second (all active markets)", event_rate, "events/s")
+    report.figure(
+        "venue events made during the sustained phase, per second", events / m["elapsed"], "events/s"
+    )
+    cpu = m["cpu"]
+    for kind in ("ingest", "read", "control", "store"):
+        report.figure(f"CPU s/s: {kind} ({len(m['rss'][kind])} processes)", cpu.get(kind, 0.0), "s/s")
+    report.figure("CPU s/s: Ladder in all", sum(cpu.values()), "s/s", reference="the machine has 2")
+    report.figure("CPU s/s: load generator (reads)", outcome.generator_cpu_s / outcome.seconds, "s/s")
+    for kind, values in m["rss"].items():
+        report.figure(f"RSS: {kind} (MiB, all its processes)", sum(values), "MiB")
+    report.figure("store used_memory", int(m["store_memory"]["used_memory"]) / 2**20, "MiB")
+    report.figure("store bytes per book replica", int(m["store_memory"]["used_memory"]) / (2 * books), "B")
+    report.table("Sustained phase", ["figure", "value"], [
+        ["reads sent", reads.sent], ["statuses", reads.statuses], ["timeouts", reads.timeouts],
+        ["socket errors", reads.socket_errors], ["read p95 ms", reads.p95_ms], ["read max ms", reads.max_ms],
+        ["stream messages with a new update", len(live.stream_ms.get("sustained", []))],
+        ["truth checks", live.checks], ["check errors", live.check_errors],
+        ["seconds", m["elapsed"]],
+    ])  # fmt: skip
+    report.table("Capacity steps (everything live)",
+                 ["asked req/s", "sent", "p50 ms", "p99 ms", "failed", "send delay p99 ms", "stream p99 ms",
+                  "generator CPU s/s", "p99 < 25 ms, no failure"],
+                 [[s["rate"], s["sent"], s["p50_ms"], s["p99_ms"], s["failed"], s["send_delay_p99_ms"],
+                   s["stream_p99_ms"], s["generator_cpu_s_per_s"], "yes" if s["ok"] else "no"]
+                  for s in m["steps"]])  # fmt: skip
+    report.table("Memory per process (MiB)", ["kind", "RSS per process"],
+                 [[k, ", ".join(f"{v:.0f}" for v in vs)] for k, vs in m["rss"].items()])  # fmt: skip
+    if live.mismatches:
+        report.table("Mismatches (first 10)", ["exchange", "market", "update_id", "side", "ladder", "venue"],
+                     [[x["exchange"], x["market"], x["update_id"], x["side"], x["ladder"], x["venue"]]
+                      for x in live.mismatches[:10]])  # fmt: skip
+    progress = m["progress"]
+    report.line_plot("synced_over_time.png", "Synced replicas after the bulk subscribe",
+                     "seconds since the books were assigned", "synced replicas",
+                     {e: (progress.times, counts) for e, counts in progress.synced.items()})  # fmt: skip
+    windows = outcome.windows(5.0)
+    by_window: dict[int, list[float]] = {}
+    for t, latency in live.stream_times:
+        by_window.setdefault(int(t // 5), []).append(latency)
+    stream_p99 = [percentiles(by_window[k], (99,))["p99"] for k in sorted(by_window)]
+    report.line_plot(
+        "latency_over_time.png",
+        "Sustained phase: p99 per 5 s window",
+        "seconds since the sustained phase began",
+        "ms",
+        {
+            "random reads p99": ([w[0] for w in windows], [w[2].p99_ms for w in windows]),
+            "stream p99": ([5.0 * k for k in sorted(by_window)], stream_p99),
+        },
+        logy=True,
+        hlines={"read target 25 ms": READ_P99_MS, "stream target 10 ms": STREAM_P99_MS},
+    )
+    rates = [s["rate"] for s in m["steps"]]
+    report.line_plot(
+        "capacity.png",
+        "Random reads: p99 against the asked rate, everything live",
+        "asked req/s",
+        "ms",
+        {"p99": (rates, [s["p99_ms"] for s in m["steps"]])},
+        hlines={"25 ms": READ_P99_MS},
+    )
+    report.note(
+        f"Venue: {args.markets} spot + {args.markets} futures markets, the k-th of each at "
+        f"{args.rate * args.activity:g} x k^-{args.rate_skew:g} updates/s (--rate {args.rate:g} x --activity "
+        f"{args.activity:g}), 200 levels a side. Books kept {DEPTH} levels deep, 2 replicas, "
+        f"{args.workers} read workers; LADDER_NODE_TIMEOUT_MS "
+        f"{args.node_timeout_ms or 'default (3000)'}."
+    )
+    report.note(
+        f"Reads: GET /v1/books/{{exchange}}/{{market}}?depth={DEPTH}, a book drawn at random among all for "
+        "each request, open-loop (bench/arrivals.py), latency from each request's due time. Streams: "
+        f"/v1/stream of the {STREAMS_PER_EXCHANGE} busiest books of each exchange; the latency counts "
+        "only messages with a new update_id (ingest_time is whole milliseconds: up to 1 ms high)."
+    )
+    report.note(
+        "CPU is per Ladder process kind (ingest nodes, read workers with their parent, control plane, "
+        "store); the venue, the read generator and this process (streams, truth checks) share the cores."
+    )
+    report.data.update(
+        reads=reads.row(), stream=stream, steps=m["steps"], cpu=cpu, rss=m["rss"],
+        store_memory={k: m["store_memory"][k] for k in ("used_memory", "used_memory_peak")},
+        venue_before=venue_before, venue_after=venue_after, mismatches=live.mismatches,
+        check_errors=live.check_errors, synced_min=live.synced_min,
+        sync_timeline={"seconds": progress.times, **progress.synced},
+    )  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="ladder bench binance", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    parser.add_argument("--markets", type=int, default=2013, help="markets per exchange (spot and futures)")
+    parser.add_argument("--seconds", type=float, default=300.0, help="length of the sustained phase")
+    parser.add_argument("--read-rate", type=float, default=5000.0, help="random reads per second, sustained")
+    parser.add_argument("--step-seconds", type=float, default=15.0, help="length of each capacity step")
+    parser.add_argument("--max-steps", type=int, default=8, help="capacity steps at most")
+    parser.add_argument(
+        "--rate", type=float, default=10.0, help="updates/s of each exchange's busiest market"
+    )
+    parser.add_argument("--rate-skew", type=float, default=0.8, help="the k-th market runs at rate x k^-SKEW")
+    parser.add_argument("--activity", type=float, default=1.0, help="scales every market's rate")
+    parser.add_argument("--workers", type=int, default=2, help="read worker processes")
+    parser.add_argument("--sync-timeout-s", type=float, default=900.0)
+    parser.add_argument(
+        "--node-timeout-ms",
+        type=int,
+        default=0,
+        help="LADDER_NODE_TIMEOUT_MS for every process (0: the default, 3000)",
+    )
+    args = parser.parse_args()
+    report = Report("binance", "All of Binance on one box: 4026 books x 2 replicas, read, streamed, checked")
+
+    async def go() -> None:
+        summarize(report, await measure(args, report), args)
+        print(report.write().read_text())
+
+    run(go())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,50 @@
+"""Opening the store: a cluster is recognised by asking the node, and gets a cluster client."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+import redis.asyncio as redis
+from redis.asyncio.cluster import RedisCluster
+
+from book_store.connect import is_cluster, store_client
+from book_store.keys import BookKey
+from ladder_process.embedded_valkey import free_port
+from tests.valkey_cluster import ValkeyCluster
+
+
+def test_a_cluster_node_says_so_and_a_single_node_does_not(
+    valkey_cluster: ValkeyCluster, valkey_url: str
+) -> None:
+    assert is_cluster(valkey_cluster.url)
+    assert is_cluster(valkey_cluster.nodes[-1].url), "any node will do, a replica too"
+    assert not is_cluster(valkey_url)
+
+
+def test_a_node_that_cannot_be_asked_is_taken_for_a_single_node(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING):
+        assert not is_cluster(f"redis://:secret@127.0.0.1:{free_port()}/0", timeout_s=0.5)
+    assert "LADDER_REDIS_CLUSTER" in caplog.text
+    assert "secret" not in caplog.text
+
+
+async def test_detection_picks_the_client_and_the_cluster_client_reaches_every_shard(
+    clean_cluster_url: str, valkey_url: str
+) -> None:
+    cluster = store_client(clean_cluster_url, cluster=None)
+    single = store_client(valkey_url, cluster=None)
+    forced = store_client(clean_cluster_url, cluster=False)
+    try:
+        assert isinstance(cluster, RedisCluster)
+        assert isinstance(single, redis.Redis) and isinstance(forced, redis.Redis)
+        books = [BookKey("binance.com", f"COIN{i}USDT") for i in range(12)]
+        async with cluster.pipeline(transaction=False) as pipe:
+            for book in books:
+                pipe.hset(book.snapshots, "0", book.market)
+            await pipe.execute()
+        assert [await cluster.hget(b.snapshots, "0") for b in books] == [b.market.encode() for b in books]
+        assert len({cluster.get_node_from_key(b.snapshots).name for b in books}) == 3  # type: ignore[union-attr]
+    finally:
+        for client in (cluster, single, forced):
+            await client.aclose()
