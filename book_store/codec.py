@@ -85,12 +85,21 @@ class SnapshotMeta(NamedTuple):
     confirmed_time: int | None = None
 
 
-def encode_snapshot(
-    meta: SnapshotMeta, bids: Sequence[bytes], asks: Sequence[bytes], flags: int = 0
-) -> bytes:
-    """Encode pre-encoded levels (``b'["p","q"]'``, best first), their metadata and ``flags``."""
-    bid_blob = b",".join(bids)
-    ask_blob = b",".join(asks)
+class EncodedSide(NamedTuple):
+    """One side's part of a snapshot: its level count, end offsets and blob."""
+
+    level_count: int
+    ends: bytes
+    blob: bytes
+
+
+def encode_side(levels: Sequence[bytes]) -> EncodedSide:
+    """Encode one side's pre-encoded levels (``b'["p","q"]'``, best first)."""
+    return EncodedSide(len(levels), _ends(levels).tobytes(), b",".join(levels))
+
+
+def assemble_snapshot(meta: SnapshotMeta, bids: EncodedSide, asks: EncodedSide, flags: int = 0) -> bytes:
+    """The snapshot of two encoded sides (a writer may encode them in separate event-loop turns)."""
     header = _HEADER.pack(
         VERSION,
         meta.update_id,
@@ -101,12 +110,19 @@ def encode_snapshot(
         meta.replica,
         meta.status,
         flags,
-        len(bids),
-        len(asks),
-        len(bid_blob),
-        len(ask_blob),
+        bids.level_count,
+        asks.level_count,
+        len(bids.blob),
+        len(asks.blob),
     )
-    return b"".join((header, _ends(bids).tobytes(), _ends(asks).tobytes(), bid_blob, ask_blob))
+    return b"".join((header, bids.ends, asks.ends, bids.blob, asks.blob))
+
+
+def encode_snapshot(
+    meta: SnapshotMeta, bids: Sequence[bytes], asks: Sequence[bytes], flags: int = 0
+) -> bytes:
+    """Encode pre-encoded levels (``b'["p","q"]'``, best first), their metadata and ``flags``."""
+    return assemble_snapshot(meta, encode_side(bids), encode_side(asks), flags)
 
 
 def _ends(levels: Sequence[bytes]) -> array[int]:

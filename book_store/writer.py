@@ -6,9 +6,14 @@ An ingest node may apply thousands of updates per second across hundreds of book
 snapshot with its own round trip would cap it at a few thousand writes per second and add queueing
 latency. Instead :meth:`BookWriter.put` only records the latest snapshot per ``(book, replica,
 deep)`` and makes sure a flush is scheduled; the flush sends everything recorded since the last one as one
-pipeline (``HSET`` + ``PUBLISH`` per snapshot). Only one flush is in flight at a time, so writes of
-one replica are never reordered; while a flush waits for the store, new snapshots of the same
-replica replace each other (conflation), so memory stays bounded by the number of replicas.
+pipeline (``HSET`` + ``PUBLISH`` per snapshot). Heads and deep snapshots have a pipeline each, on
+connections of their own, so that the 20- and 100-level heads every reader and stream follows never
+wait behind a deep snapshot of 5000 levels a side on its way to the store. Of each kind only one
+flush is in flight at a time, so writes of one replica are never reordered; while a flush waits for
+the store, new snapshots of the same replica replace each other (conflation), so memory stays bounded
+by the number of replicas. A publisher that asks (:meth:`BookWriter.when_sent`) is told when the
+heads in flight have been answered, so that it encodes the books that changed meanwhile once, when
+they can be sent, instead of once per loop turn only to be replaced before they leave.
 
 The published message is ``<replica as 2 bytes><snapshot>``: a subscribed reader updates its cache
 from the message itself and never needs a round trip for a book it already follows. A removed
@@ -46,7 +51,7 @@ from book_store.keys import BookKey, snapshot_field
 
 log = logging.getLogger(__name__)
 
-_Batch = dict[tuple[BookKey, int, bool], bytes | None]
+_Batch = dict[tuple[BookKey, int], bytes | None]
 
 # KEYS: the snapshots hash, the change channel. ARGV: field, change message. Stores the message's
 # snapshot (past its 2-byte replica) and publishes the message: a deep snapshot of 5000 levels a
@@ -59,8 +64,23 @@ return 0
 _STORE_AND_SPUBLISH = _STORE_AND_PUBLISH.replace("'PUBLISH'", "'SPUBLISH'")
 
 
+class _Queue:
+    """The snapshots of one kind (heads, or deep snapshots) waiting for their pipeline."""
+
+    __slots__ = ("after_send", "deep", "flusher", "pending", "sending")
+
+    def __init__(self, *, deep: bool) -> None:
+        self.deep = deep
+        self.pending: _Batch = {}
+        self.flusher: asyncio.Task[None] | None = None
+        self.sending = False
+        """A pipeline of this queue is waiting for the store's answer."""
+        self.after_send: list[Callable[[], None]] = []
+
+
 class BookWriter:
-    """Writes snapshots of many replicas, one pipeline per event-loop turn."""
+    """Writes snapshots of many replicas, one pipeline of heads (and one of deep snapshots) per
+    event-loop turn."""
 
     def __init__(
         self,
@@ -70,8 +90,8 @@ class BookWriter:
     ) -> None:
         """``client`` is owned by the caller. ``on_flush(count, seconds)`` observes each batch."""
         self._client = client
-        self._pending: _Batch = {}
-        self._flusher: asyncio.Task[None] | None = None
+        self._heads = _Queue(deep=False)
+        self._deeps = _Queue(deep=True)
         self._on_flush = on_flush
         self._store_and_publish = client.register_script(_STORE_AND_PUBLISH)
         self._store_and_spublish = client.register_script(_STORE_AND_SPUBLISH)
@@ -90,27 +110,39 @@ class BookWriter:
     def unfence(self) -> None:
         """Send what was recorded meanwhile (the newest of each replica) and carry on."""
         self._fenced = False
-        if self._pending:
-            self._wake()
+        for queue in (self._heads, self._deeps):
+            if queue.pending:
+                self._wake(queue)
 
     def put(self, book: BookKey, replica: int, snapshot: bytes, *, deep: bool = False) -> None:
         """Record the newest head (or deep) snapshot of a replica; it is written at the end of this
         loop turn."""
-        self._pending[(book, replica, deep)] = snapshot
-        self._wake()
+        queue = self._deeps if deep else self._heads
+        queue.pending[(book, replica)] = snapshot
+        self._wake(queue)
 
     def remove(self, book: BookKey, replica: int, *, deep_only: bool = False) -> None:
         """Delete a replica's snapshots (the replica was stopped or moved), or only its deep one
         (the book is no longer published deeper than its head)."""
         if not deep_only:
-            self._pending[(book, replica, False)] = None
-        self._pending[(book, replica, True)] = None
-        self._wake()
+            self._heads.pending[(book, replica)] = None
+            self._wake(self._heads)
+        self._deeps.pending[(book, replica)] = None
+        self._wake(self._deeps)
+
+    def when_sent(self, callback: Callable[[], None]) -> bool:
+        """While a pipeline of heads waits for the store, call ``callback`` once it is answered and
+        return True (a head recorded now would wait for it anyway); False when none is waiting."""
+        if not self._heads.sending:
+            return False
+        self._heads.after_send.append(callback)
+        return True
 
     async def drain(self) -> None:
         """Wait until everything recorded so far has been written."""
-        while self._flusher is not None and not self._flusher.done():
-            await asyncio.shield(self._flusher)
+        for queue in (self._heads, self._deeps):
+            while queue.flusher is not None and not queue.flusher.done():
+                await asyncio.shield(queue.flusher)
 
     async def close(self) -> None:
         """Write what is pending, then stop."""
@@ -119,42 +151,51 @@ class BookWriter:
             await client.aclose()
         self._shards.clear()
 
-    def _wake(self) -> None:
+    def _wake(self, queue: _Queue) -> None:
         if self._fenced:
             return
-        if self._flusher is None or self._flusher.done():
-            self._flusher = asyncio.get_running_loop().create_task(self._flush_loop())
+        if queue.flusher is None or queue.flusher.done():
+            queue.flusher = asyncio.get_running_loop().create_task(self._flush_loop(queue))
 
-    async def _flush_loop(self) -> None:
+    async def _flush_loop(self, queue: _Queue) -> None:
         # Yield once so that every put() of the current loop turn joins this batch.
         await asyncio.sleep(0)
-        while self._pending and not self._fenced:
-            batch, self._pending = self._pending, {}
+        while queue.pending and not self._fenced:
+            batch, queue.pending = queue.pending, {}
             started = time.perf_counter()  # loop.time() has 1 ms resolution under uvloop
             now_ms = time.time_ns() // 1_000_000
+            queue.sending = True
+            failure: Exception | None = None
             try:
                 if isinstance(self._client, RedisCluster):
-                    await self._send_per_shard(self._client, batch, now_ms)
+                    await self._send_per_shard(self._client, batch, now_ms, deep=queue.deep)
                 else:
                     pipe = self._client.pipeline(transaction=False)
-                    await self._queue(pipe, batch, now_ms, sharded=False)
+                    await self._queue(pipe, batch, now_ms, sharded=False, deep=queue.deep)
                     await pipe.execute()
             except (RedisError, OSError) as exc:
+                failure = exc
+            finally:  # cancelled too: whoever waits for the answer must not wait forever
+                queue.sending = False
+                callbacks, queue.after_send = queue.after_send, []
+                for callback in callbacks:
+                    callback()
+            if failure is not None:
                 # Keep the newest version of each failed write unless a newer one arrived.
-                log.warning("book store write failed (%s); retrying %d snapshots", exc, len(batch))
+                log.warning("book store write failed (%s); retrying %d snapshots", failure, len(batch))
                 for key, value in batch.items():
-                    self._pending.setdefault(key, value)
+                    queue.pending.setdefault(key, value)
                 self._map_stale = True  # on a cluster: a moved slot or a failover, perhaps
                 await asyncio.sleep(0.2)
                 continue
             if self._on_flush is not None:
                 self._on_flush(len(batch), time.perf_counter() - started)
 
-    async def _queue(self, pipe: Pipeline, batch: _Batch, now_ms: int, *, sharded: bool) -> None:
+    async def _queue(self, pipe: Pipeline, batch: _Batch, now_ms: int, *, sharded: bool, deep: bool) -> None:
         """Add the writes of ``batch`` to ``pipe``: per snapshot HSET + (S)PUBLISH, or the script."""
         publish = pipe.spublish if sharded else pipe.publish
         script = self._store_and_spublish if sharded else self._store_and_publish
-        for (book, replica, deep), snapshot in batch.items():
+        for (book, replica), snapshot in batch.items():
             field = snapshot_field(replica, deep=deep)
             if snapshot is None:
                 pipe.hdel(book.snapshots, field)
@@ -166,7 +207,7 @@ class BookWriter:
                 pipe.hset(book.snapshots, field, snapshot)
                 publish(book.channel, encode_message(replica, snapshot))
 
-    async def _send_per_shard(self, cluster: RedisCluster, batch: _Batch, now_ms: int) -> None:
+    async def _send_per_shard(self, cluster: RedisCluster, batch: _Batch, now_ms: int, *, deep: bool) -> None:
         """One plain pipeline per primary, all at once (RedisCluster's own pipeline costs the
         writer twice the CPU per snapshot: ``ladder bench cluster_clients``)."""
         if self._map_stale:
@@ -186,7 +227,7 @@ class BookWriter:
         pipes = []
         for node, items in by_primary.values():
             pipe = self._shard(node).pipeline(transaction=False)
-            await self._queue(pipe, items, now_ms, sharded=True)
+            await self._queue(pipe, items, now_ms, sharded=True, deep=deep)
             pipes.append(pipe)
         outcomes = await asyncio.gather(*(pipe.execute() for pipe in pipes), return_exceptions=True)
         for outcome in outcomes:

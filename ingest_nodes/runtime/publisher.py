@@ -5,8 +5,10 @@ Theory of operation
 A replica that changed is only *marked*; at the end of the event-loop turn every marked replica is
 encoded once (its levels are already encoded one by one in the book, so this is a slice and a
 join) and handed to the batching :class:`~book_store.writer.BookWriter`. A burst of updates to one
-book inside one turn therefore costs one encode and one write. With ``publish_interval_ms`` > 0 a
-replica is published at most that often (the latest state wins).
+book inside one turn therefore costs one encode and one write. While the writer's previous heads
+still wait for the store, the marked replicas wait too and are encoded once those are answered: a
+head encoded meanwhile would only be replaced before it left, and under a burst most would be. With
+``publish_interval_ms`` > 0 a replica is published at most that often (the latest state wins).
 
 Each replica is published as deep as its deepest subscriber asks (``depth``), in two parts when
 that is deeper than ``head_levels``:
@@ -17,8 +19,12 @@ that is deeper than ``head_levels``:
   seconds (the latest state wins), and empty at once when the replica stops being synced, so a
   deep snapshot is never ``synced`` while its replica is not. A quiet book's deep snapshot is not
   republished at all: a reader takes it as current while it is at the head's ``update_id``. Deep
-  snapshots that fall due are written one per event-loop turn, most overdue first: an encode of
-  5000 levels takes milliseconds, and the events of other books go in between.
+  snapshots that fall due are written one at a time, most overdue first, and one of more than
+  ``_ONE_TURN_LEVELS`` levels a side is spread over three event-loop turns: the first takes its
+  levels (one atomic state: a level's bytes never change in place, a change replaces them), the
+  second and third encode a side each. A 5000-level encode in one go holds the loop for over a
+  millisecond; in three steps no turn holds it that long, and the events of other books go in
+  between.
 
 So a 5000-level book changing ten times a second costs ten 100-level encodes and writes a second
 plus one 5000-level one every 2.5 s (at the default 2000 levels a second), not ten 5000-level
@@ -42,7 +48,17 @@ from __future__ import annotations
 import asyncio
 from typing import Protocol
 
-from book_store.codec import DEEP, MORE_ASKS, MORE_BIDS, BookStatus, SnapshotMeta, encode_snapshot
+from book_store.codec import (
+    DEEP,
+    MORE_ASKS,
+    MORE_BIDS,
+    BookStatus,
+    EncodedSide,
+    SnapshotMeta,
+    assemble_snapshot,
+    encode_side,
+    encode_snapshot,
+)
 from book_store.keys import BookKey
 from book_store.writer import BookWriter
 from ingest_nodes.core.book import OrderBook, SideWindow
@@ -54,6 +70,9 @@ from ingest_nodes.venues.stream import Refused
 from ladder_process.clock import now_ms
 
 ReplicaKey = tuple[BookKey, int]
+
+_ONE_TURN_LEVELS = 1000
+"""A deep snapshot of up to this many levels a side is taken and encoded in one loop turn."""
 
 
 class Publishable(Protocol):
@@ -91,6 +110,23 @@ class _DeepState:
         """``(update_id, status)`` of the last deep snapshot written (None: none is stored)."""
 
 
+class _DeepEncode:
+    """A deep snapshot on its way through its loop turns: levels taken, sides encoded one a turn."""
+
+    __slots__ = ("asks", "bids", "encoded_bids", "flags", "key", "meta", "replica")
+
+    def __init__(
+        self,
+        key: ReplicaKey,
+        replica: Publishable,
+        meta: SnapshotMeta,
+        levels: tuple[list[bytes], list[bytes], int],
+    ) -> None:
+        self.key, self.replica, self.meta = key, replica, meta
+        self.bids, self.asks, self.flags = levels
+        self.encoded_bids: EncodedSide | None = None
+
+
 class Publisher:
     """Encodes and writes the snapshots of every replica on this node."""
 
@@ -124,6 +160,8 @@ class Publisher:
         self._deep_timer: asyncio.Handle | None = None
         self._deep_timer_at = 0.0
         """Wakes ``_drain_deep`` when the next waiting deep snapshot falls due."""
+        self._encoding: _DeepEncode | None = None
+        """The deep snapshot between its loop turns, if one is."""
 
     @property
     def head_levels(self) -> int:
@@ -139,6 +177,7 @@ class Publisher:
         self._dirty.pop(key, None)
         self._deep.pop(key, None)
         self._deep_waiting.pop(key, None)
+        self._drop_encoding(key)
         self._writer.remove(replica.book, replica.replica)
 
     def mark(self, replica: Publishable) -> None:
@@ -149,6 +188,8 @@ class Publisher:
             asyncio.get_running_loop().call_soon(self._publish_dirty)
 
     def _publish_dirty(self) -> None:
+        if self._writer.when_sent(self._publish_dirty):
+            return  # still scheduled: encoded once the heads in flight are answered
         self._scheduled = False
         now = now_ms()
         dirty, self._dirty = self._dirty, {}
@@ -186,7 +227,7 @@ class Publisher:
             payload = encode_snapshot(meta, (), ())
         else:
             bids, asks = engine.book.window()
-            payload = _encoded(meta, engine.book, min(depth, self._head), bids, asks, 0)
+            payload = encode_snapshot(meta, *_levels(engine.book, min(depth, self._head), bids, asks))
         self._telemetry.published(replica, meta.ingest_time)
         replica.last_publish_ms = now
         self._writer.put(replica.book, replica.replica, payload)
@@ -196,6 +237,7 @@ class Publisher:
         elif key in self._deep:
             del self._deep[key]  # the book no longer goes deeper than its head
             self._deep_waiting.pop(key, None)
+            self._drop_encoding(key)
             self._writer.remove(replica.book, replica.replica, deep_only=True)
         if status is not BookStatus.RESYNCING and status is not BookStatus.REFUSED:
             replica.window_seen(bids, asks)
@@ -210,9 +252,12 @@ class Publisher:
         if state.said == (meta.update_id, meta.status):
             return  # nothing new: readers vouch for it through the head
         if meta.status is not BookStatus.SYNCED:
-            # Never served while its replica is not synced: an empty one says so, at once and cheaply.
+            # Never served while its replica is not synced: an empty one says so, at once and cheaply
+            # (and a synced one still on its way through its turns must not land after it).
             self._deep_waiting.pop(key, None)
-            self._write_deep(replica, state, meta)
+            self._drop_encoding(key)
+            state.said, state.published_ms = (meta.update_id, meta.status), meta.publish_time
+            self._writer.put(replica.book, replica.replica, encode_snapshot(meta, (), (), DEEP), deep=True)
             return
         self._deep_waiting[key] = replica
         self._arm_deep_timer(self._deep_due(state, replica) - now)
@@ -222,15 +267,42 @@ class Publisher:
             return 0  # newly synced: as soon as the loop has a turn for it
         return state.published_ms + 1000 * replica.depth // self._deep_rate
 
-    def _write_deep(self, replica: Publishable, state: _DeepState, meta: SnapshotMeta) -> None:
-        if meta.status is BookStatus.SYNCED:
-            book = replica.engine.book
-            bids, asks = book.window()
-            payload = _encoded(meta, book, replica.depth, bids, asks, DEEP)
-        else:
-            payload = encode_snapshot(meta, (), (), DEEP)
-        state.said, state.published_ms = (meta.update_id, meta.status), meta.publish_time
-        self._writer.put(replica.book, replica.replica, payload, deep=True)
+    def _start_deep(self, key: ReplicaKey, replica: Publishable, now: int) -> None:
+        """Take the synced replica's deep levels now; encode them now or over the next turns."""
+        meta = _meta(replica, BookStatus.SYNCED, now)
+        state = self._deep[key]
+        state.said, state.published_ms = (meta.update_id, meta.status), now
+        book = replica.engine.book
+        bids, asks = book.window()
+        job = _DeepEncode(key, replica, meta, _levels(book, replica.depth, bids, asks))
+        if len(job.bids) <= _ONE_TURN_LEVELS and len(job.asks) <= _ONE_TURN_LEVELS:
+            self._finish_deep(job, encode_side(job.bids))
+            return
+        self._encoding = job
+        asyncio.get_running_loop().call_soon(self._continue_deep)
+
+    def _continue_deep(self) -> None:
+        job = self._encoding
+        if job is None:
+            return  # dropped meanwhile (the replica stopped being synced, or went)
+        if job.encoded_bids is None:
+            job.encoded_bids = encode_side(job.bids)
+            asyncio.get_running_loop().call_soon(self._continue_deep)
+            return
+        self._encoding = None
+        self._finish_deep(job, job.encoded_bids)
+
+    def _finish_deep(self, job: _DeepEncode, bids: EncodedSide) -> None:
+        payload = assemble_snapshot(job.meta, bids, encode_side(job.asks), job.flags | DEEP)
+        self._writer.put(job.replica.book, job.replica.replica, payload, deep=True)
+        if self._deep_waiting:
+            self._arm_deep_timer(0)  # the next turn looks again
+
+    def _drop_encoding(self, key: ReplicaKey) -> None:
+        if self._encoding is not None and self._encoding.key == key:
+            self._encoding = None
+            if self._deep_waiting:
+                self._arm_deep_timer(0)
 
     def _arm_deep_timer(self, delay_ms: int) -> None:
         loop = asyncio.get_running_loop()
@@ -242,10 +314,12 @@ class Publisher:
         self._deep_timer, self._deep_timer_at = loop.call_at(at, self._drain_deep), at
 
     def _drain_deep(self) -> None:
-        """Write the most overdue deep snapshot (at the replica's state now), and come back in the
-        next loop turn for the next one: a 5000-level encode takes milliseconds, and books that
-        fell due together must not hold up every other book's events for all of them at once."""
+        """Start the most overdue deep snapshot (at the replica's state now), and come back in a
+        later loop turn for the next one: a 5000-level encode takes over a millisecond, and books
+        that fell due together must not hold up every other book's events for all of them at once."""
         self._deep_timer = None
+        if self._encoding is not None:
+            return  # the one on its way re-arms the timer when it is written
         now = now_ms()
         chosen: tuple[int, ReplicaKey] | None = None  # (due, key) of the most overdue
         soonest: int | None = None  # when the next one falls due, if none is due now
@@ -261,10 +335,7 @@ class Publisher:
                 soonest = due
         if chosen is not None:
             key = chosen[1]
-            replica = self._deep_waiting.pop(key)
-            self._write_deep(replica, self._deep[key], _meta(replica, BookStatus.SYNCED, now))
-            if self._deep_waiting:
-                self._arm_deep_timer(0)  # the next turn looks again
+            self._start_deep(key, self._deep_waiting.pop(key), now)
         elif soonest is not None:
             self._arm_deep_timer(soonest - now)
 
@@ -298,15 +369,16 @@ def _meta(replica: Publishable, status: BookStatus, now: int) -> SnapshotMeta:
     )
 
 
-def _encoded(
-    meta: SnapshotMeta, book: OrderBook, depth: int, bids: SideWindow, asks: SideWindow, flags: int
-) -> bytes:
-    """The snapshot of ``book``'s top ``depth`` trusted levels a side, each side flagged when the
-    venue may hold levels past the last one it carries."""
+def _levels(
+    book: OrderBook, depth: int, bids: SideWindow, asks: SideWindow
+) -> tuple[list[bytes], list[bytes], int]:
+    """``book``'s top ``depth`` trusted levels a side, and the flags of each side where the venue
+    may hold levels past the last one it carries."""
     top_bids = book.first_bids(min(depth, bids.trusted))
     top_asks = book.first_asks(min(depth, asks.trusted))
+    flags = 0
     if bids.bounded or bids.trusted > len(top_bids):
         flags |= MORE_BIDS
     if asks.bounded or asks.trusted > len(top_asks):
         flags |= MORE_ASKS
-    return encode_snapshot(meta, top_bids, top_asks, flags)
+    return top_bids, top_asks, flags

@@ -12,7 +12,7 @@ import pytest
 import redis.asyncio as redis
 
 from book_store.catalog import MarketCatalog, MarketInfo
-from book_store.codec import BookStatus, Snapshot, SnapshotMeta, decode_message, encode_snapshot
+from book_store.codec import DEEP, BookStatus, Snapshot, SnapshotMeta, decode_message, encode_snapshot
 from book_store.keys import BookKey, InvalidBookIdError
 from book_store.reader import BookReader, choose_replica
 from book_store.writer import BookWriter
@@ -181,3 +181,30 @@ async def test_many_reads_every_book_in_one_round_trip(redis_client: redis.Redis
         other: {2: 9},
         BookKey("binance.com", "NONE"): {},
     }
+
+
+async def test_a_writer_tells_when_the_heads_in_flight_are_answered(redis_client: redis.Redis) -> None:
+    writer = BookWriter(redis_client)
+    calls: list[int] = []
+    assert not writer.when_sent(lambda: calls.append(0))  # nothing in flight: record now
+    writer.put(BOOK, 0, snap(1, 0))
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)  # the pipeline is on its way
+    assert writer.when_sent(lambda: calls.append(1))
+    await writer.drain()
+    assert calls == [1]
+
+
+async def test_deep_snapshots_land_after_the_store_forgot_their_script(redis_client: redis.Redis) -> None:
+    def deep(update_id: int) -> bytes:
+        return encode_snapshot(
+            SnapshotMeta(update_id, 1, 1, 1000, 0, BookStatus.SYNCED), [b'["1","1"]'], [], DEEP
+        )
+
+    writer = BookWriter(redis_client)
+    writer.put(BOOK, 0, deep(1), deep=True)
+    await writer.drain()
+    await redis_client.script_flush()  # as after a restart of the store
+    writer.put(BOOK, 0, deep(2), deep=True)
+    await writer.drain()
+    assert (await BookReader(redis_client).stored(BOOK)).deeps[0].update_id == 2

@@ -203,3 +203,53 @@ def test_deep_snapshots_are_drained_under_uvloop_too(clean_redis_url: str) -> No
         return counts
 
     assert uvloop.run(scenario()) == [50, 50, 50]
+
+
+async def test_a_deep_snapshot_spread_over_loop_turns_is_the_book_at_one_update_id(
+    redis_client: redis.Redis,
+) -> None:
+    """3000 levels a side are encoded over several turns while the book moves on: the snapshot is
+    still the book exactly as it was at the update id it names."""
+    writer = BookWriter(redis_client)
+    pub = publisher(writer, deep_levels_per_s=1_000_000)
+    served = replica = Replica(depth=3000)
+    replica.sync(levels(100_000, 3000, -1), levels(100_001, 3001, 1), limit=3001)  # at update id 11
+    moved_on: list[int] = []
+    put = writer.put
+
+    def record(book: BookKey, replica: int, snapshot: bytes, *, deep: bool = False) -> None:
+        if deep:
+            moved_on.append(served.engine.update_id or 0)
+        put(book, replica, snapshot, deep=deep)
+
+    writer.put = record  # type: ignore[method-assign]
+    pub.publish(replica, int(time.time() * 1000))
+    for update_id in range(12, 20):  # each turn the best ask goes, and nothing is published
+        await asyncio.sleep(0)
+        best = 100_001 + update_id - 12
+        replica.engine.on_update(upd(update_id, update_id, asks=[(str(best), "0")]))
+    await asyncio.sleep(0.05)
+    deep = (await stored(redis_client, writer)).deeps[1]
+    assert len(moved_on) == 1 and moved_on[0] > deep.update_id  # the book had moved on when it was written
+    asks = side(deep, "asks")
+    first_ask = 100_001 + deep.update_id - 11
+    assert (deep.bid_count, len(asks)) == (3000, 3000)
+    assert asks[0] == [str(first_ask), "1"] and asks[-1] == [str(first_ask + 2999), "1"]
+
+
+async def test_a_deep_snapshot_on_its_way_never_lands_after_the_replica_stopped_being_synced(
+    redis_client: redis.Redis,
+) -> None:
+    for turns in range(5):  # the resync comes after each step of the deep encode in turn
+        writer = BookWriter(redis_client)
+        pub = publisher(writer, deep_levels_per_s=1_000_000)
+        replica = Replica(depth=3000)
+        replica.sync(levels(100_000, 3000, -1), levels(100_001, 3000, 1), limit=3000)
+        pub.publish(replica, int(time.time() * 1000))
+        for _ in range(turns):
+            await asyncio.sleep(0)
+        replica.engine.invalidate("gap")
+        pub.publish(replica, int(time.time() * 1000))
+        await asyncio.sleep(0.05)
+        deep = (await stored(redis_client, writer)).deeps[1]
+        assert (deep.status, deep.bid_count) == (BookStatus.RESYNCING, 0), turns
