@@ -162,8 +162,12 @@ class BookWriter:
         self._wake(self._heads)
 
     async def forget_node(self) -> None:
-        """Remove the node's heartbeat (it is leaving and has removed its snapshots)."""
-        await self._client.hdel(NODES_ALIVE, self._node_id)
+        """Remove the node's heartbeat (it is leaving and has removed its snapshots). Best effort: a
+        node leaving while the store is unreachable leaves its heartbeat to age out."""
+        try:
+            await self._client.hdel(NODES_ALIVE, self._node_id)
+        except (RedisError, OSError) as exc:
+            log.warning("heartbeat not removed (%s): it ages out", type(exc).__name__)
 
     async def drain(self) -> None:
         """Wait until everything recorded so far has been written."""

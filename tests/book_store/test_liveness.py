@@ -135,3 +135,10 @@ async def test_readers_read_heartbeats_with_the_books_and_old_ones_are_pruned(
     assert len(beats) == 2 and choose_replica(heads[BOOK].values(), 100_500, SILENCE_MS, beats) is not None
     assert await prune_heartbeats(redis_client, older_than_ms=50_000) == 1
     assert await redis_client.hkeys(NODES_ALIVE) == [b"node-a"]
+
+
+async def test_a_node_leaving_an_unreachable_store_leaves_its_heartbeat_to_age_out() -> None:
+    unreachable = redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.2)
+    writer = BookWriter(unreachable, node_id="node-a", node=7)
+    await writer.forget_node()  # no store: logged, not raised, so the node's shutdown goes on
+    await unreachable.aclose()
