@@ -65,7 +65,8 @@ class Verdict(Enum):
 class Rhythm:
     """One book's recent gaps between events, and when its silence becomes suspect."""
 
-    __slots__ = ("_backoff", "_gaps", "_last_event_ms", "_policy", "_rhythm", "check_failed", "confirmed_ms")
+    __slots__ = ("_backoff", "_confirmed_ms", "_gaps", "_last_event_ms", "_policy", "_rhythm", "_suspect_at",
+                 "check_failed")  # fmt: skip
 
     def __init__(self, now_ms: int, policy: StallPolicy | None = None) -> None:
         self._policy = policy or StallPolicy()
@@ -74,8 +75,10 @@ class Rhythm:
         self._backoff = 1
         self._rhythm: int | None = None
         """The rhythm, or None until it is worked out again (after new gaps)."""
-        self.confirmed_ms: int | None = None
-        """When a check last found the venue where the book is (None: none did since the start)."""
+        self._suspect_at: int | None = None
+        """:meth:`suspect_at`, or None until it is worked out again: the checker asks for it many
+        times a second for every book, and it changes only with an event, a restart or a check."""
+        self._confirmed_ms: int | None = None
         self.check_failed = False
         """The last check could not be made (the venue refused or timed out), or none can be: a
         suspect silence then turns the book stale after the publisher's ``stale_after_ms``."""
@@ -90,13 +93,20 @@ class Rhythm:
         self._last_event_ms = now_ms
         self._backoff = 1
         self._rhythm = None
+        self._suspect_at = None
 
     def restart(self, now_ms: int) -> None:
         """The book starts over (synced again, or resumed after a stall): the silence that ended is
         no rhythm, and no earlier confirmation vouches for the new book."""
         self._last_event_ms = now_ms
         self._backoff = 1
-        self.confirmed_ms = None
+        self._confirmed_ms = None
+        self._suspect_at = None
+
+    @property
+    def confirmed_ms(self) -> int | None:
+        """When a check last found the venue where the book is (None: none did since the start)."""
+        return self._confirmed_ms
 
     @property
     def last_event_ms(self) -> int:
@@ -105,11 +115,13 @@ class Rhythm:
     @property
     def known_ms(self) -> int:
         """The latest moment the book was known to match the venue: its last event or confirmation."""
-        confirmed = self.confirmed_ms
+        confirmed = self._confirmed_ms
         return self._last_event_ms if confirmed is None else max(self._last_event_ms, confirmed)
 
     def suspect_at(self) -> int:
         """When the current silence becomes suspect (a quiet confirmation pushes it further out)."""
+        if self._suspect_at is not None:
+            return self._suspect_at
         policy = self._policy
         rhythm = self._rhythm
         if rhythm is None:
@@ -117,13 +129,16 @@ class Rhythm:
             rhythm = sorted(gaps, reverse=True)[len(gaps) // RHYTHM_SHARE] if gaps else -1
             self._rhythm = rhythm
         base = policy.unknown_ms if rhythm < 0 else max(policy.factor * rhythm, policy.floor_ms)
-        return self.known_ms + min(base * self._backoff, policy.ceiling_ms)
+        self._suspect_at = self.known_ms + min(base * self._backoff, policy.ceiling_ms)
+        return self._suspect_at
 
     def quiet(self, at_ms: int) -> None:
         """A check found nothing changed: the book is current as of ``at_ms``; check less often."""
-        self.confirmed_ms = at_ms if self.confirmed_ms is None else max(self.confirmed_ms, at_ms)
+        confirmed = self._confirmed_ms
+        self._confirmed_ms = at_ms if confirmed is None else max(confirmed, at_ms)
         self.check_failed = False
         self._backoff = min(2 * self._backoff, 1 << 20)
+        self._suspect_at = None
 
 
 def judge(venue_id: int, book_id: int, asked_ms: int, now_ms: int, grace_ms: int) -> Verdict:

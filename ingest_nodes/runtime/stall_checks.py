@@ -2,7 +2,7 @@
 
 Theory of operation
 -------------------
-Every ``tick_s`` the checker looks at the synced replicas it watches. A replica whose silence has
+Every ``scan_s`` the checker looks at the synced replicas it watches. A replica whose silence has
 become suspect (:meth:`~ingest_nodes.core.stall_watch.Rhythm.suspect_at`) gets one *check*: a request
 for the venue's smallest REST snapshot (limit 5: weight 5 on spot, 2 on USD-M futures), queued in
 the exchange's :class:`~ingest_nodes.runtime.snapshots.SnapshotScheduler` at ``CHECK`` priority, so it
@@ -101,55 +101,84 @@ class _Check:
 
 
 class StallChecker:
-    """Watches one exchange's replicas for suspect silences and checks them (module docstring)."""
+    """Watches one exchange's replicas for suspect silences and checks them (module docstring).
 
-    def __init__(self, scheduler: SnapshotScheduler, *, tick_s: float = 0.05) -> None:
+    The checks under way are looked at every ``tick_s`` (a verdict waits for the grace, some
+    hundred milliseconds); the scan of every watched replica for a new suspect runs only every
+    ``scan_s``: a silence is suspect after a second at the least, so a quarter of a second later
+    changes little, while scanning thousands of quiet books twenty times a second would be most
+    of what an idle node spends.
+    """
+
+    def __init__(self, scheduler: SnapshotScheduler, *, tick_s: float = 0.05, scan_s: float = 0.25) -> None:
         self._scheduler = scheduler
         self._tick_s = tick_s
-        self._watched: dict[Watched, _Check | None] = {}
+        self._scan_s = scan_s
+        self._watched: dict[Watched, None] = {}
+        """The replicas watched and not being checked (a dict: ordered, unlike a set)."""
+        self._checks: dict[Watched, _Check] = {}
 
     def watch(self, replica: Watched) -> None:
         self._watched[replica] = None
 
     def forget(self, replica: Watched) -> None:
-        check = self._watched.pop(replica, None)
+        self._watched.pop(replica, None)
+        check = self._checks.pop(replica, None)
         if check is not None:
             self._scheduler.cancel(check)
 
     async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        scan_due = 0.0
         while True:
             await asyncio.sleep(self._tick_s)
-            self.sweep(now_ms(), asyncio.get_running_loop().time())
+            loop_now = loop.time()
+            if loop_now >= scan_due:
+                self.scan(now_ms())
+                scan_due = loop_now + self._scan_s
+            self.follow_checks(now_ms(), loop_now)
 
-    def sweep(self, now: int, loop_now: float) -> None:
-        """Start the checks that fell due, and judge the ones answered."""
-        for replica, check in self._watched.items():
-            if check is None:
-                if not replica.stalled and replica.engine.synced and now >= replica.watch.suspect_at():
-                    check = self._watched[replica] = _Check(replica)
-                    self._scheduler.request(check)
-                continue
+    def scan(self, now: int) -> None:
+        """Start a check of every replica whose silence has become suspect."""
+        suspects = [
+            replica
+            for replica in self._watched
+            if now >= replica.watch.suspect_at() and not replica.stalled and replica.engine.synced
+        ]
+        for replica in suspects:
+            del self._watched[replica]
+            check = self._checks[replica] = _Check(replica)
+            self._scheduler.request(check)
+
+    def follow_checks(self, now: int, loop_now: float) -> None:
+        """Judge the checks answered; drop the ones failed long enough ago or no longer needed."""
+        for replica, check in list(self._checks.items()):
             if check.failed_at is not None:
                 if loop_now - check.failed_at >= RETRY_S:
-                    self._watched[replica] = None
+                    self._done(replica)
             elif check.venue_id is not None:
                 self._judge(replica, check, now)
             elif check.asked_ms is None and (replica.stalled or now < replica.watch.suspect_at()):
                 self._scheduler.cancel(check)  # still queued, and no longer suspect
-                self._watched[replica] = None
+                self._done(replica)
+
+    def _done(self, replica: Watched) -> None:
+        """The replica's check is over: watch it for its next suspect silence."""
+        del self._checks[replica]
+        self._watched[replica] = None
 
     def _judge(self, replica: Watched, check: _Check, now: int) -> None:
         assert check.venue_id is not None and check.asked_ms is not None
         engine = replica.engine
         if replica.stalled or not engine.synced:
-            self._watched[replica] = None  # the book started over meanwhile: nothing to judge
+            self._done(replica)  # the book started over meanwhile: nothing to judge
             return
         verdict = judge(
             check.venue_id, engine.update_id or 0, check.asked_ms, now, replica.watch.policy.grace_ms
         )
         if verdict is Verdict.CATCHING_UP:
             return  # look again next tick
-        self._watched[replica] = None
+        self._done(replica)
         if verdict is Verdict.QUIET:
             replica.stats.quiet_checks += 1
             replica.confirmed(check.asked_ms)

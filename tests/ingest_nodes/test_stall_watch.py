@@ -75,3 +75,16 @@ def test_a_check_is_quiet_at_our_id_and_stalled_only_after_the_grace() -> None:
     assert (
         judge(venue_id=105, book_id=105, asked_ms=0, now_ms=GRACE_MS, grace_ms=GRACE_MS) is Verdict.QUIET
     )  # it caught up
+
+
+def test_the_suspect_time_is_worked_out_again_after_every_event_check_and_restart() -> None:
+    rhythm = busy(2000)
+    first = rhythm.suspect_at()
+    assert rhythm.suspect_at() == first  # asked again: the same answer
+    rhythm.quiet(first)
+    confirmed = rhythm.suspect_at()
+    assert confirmed == first + 2 * 6000  # from the confirmation, backed off once
+    rhythm.event(first + 1000)
+    assert rhythm.suspect_at() == first + 1000 + 6000
+    rhythm.restart(first + 5000)
+    assert rhythm.suspect_at() == first + 5000 + 6000 and rhythm.confirmed_ms is None
