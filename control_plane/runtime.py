@@ -5,9 +5,13 @@ Theory of operation: every ``scheduler_interval_ms`` the loop
 1. takes (or extends) the scheduler lease, so that of several control processes exactly one
    plans at a time and the others stand by (the lease outlives a few missed rounds, not more);
 2. reads the registered nodes (live = heartbeat within ``node_timeout_ms``), what every
-   subscribed book should be (replicas and depth), the current assignments, and which replicas
-   are synced;
-3. computes the next plan with the pure scheduler, in a worker thread (it is CPU work);
+   subscribed book should be (replicas and depth) and the current assignments;
+3. computes the next plan with the pure scheduler, in a worker thread (it is CPU work). Which
+   replicas are synced matters only for the books the plan leaves *unsettled* (replicas beyond
+   their targets: a move or a replacement under way, make-before-break), so the first plan is
+   made knowing none, and the snapshots of the unsettled books are read and the plan made again
+   until no book it leaves unsettled is unread. A settled fleet costs no snapshot read at all,
+   where reading every book's snapshots every round was most of the control plane's CPU;
 4. rewrites the assignment set of each node the plan changes. With the Redis store each write
    also publishes on the node's channel, so ingest nodes react within milliseconds; with
    DynamoDB they poll.
@@ -102,10 +106,19 @@ class ControlLoop:
         live = [n for n in nodes if grace or now - n.heartbeat_at <= self._node_timeout_ms]
         desired = await self._store.desired_books()
         current = await self._store.list_assignments()
-        synced = await self._status.synced_replicas({(a.book, a.replica) for a in current})
-        plan = await asyncio.to_thread(
-            plan_assignments, desired, live, current, synced, max_moves=self._max_moves, keyed=self._keyed
-        )
+        synced: set[tuple[BookKey, int]] = set()
+        read: set[BookKey] = set()
+        while True:
+            plan = await asyncio.to_thread(
+                plan_assignments, desired, live, current, synced, max_moves=self._max_moves, keyed=self._keyed
+            )
+            unread = plan.unsettled - read
+            if not unread:
+                break
+            read |= unread
+            synced |= await self._status.synced_replicas(
+                {(a.book, a.replica) for a in current if a.book in unread}
+            )
         await self._tell_unplaced(plan)
         for node_id in sorted(plan.changed_nodes()):
             await self._store.replace_assignments(node_id, plan.for_node(node_id))

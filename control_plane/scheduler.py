@@ -68,6 +68,9 @@ class Plan:
     resized: frozenset[ReplicaAssignment] = frozenset()
     reasons: Mapping[BookKey, str] = field(default_factory=dict)
     """Why each unplaced book's replicas could not be placed, for its status."""
+    unsettled: frozenset[BookKey] = frozenset()
+    """Books with replicas beyond their targets: only for them did ``synced`` decide anything
+    (which replicas to keep, and whether a surplus one may go yet)."""
 
     def for_node(self, node_id: str) -> list[ReplicaAssignment]:
         return sorted(a for a in self.assignments if a.node_id == node_id)
@@ -194,6 +197,7 @@ def plan_assignments(
         unplaced={b.ref: b.missing() for b in books if b.missing() > 0},
         resized=frozenset(r for r in assignments - before if _place(r) in places_before),
         reasons={b.ref: _why_unplaced(b, fleet) for b in books if b.missing() > 0},
+        unsettled=frozenset(b.ref for b in books if b.surplus()),
     )
 
 

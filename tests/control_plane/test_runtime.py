@@ -157,6 +157,48 @@ async def test_step_keeps_each_book_as_deep_as_its_deepest_subscriber(redis_stor
     assert await redis_store.get_assignments("node-1") == [first]
 
 
+class RecordedStatus:
+    """Replica status with a set of synced replicas the test decides, recording what was asked."""
+
+    def __init__(self) -> None:
+        self.synced: set[ReplicaRef] = set()
+        self.asked: list[set[ReplicaRef]] = []
+
+    async def synced_replicas(self, replicas: Collection[ReplicaRef]) -> set[ReplicaRef]:
+        self.asked.append(set(replicas))
+        return self.synced & set(replicas)
+
+
+async def test_a_settled_fleet_reads_no_snapshot_and_a_move_reads_only_the_books_it_moves(
+    redis_store: RedisControlStore,
+) -> None:
+    nodes = AssignmentClient(redis_store)
+    await nodes.register("node-1", "", capacity=10)
+    await nodes.register("node-2", "", capacity=10)
+    await _subscribe(redis_store, 1, BTC, ETH)
+    status = RecordedStatus()
+    loop = ControlLoop(redis_store, status)
+
+    await loop.step()
+    before = {a.book: a for a in await redis_store.list_assignments()}
+    status.synced = {(book, a.replica) for book, a in before.items()}
+    await loop.step()
+    assert status.asked == []  # every book has its replica where it should: nothing to read
+
+    await nodes.set_draining(before[BTC].node_id)
+    await loop.step()
+    assert status.asked == [{(BTC, before[BTC].replica)}]  # only the book being moved
+    kept = await redis_store.list_assignments()
+    assert before[BTC] in kept and len(kept) == 3  # make-before-break: the old one stays ...
+    [new] = [a for a in kept if a.book == BTC and a != before[BTC]]
+
+    await loop.step()
+    assert before[BTC] in await redis_store.list_assignments()  # ... while the new one is not synced
+    status.synced.add((BTC, new.replica))
+    await loop.step()
+    assert {a.book: a for a in await redis_store.list_assignments()} == {BTC: new, ETH: before[ETH]}
+
+
 async def test_only_the_lease_holder_plans(redis_store: RedisControlStore) -> None:
     first = ControlLoop(redis_store, EverythingSynced())
     second = ControlLoop(redis_store, EverythingSynced())
