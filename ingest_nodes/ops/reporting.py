@@ -23,6 +23,7 @@ from redis.exceptions import RedisError
 from book_store.connect import StoreClient
 from book_store.keys import BookKey, node_stats_key
 from ingest_nodes.ops.stats import ReplicaStats
+from ladder_process.sweeps import in_slices
 
 log = logging.getLogger(__name__)
 
@@ -62,13 +63,16 @@ class StatsReporter:
         pipe = self._client.pipeline(transaction=False)
         pipe.set(node_stats_key(self._node_id), orjson.dumps(node), ex=self._ttl_s)
         changed: dict[tuple[BookKey, int], bytes] = {}
-        for key, stats in replicas.items():
-            encoded = b"%b" % orjson.dumps(stats.to_json())  # kept: an exact-size copy, not orjson's 4 KiB
-            if self._written.get(key) != encoded:
-                changed[key] = encoded
-                book, replica = key
-                pipe.hset(book.stats, str(replica), encoded)
-                pipe.expire(book.stats, REPLICA_STATS_TTL_S)
+        async for part in in_slices(list(replicas.items())):  # thousands of encodings: in turns
+            for key, stats in part:
+                encoded = b"%b" % orjson.dumps(
+                    stats.to_json()
+                )  # kept: an exact-size copy, not orjson's 4 KiB
+                if self._written.get(key) != encoded:
+                    changed[key] = encoded
+                    book, replica = key
+                    pipe.hset(book.stats, str(replica), encoded)
+                    pipe.expire(book.stats, REPLICA_STATS_TTL_S)
         try:
             await pipe.execute()
         except (RedisError, OSError) as exc:

@@ -100,6 +100,20 @@ class ReplicaStats:
 
 
 @dataclass(slots=True)
+class NodeTally:
+    """A node's replica counters summed, and per exchange how many replicas it keeps and has synced."""
+
+    totals: ReplicaStats = field(default_factory=ReplicaStats)
+    kept: Counter[str] = field(default_factory=Counter)
+    synced: Counter[str] = field(default_factory=Counter)
+
+    def count(self, exchange: str, stats: ReplicaStats, synced: bool) -> None:
+        self.totals.add(stats)
+        self.kept[exchange] += 1
+        self.synced[exchange] += synced
+
+
+@dataclass(slots=True)
 class ConnectionStats:
     """One venue connection, over every socket it opened."""
 

@@ -29,7 +29,7 @@ import secrets
 import time
 import zlib
 from collections import Counter
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterable
 from typing import Any
 
 import aiohttp
@@ -47,7 +47,7 @@ from ingest_nodes.core.engine import BookEngine
 from ingest_nodes.core.errors import VenuePayloadError
 from ingest_nodes.ops.checkpoints import CheckpointLog, ReplicaChecker
 from ingest_nodes.ops.reporting import StatsReporter, process_usage
-from ingest_nodes.ops.stats import ReplicaStats
+from ingest_nodes.ops.stats import NodeTally, ReplicaStats
 from ingest_nodes.ops.telemetry import IngestTelemetry
 from ingest_nodes.runtime.exchange import ExchangeRuntime, build_exchange
 from ingest_nodes.runtime.key_leases import KeyLeases
@@ -58,6 +58,7 @@ from ingest_nodes.venues.registry import exchange_specs
 from ingest_nodes.venues.rest import VenueRequestError
 from ladder_process.clock import now_ms
 from ladder_process.errors import StoreError
+from ladder_process.sweeps import in_slices
 from ladder_process.telemetry import Telemetry
 
 log = logging.getLogger(__name__)
@@ -67,6 +68,11 @@ SHUTDOWN_STEP_S = 5.0
 HEARTBEATS_KEPT_MS = 3_600_000
 """A starting node removes heartbeats older than this (of nodes that crashed: ids are per process)."""
 CATALOG_CHECK_S = 5.0
+
+
+def _count(tally: NodeTally, replicas: Iterable[tuple[ReplicaId, BookReplica]]) -> None:
+    for (book, _index), replica in replicas:
+        tally.count(book.exchange, replica.stats, replica.engine.synced)
 
 
 def _replica_order(key: ReplicaId) -> tuple[str, str, int]:
@@ -389,8 +395,10 @@ class IngestNode:
         interval = self.settings.resnapshot_interval_s
         for (book, index), replica in self.replicas.items():
             since = replica.synced_since
+            if since is None or now - since < interval * 0.9:
+                continue  # most replicas, every second: no spread to work out
             spread = 0.9 + 0.2 * (zlib.crc32(f"{book.tag}{index}".encode()) % 1000) / 1000
-            if since is not None and now - since >= interval * spread:
+            if now - since >= interval * spread:
                 replica.resnapshot()
 
     # -- counters -------------------------------------------------------------------------------
@@ -401,17 +409,24 @@ class IngestNode:
 
     def stats(self) -> dict[str, object]:
         """Every counter of this node, summed over its replicas, connections and exchanges."""
-        totals = ReplicaStats()
-        kept: Counter[str] = Counter()
-        synced: Counter[str] = Counter()
-        for (book, _index), replica in self.replicas.items():
-            totals.add(replica.stats)
-            kept[book.exchange] += 1
-            synced[book.exchange] += replica.engine.synced
+        tally = NodeTally()
+        _count(tally, self.replicas.items())
+        return self._document(tally)
+
+    async def report(self) -> None:
+        """Write the counters to the store (the node's document and changed replica entries),
+        summing thousands of replicas in turns of the event loop (``ladder_process.sweeps``)."""
+        replicas = list(self.replicas.items())
+        tally = NodeTally()
+        async for part in in_slices(replicas):
+            _count(tally, part)
+        await self._reporter.report(self._document(tally), {key: r.stats for key, r in replicas})
+
+    def _document(self, tally: NodeTally) -> dict[str, object]:
         exchanges = {
             exchange_id: {
-                "replicas": kept[exchange_id],
-                "synced": synced[exchange_id],
+                "replicas": tally.kept[exchange_id],
+                "synced": tally.synced[exchange_id],
                 "connections_open": len(exchange.feed.connections),
                 "connections": exchange.feed.connection_totals().to_json(),
                 "snapshots": exchange.stats.to_json(),
@@ -426,18 +441,14 @@ class IngestNode:
             "egress_id": self.settings.egress_id,
             "process": process_usage(),
             "publish_latency_ms": self.telemetry.publish_latency(time.time()),
-            "replicas": len(self.replicas),
-            "synced": sum(synced.values()),
-            "replica_totals": totals.to_json(),
+            "replicas": sum(tally.kept.values()),
+            "synced": sum(tally.synced.values()),
+            "replica_totals": tally.totals.to_json(),
             "checkpoints_recorded": 0 if self.checkpoints is None else self.checkpoints.recorded,
             "replica_checks": self.checker.compared,
             "replica_mismatches": self.checker.mismatches,
             "exchanges": exchanges,
         }
-
-    async def report(self) -> None:
-        """Write the counters to the store (the node's document and changed replica entries)."""
-        await self._reporter.report(self.stats(), {key: r.stats for key, r in self.replicas.items()})
 
     # -- market catalog -------------------------------------------------------------------------
 

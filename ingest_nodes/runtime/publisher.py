@@ -76,6 +76,7 @@ from ingest_nodes.ops.stats import ReplicaStats
 from ingest_nodes.ops.telemetry import IngestTelemetry
 from ingest_nodes.venues.stream import Refused
 from ladder_process.clock import now_ms
+from ladder_process.sweeps import in_slices
 
 ReplicaKey = tuple[BookKey, int]
 
@@ -375,18 +376,22 @@ class Publisher:
         while True:
             await asyncio.sleep(period)
             now = now_ms()
-            for replica in list(self._replicas.values()):
-                quiet_for = now - replica.last_publish_ms
-                if replica.engine.synced:
-                    due = quiet_for >= self._quiet or (
-                        replica.watch.check_failed
-                        and quiet_for >= self._keepalive
-                        and self.status(replica, now) is not replica.last_status
-                    )
-                else:
-                    due = quiet_for >= self._resyncing_keepalive
-                if due:
-                    self.publish(replica, now)
+            async for part in in_slices(list(self._replicas.values())):
+                at = now_ms()
+                for replica in part:
+                    if self._replicas.get((replica.book, replica.replica)) is not replica:
+                        continue  # stopped while the sweep gave the loop a turn
+                    quiet_for = at - replica.last_publish_ms
+                    if replica.engine.synced:
+                        due = quiet_for >= self._quiet or (
+                            replica.watch.check_failed
+                            and quiet_for >= self._keepalive
+                            and self.status(replica, at) is not replica.last_status
+                        )
+                    else:
+                        due = quiet_for >= self._resyncing_keepalive
+                    if due:
+                        self.publish(replica, at)
             if now >= heartbeat_due:
                 self._writer.heartbeat(now, now - 2 * self._quiet)
                 heartbeat_due = now + self._keepalive

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Iterable
 from contextlib import AbstractContextManager, nullcontext
 from typing import Final, Protocol
 
@@ -35,6 +36,7 @@ from ingest_nodes.core.stall_watch import Rhythm, Verdict, judge
 from ingest_nodes.ops.stats import ReplicaStats
 from ingest_nodes.runtime.snapshots import Priority, SnapshotError, SnapshotScheduler
 from ladder_process.clock import now_ms
+from ladder_process.sweeps import in_slices
 
 log = logging.getLogger(__name__)
 
@@ -134,21 +136,21 @@ class StallChecker:
             await asyncio.sleep(self._tick_s)
             loop_now = loop.time()
             if loop_now >= scan_due:
-                self.scan(now_ms())
+                async for part in in_slices(list(self._watched)):
+                    self.scan(part, now_ms())
                 scan_due = loop_now + self._scan_s
             self.follow_checks(now_ms(), loop_now)
 
-    def scan(self, now: int) -> None:
-        """Start a check of every replica whose silence has become suspect."""
-        suspects = [
-            replica
-            for replica in self._watched
-            if now >= replica.watch.suspect_at() and not replica.stalled and replica.engine.synced
-        ]
-        for replica in suspects:
-            del self._watched[replica]
-            check = self._checks[replica] = _Check(replica)
-            self._scheduler.request(check)
+    def scan(self, replicas: Iterable[Watched], now: int) -> None:
+        """Start a check of each of ``replicas`` whose silence has become suspect (and that is
+        still watched and not being checked)."""
+        watched = self._watched
+        for replica in replicas:
+            suspect = now >= replica.watch.suspect_at() and not replica.stalled and replica.engine.synced
+            if suspect and replica in watched:
+                del watched[replica]
+                check = self._checks[replica] = _Check(replica)
+                self._scheduler.request(check)
 
     def follow_checks(self, now: int, loop_now: float) -> None:
         """Judge the checks answered; drop the ones failed long enough ago or no longer needed."""
