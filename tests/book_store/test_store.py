@@ -17,6 +17,7 @@ from book_store.keys import BookKey, InvalidBookIdError
 from book_store.reader import BookReader, choose_replica
 from book_store.writer import BookWriter
 from ladder_process.errors import StoreError
+from tests.stores import ChangeMessages
 
 BOOK = BookKey("binance.com", "ETHBTC")
 
@@ -50,9 +51,8 @@ def test_a_message_too_short_to_name_its_replica_is_a_store_error(message: bytes
 async def test_writer_batches_a_loop_turn_into_one_flush(redis_client: redis.Redis) -> None:
     flushes: list[int] = []
     writer = BookWriter(redis_client, on_flush=lambda n, _s: flushes.append(n))
-    pubsub = redis_client.pubsub()
-    await pubsub.subscribe(BOOK.channel)
-    await pubsub.get_message(timeout=1)  # the subscribe confirmation
+    changes = ChangeMessages(redis_client)
+    await changes.subscribe(BOOK.channel)
     for update_id in range(1, 6):  # five versions of replica 0 in one turn: conflated
         writer.put(BOOK, 0, snap(update_id, 0))
     writer.put(BOOK, 1, snap(4, 1))
@@ -60,14 +60,14 @@ async def test_writer_batches_a_loop_turn_into_one_flush(redis_client: redis.Red
     assert flushes == [2]
     replicas = await BookReader(redis_client).replicas(BOOK)
     assert {r: s.meta.update_id for r, s in replicas.items()} == {0: 5, 1: 4}
-    message = await pubsub.get_message(timeout=1)
+    message = await changes.next()
     assert message is not None
-    replica, payload = decode_message(message["data"])
+    replica, payload = decode_message(message[1])
     assert replica == 0 and Snapshot(payload).meta.update_id == 5
     writer.remove(BOOK, 1)
     await writer.drain()
     assert set(await BookReader(redis_client).replicas(BOOK)) == {0}
-    await pubsub.aclose()  # type: ignore[no-untyped-call]  # redis-py leaves it unannotated
+    await changes.close()
 
 
 async def test_a_fenced_writer_sends_nothing_until_unfenced(redis_client: redis.Redis) -> None:

@@ -12,7 +12,6 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
-import redis.asyncio as redis
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
 from redis.asyncio.cluster import RedisCluster
 from werkzeug.serving import make_server
@@ -21,6 +20,7 @@ from book_store.connect import opened, store_client
 from control_plane.stores.base import ControlStore
 from control_plane.stores.dynamodb import DynamoControlStore, create_table
 from control_plane.stores.redis import RedisControlStore
+from tests.stores import TestStore
 from tests.valkey_cluster import ValkeyCluster
 
 _FAKE_AWS = {
@@ -59,8 +59,8 @@ def dynamodb_url() -> Iterator[str]:
 
 
 @pytest.fixture
-async def redis_store(valkey_url: str) -> AsyncIterator[RedisControlStore]:
-    client = redis.Redis.from_url(valkey_url)
+async def redis_store(test_store: TestStore, valkey_url: str) -> AsyncIterator[RedisControlStore]:
+    client = await test_store.client(valkey_url)
     yield RedisControlStore(client, prefix=f"test-{uuid.uuid4().hex}:")
     await client.aclose()
 

@@ -9,7 +9,6 @@ import uuid
 from collections.abc import AsyncGenerator, AsyncIterator
 
 import pytest
-import redis.asyncio as redis
 
 from control_plane.assignments import AssignmentClient
 from control_plane.errors import InvalidRequestError, NotFoundError
@@ -17,6 +16,7 @@ from control_plane.models import ReplicaAssignment
 from control_plane.stores.base import ControlStore
 from control_plane.stores.dynamodb import DynamoControlStore
 from control_plane.stores.redis import RedisControlStore
+from tests.stores import TestStore
 
 BTC_1 = ReplicaAssignment("binance.com", "BTCUSDT", 1, "node-1")
 ETH_2 = ReplicaAssignment("binance.com", "ETHUSDT", 2, "node-1")
@@ -71,9 +71,11 @@ async def _next(changes: AsyncIterator[list[ReplicaAssignment]], within_s: float
     return await asyncio.wait_for(anext(changes), within_s)
 
 
-async def test_redis_watch_is_notified_at_once(valkey_url: str, redis_store: RedisControlStore) -> None:
+async def test_redis_watch_is_notified_at_once(
+    test_store: TestStore, valkey_url: str, redis_store: RedisControlStore
+) -> None:
     # A separate connection pool, as an ingest node would have; resync so slow it cannot be the cause.
-    node_client = redis.Redis.from_url(valkey_url)
+    node_client = await test_store.client(valkey_url)
     watcher = AssignmentClient(node_client, prefix=redis_store.prefix, resync_s=60)
     changes = watcher.watch("node-1")
     assert isinstance(changes, AsyncGenerator)  # so the test can aclose() it
@@ -116,8 +118,10 @@ async def test_watch_yields_a_depth_change_of_the_same_replica(store: ControlSto
         await changes.aclose()
 
 
-async def test_client_built_from_a_redis_connection_uses_the_redis_store(valkey_url: str) -> None:
-    connection = redis.Redis.from_url(valkey_url)
+async def test_client_built_from_a_redis_connection_uses_the_redis_store(
+    test_store: TestStore, valkey_url: str
+) -> None:
+    connection = await test_store.client(valkey_url)
     prefix = f"test-{uuid.uuid4().hex}:"
     try:
         client = AssignmentClient(connection, prefix=prefix)

@@ -22,6 +22,7 @@ from control_plane.settings import ControlSettings
 from control_plane.stores.redis import RedisControlStore
 from ladder_process.errors import StoreError
 from tests.control_plane.helpers import make_tenant
+from tests.stores import TestStore, pause, unpause
 
 BTC = BookKey("binance.com", "BTCUSDT")
 ETH = BookKey("binance.com", "ETHUSDT")
@@ -75,7 +76,7 @@ async def test_step_places_replicas_and_moves_them_off_a_dead_node(redis_store: 
 
 
 async def test_a_loop_back_from_a_store_outage_moves_nothing_for_one_timeout(
-    valkey_url: str, redis_store: RedisControlStore
+    test_store: TestStore, valkey_url: str, redis_store: RedisControlStore
 ) -> None:
     """Heartbeats stop with the store: right after it returns, an old heartbeat proves nothing."""
     clock = ManualClock()
@@ -83,7 +84,7 @@ async def test_a_loop_back_from_a_store_outage_moves_nothing_for_one_timeout(
     for node_id in ("node-1", "node-2"):
         await nodes.register(node_id, "", capacity=10)
     await _subscribe(redis_store, 1, BTC)
-    impatient = redis.Redis.from_url(valkey_url, socket_timeout=0.2)
+    impatient = await test_store.client(valkey_url, socket_timeout=0.2)
     loop = ControlLoop(RedisControlStore(impatient, redis_store.prefix), EverythingSynced(), clock=clock)
     await loop.step()
     placed = await redis_store.list_assignments()
@@ -91,13 +92,13 @@ async def test_a_loop_back_from_a_store_outage_moves_nothing_for_one_timeout(
     other = "node-2" if holder == "node-1" else "node-1"
 
     admin = redis_store.client
-    await admin.client_pause(10_000, all=False)  # the store stops answering writes
+    await pause(admin, 10_000, all=False)  # the store stops answering writes
     try:
         clock.now += 10_000
         with pytest.raises(StoreError):
             await loop.step()
     finally:
-        await admin.client_unpause()
+        await unpause(admin)
     clock.now += 2_000  # back; the holder's heartbeat is 12 s old, as it had no store to send one to
     await nodes.heartbeat(other)
     await loop.step()
@@ -208,10 +209,12 @@ async def test_only_the_lease_holder_plans(redis_store: RedisControlStore) -> No
     assert await second.step() is not None
 
 
-async def test_run_control_assigns_and_stops_cleanly_on_cancel(valkey_url: str) -> None:
+async def test_run_control_assigns_and_stops_cleanly_on_cancel(
+    test_store: TestStore, valkey_url: str
+) -> None:
     prefix = f"test-{uuid.uuid4().hex}:"
     settings = ControlSettings(redis_url=valkey_url, control_prefix=prefix, scheduler_interval_ms=50)
-    client = redis.Redis.from_url(valkey_url)
+    client = await test_store.client(valkey_url)
     store = RedisControlStore(client, prefix=prefix)
     try:
         await AssignmentClient(store).register("node-1", "", capacity=10)
@@ -233,10 +236,12 @@ async def test_run_control_assigns_and_stops_cleanly_on_cancel(valkey_url: str) 
         await client.aclose()
 
 
-async def test_book_store_status_counts_only_fresh_synced_replicas(valkey_url: str) -> None:
+async def test_book_store_status_counts_only_fresh_synced_replicas(
+    test_store: TestStore, valkey_url: str
+) -> None:
     book = BookKey("binance.com", f"T{uuid.uuid4().hex[:12].upper()}")
     now = 1_700_000_000_000
-    client = redis.Redis.from_url(valkey_url)
+    client = await test_store.client(valkey_url)
 
     def snapshot(replica: int, status: BookStatus, age_ms: int) -> bytes:
         meta = SnapshotMeta(7, now - age_ms, now - age_ms, now - age_ms, replica, status)

@@ -1,5 +1,10 @@
 """A whole Ladder stack in subprocesses, started the way `ladder up --venue fake` starts it: the
-two embedded stores (control data with an AOF, books volatile) are supervised children too."""
+two embedded stores (control data with an AOF, books volatile) are supervised children too.
+
+With ``LADDER_TEST_STORE=cluster`` (tests/stores.py) every stack gets a 3-primary Valkey Cluster of
+its own for both stores instead, as a deployment on ElastiCache in cluster mode would have (the
+embedded stores still start, unused, so the stack is otherwise the same), unless the test names
+the stores itself in ``extra_env``."""
 
 from __future__ import annotations
 
@@ -14,10 +19,14 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
+import redis
+import redis.cluster
 
 from ladder_cli.main import FAKE_ALPACA_ARGS, STORE_PASSWORD_FILE, embedded_stores, fake_venue_env
 from ladder_cli.supervisor import Child, Supervisor, child_env
 from tests.e2e.tcp_proxy import CuttableProxy
+from tests.stores import ON_CLUSTER, SyncClient
+from tests.valkey_cluster import ValkeyCluster
 
 ADMIN_KEY = "ldr_admin_e2e_" + "x" * 20
 STORE_URLS = ("LADDER_REDIS_URL", "LADDER_CONTROL_REDIS_URL")
@@ -64,6 +73,8 @@ class Stack:
     links: dict[str, StoreLinks] = field(default_factory=dict)
     """Per component (child name), its proxied store connections, when the stack was started so."""
     http: httpx.Client = field(default_factory=lambda: httpx.Client(timeout=10))
+    cluster: ValkeyCluster | None = None
+    """The cluster both stores are on, with ``LADDER_TEST_STORE=cluster``; stopped with the stack."""
 
     def admin(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         return self.http.request(
@@ -124,6 +135,12 @@ class Stack:
         )
         return self.supervisor.start(child)
 
+    def store(self, url: str) -> SyncClient:
+        """A blocking client of one of the stack's stores (``redis_url`` or ``control_url``)."""
+        if self.cluster is not None:
+            return redis.cluster.RedisCluster.from_url(url)
+        return redis.Redis.from_url(url)
+
     @property
     def store_password(self) -> str:
         return (self.data_dir / STORE_PASSWORD_FILE).read_text().strip()
@@ -142,6 +159,8 @@ class Stack:
         for links in self.links.values():
             for proxy in links.both:
                 proxy.close()
+        if self.cluster is not None:
+            self.cluster.stop()
         shutil.rmtree(self.data_dir, ignore_errors=True)
         if not os.environ.get("LADDER_KEEP_TEST_LOGS"):  # set it to keep them for a post-mortem
             shutil.rmtree(self.log_dir, ignore_errors=True)
@@ -172,6 +191,7 @@ def start_stack(
 
     env: dict[str, str] = {}
     links: dict[str, StoreLinks] = {}
+    cluster = ValkeyCluster() if ON_CLUSTER and "LADDER_REDIS_URL" not in (extra_env or {}) else None
 
     def child(name: str, args: list[str], ready_key: str | None = None) -> Child:
         own = dict(env)
@@ -184,6 +204,9 @@ def start_stack(
         stores, store_env = embedded_stores(data_dir, log_dir)
         for store in stores:
             supervisor.start(store)
+        if cluster is not None:
+            url = cluster.start()
+            store_env = {"LADDER_REDIS_URL": url, "LADDER_CONTROL_REDIS_URL": url}
         env |= {
             **store_env,
             "LADDER_ADMIN_KEY": ADMIN_KEY,
@@ -219,6 +242,8 @@ def start_stack(
         api = supervisor.start(child("read", read_args, "LADDER_READ_URL"))
     except BaseException:
         supervisor.stop()
+        if cluster is not None:
+            cluster.stop()
         shutil.rmtree(data_dir, ignore_errors=True)
         raise
     if supervised:
@@ -233,4 +258,5 @@ def start_stack(
         log_dir=log_dir,
         env=env,
         links=links,
+        cluster=cluster,
     )

@@ -24,7 +24,10 @@ import pytest
 
 from tests.telemetry.otlp_receiver import OtlpReceiver, Received, ReceivedSpan, otlp_receiver
 
-pytestmark = pytest.mark.slow
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.single_store("the installed ladder up starts its own two single-node stores"),
+]
 
 REPO = Path(__file__).resolve().parents[2]
 ADMIN_KEY = "ldr_admin_clean_install_0123456789abcdef"

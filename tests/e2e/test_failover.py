@@ -100,13 +100,11 @@ def all_replicas_synced(stack: Stack, key: str) -> bool:
 def synced_replica_ids(stack: Stack) -> set[tuple[str, str, int]]:
     """Replicas whose snapshot in the store says synced and that were heard from in the last second
     (published, or vouched for by their node's heartbeat)."""
-    import redis
-
     from book_store.codec import BookStatus, Snapshot
     from book_store.keys import NODES_ALIVE, BookKey
     from book_store.liveness import Heartbeats
 
-    client = redis.Redis.from_url(stack.redis_url)
+    client = stack.store(stack.redis_url)
     now_ms = int(time.time() * 1000)
     heartbeats = Heartbeats()
     heartbeats.learn_stored(stored_bytes(raw) for raw in client.hvals(NODES_ALIVE))

@@ -18,10 +18,10 @@ from urllib.parse import quote
 
 import orjson
 import pytest
-import redis
 
 from book_store.codec import BookStatus, Snapshot
 from tests.e2e.stack import Stack, start_stack, stored_bytes
+from tests.stores import SyncClient
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("faults")]
 
@@ -59,8 +59,8 @@ def key(stack: Stack) -> str:
 
 
 @pytest.fixture(scope="module")
-def store(stack: Stack) -> Iterator[redis.Redis]:
-    client = redis.Redis.from_url(stack.redis_url)
+def store(stack: Stack) -> Iterator[SyncClient]:
+    client = stack.store(stack.redis_url)
     yield client
     client.close()
 
@@ -118,20 +118,20 @@ def synced(stack: Stack, key: str, exchange: str, market: str, timeout_s: float 
         time.sleep(0.05)
 
 
-def replica_stats(store: redis.Redis, exchange: str, market: str) -> dict[int, dict[str, Any]]:
+def replica_stats(store: SyncClient, exchange: str, market: str) -> dict[int, dict[str, Any]]:
     """What each replica's ingest node reports for the book (resyncs by reason, handovers, ...)."""
     raw = store.hgetall(f"ladder:{{{exchange}|{market}}}:stats")
     return {int(replica): orjson.loads(value) for replica, value in raw.items()}
 
 
-def resyncs(store: redis.Redis, exchange: str, market: str) -> Counter[str]:
+def resyncs(store: SyncClient, exchange: str, market: str) -> Counter[str]:
     total: Counter[str] = Counter()
     for stats in replica_stats(store, exchange, market).values():
         total.update(stats["resyncs"])
     return total
 
 
-def moves(store: redis.Redis, exchange: str, market: str) -> int:
+def moves(store: SyncClient, exchange: str, market: str) -> int:
     """Times a replica of the book changed connection, spliced or (``handover`` resync) not."""
     stats = replica_stats(store, exchange, market).values()
     return sum(s["handovers"] + s["resyncs"].get("handover", 0) for s in stats)
@@ -144,12 +144,12 @@ def eventually(check: Callable[[], bool], what: str, timeout_s: float = SETTLE_S
         time.sleep(0.05)
 
 
-def synced_replicas(store: redis.Redis, exchange: str, market: str) -> int:
+def synced_replicas(store: SyncClient, exchange: str, market: str) -> int:
     stored = store.hgetall(f"ladder:{{{exchange}|{market}}}:snap").values()
     return sum(Snapshot(stored_bytes(raw)).meta.status is BookStatus.SYNCED for raw in stored)
 
 
-def start_book(stack: Stack, key: str, store: redis.Redis, exchange: str, market: str) -> None:
+def start_book(stack: Stack, key: str, store: SyncClient, exchange: str, market: str) -> None:
     """Subscribe with two replicas and wait until both are synced."""
     subscribe(stack, key, exchange, market)
     eventually(lambda: synced_replicas(store, exchange, market) == 2, f"{market}: two synced replicas", 10)
@@ -173,8 +173,8 @@ def newest_connection(stack: Stack, exchange: str, market: str, replicas: int = 
         time.sleep(0.05)
 
 
-def node_stats(store: redis.Redis) -> list[dict[str, Any]]:
-    return [orjson.loads(stored_bytes(store.get(k))) for k in store.keys("ladder:node-stats:*")]
+def node_stats(store: SyncClient) -> list[dict[str, Any]]:
+    return [orjson.loads(stored_bytes(store.get(k))) for k in store.scan_iter(match="ladder:node-stats:*")]
 
 
 # -- stream faults ---------------------------------------------------------------------------------
@@ -184,7 +184,7 @@ def node_stats(store: redis.Redis) -> list[dict[str, Any]]:
     ("exchange", "market"), [("binance.com", "ETHBTC"), ("binance.com-futures", "ETHUSDT")]
 )
 def test_a_gap_for_everyone_resyncs_both_replicas(
-    stack: Stack, key: str, store: redis.Redis, exchange: str, market: str
+    stack: Stack, key: str, store: SyncClient, exchange: str, market: str
 ) -> None:
     start_book(stack, key, store, exchange, market)
     stack.fault(action="gap", venue=VENUE[exchange], symbol=market, count=3)
@@ -194,7 +194,7 @@ def test_a_gap_for_everyone_resyncs_both_replicas(
 
 
 def test_a_gap_on_one_connection_is_covered_by_the_other_replica(
-    stack: Stack, key: str, store: redis.Redis
+    stack: Stack, key: str, store: SyncClient
 ) -> None:
     exchange, market = "binance.com-futures", "SOLUSDT"
     start_book(stack, key, store, exchange, market)
@@ -206,7 +206,7 @@ def test_a_gap_on_one_connection_is_covered_by_the_other_replica(
     assert all(a["http"] == 200 for a in answers), "the other replica kept the book served"
 
 
-def test_a_duplicate_is_dropped_without_a_resync(stack: Stack, key: str, store: redis.Redis) -> None:
+def test_a_duplicate_is_dropped_without_a_resync(stack: Stack, key: str, store: SyncClient) -> None:
     exchange, market = "binance.com", "BNBUSDT"
     start_book(stack, key, store, exchange, market)
     before = resyncs(store, exchange, market)
@@ -217,7 +217,7 @@ def test_a_duplicate_is_dropped_without_a_resync(stack: Stack, key: str, store: 
 
 
 @pytest.mark.parametrize("mode", ["close", "drop"])
-def test_a_lost_connection_resyncs_its_replica(stack: Stack, key: str, store: redis.Redis, mode: str) -> None:
+def test_a_lost_connection_resyncs_its_replica(stack: Stack, key: str, store: SyncClient, mode: str) -> None:
     exchange, market = "binance.com", {"close": "SOLUSDT", "drop": "XRPUSDT"}[mode]
     start_book(stack, key, store, exchange, market)
     eventually(lambda: len(replica_stats(store, exchange, market)) == 2, "two replicas")
@@ -230,7 +230,7 @@ def test_a_lost_connection_resyncs_its_replica(stack: Stack, key: str, store: re
 
 
 def test_a_server_shutdown_moves_the_replica_to_a_new_connection(
-    stack: Stack, key: str, store: redis.Redis
+    stack: Stack, key: str, store: SyncClient
 ) -> None:
     exchange, market = "binance.com-futures", "XRPUSDT"
     start_book(stack, key, store, exchange, market)
@@ -247,9 +247,7 @@ def test_a_server_shutdown_moves_the_replica_to_a_new_connection(
     assert sum(n["exchanges"][exchange]["connections"]["shutdown_notices"] for n in node_stats(store)) >= 1
 
 
-def test_rollovers_keep_the_book_served_without_a_snapshot(
-    stack: Stack, key: str, store: redis.Redis
-) -> None:
+def test_rollovers_keep_the_book_served_without_a_snapshot(stack: Stack, key: str, store: SyncClient) -> None:
     """Connections here hand their books over every 3.5-5 s: reads never see the book unsynced."""
     exchange, market = "binance.com", "ADAUSDT"
     start_book(stack, key, store, exchange, market)
@@ -266,7 +264,7 @@ def test_rollovers_keep_the_book_served_without_a_snapshot(
 
 
 def test_a_silently_stalled_stream_is_stale_within_2_s_then_resyncs(
-    stack: Stack, key: str, store: redis.Redis
+    stack: Stack, key: str, store: SyncClient
 ) -> None:
     exchange, market = "binance.com-futures", "DOGEUSDT"
     start_book(stack, key, store, exchange, market)
@@ -290,7 +288,7 @@ def test_a_silently_stalled_stream_is_stale_within_2_s_then_resyncs(
 
 
 def test_a_quiet_market_stays_synced_and_says_when_it_was_confirmed(
-    stack: Stack, key: str, store: redis.Redis
+    stack: Stack, key: str, store: SyncClient
 ) -> None:
     exchange, market = "binance.com", "XRPUSDT"
     start_book(stack, key, store, exchange, market)
@@ -310,7 +308,7 @@ def test_a_quiet_market_stays_synced_and_says_when_it_was_confirmed(
     assert all(s["quiet_checks"] >= 1 for s in stats.values()), stats
 
 
-def test_a_crossed_book_is_an_alarm_and_resyncs(stack: Stack, key: str, store: redis.Redis) -> None:
+def test_a_crossed_book_is_an_alarm_and_resyncs(stack: Stack, key: str, store: SyncClient) -> None:
     exchange, market = "binance.com", "DOGEUSDT"
     start_book(stack, key, store, exchange, market)
     stack.fault(action="cross", venue="spot", symbol=market, updates=6)
@@ -319,7 +317,7 @@ def test_a_crossed_book_is_an_alarm_and_resyncs(stack: Stack, key: str, store: r
     synced(stack, key, exchange, market)
 
 
-def test_an_emptied_side_is_a_valid_one_sided_book(stack: Stack, key: str, store: redis.Redis) -> None:
+def test_an_emptied_side_is_a_valid_one_sided_book(stack: Stack, key: str, store: SyncClient) -> None:
     exchange, market = "binance.com", "LTCUSDT"
     start_book(stack, key, store, exchange, market)
     stack.fault(action="rate", venue="spot", symbol=market, rate=0)
@@ -337,7 +335,7 @@ def test_an_emptied_side_is_a_valid_one_sided_book(stack: Stack, key: str, store
 # -- snapshot faults -------------------------------------------------------------------------------
 
 
-def test_a_lagging_snapshot_is_fetched_again(stack: Stack, key: str, store: redis.Redis) -> None:
+def test_a_lagging_snapshot_is_fetched_again(stack: Stack, key: str, store: SyncClient) -> None:
     exchange, market = "binance.com", "BNBBTC"
     stack.fault(action="snapshot_lag", venue="spot", symbol=market, updates=15)
     try:
@@ -363,7 +361,7 @@ def test_a_snapshot_id_in_a_hole_is_never_guessed_at(stack: Stack, key: str) -> 
 
 @pytest.mark.parametrize(("status", "retry_after"), [(429, 1), (418, 2)])
 def test_refusals_close_the_budget_until_retry_after(
-    stack: Stack, key: str, store: redis.Redis, status: int, retry_after: int
+    stack: Stack, key: str, store: SyncClient, status: int, retry_after: int
 ) -> None:
     """The next futures request is refused; whichever book it was for, the budget closes for everyone."""
     exchange, market = "binance.com-futures", {429: "LINKUSDT", 418: "AVAXUSDT"}[status]
@@ -397,7 +395,7 @@ def test_slow_snapshots_and_late_acks_still_sync(stack: Stack, key: str) -> None
 # -- markets and the whole run ---------------------------------------------------------------------
 
 
-def test_only_listed_trading_markets_can_be_subscribed(stack: Stack, key: str, store: redis.Redis) -> None:
+def test_only_listed_trading_markets_can_be_subscribed(stack: Stack, key: str, store: SyncClient) -> None:
     start_book(stack, key, store, "binance.com", "币安人生USDT")
     watch(stack, key, "binance.com", "币安人生USDT", 0.3)
     for exchange, market in [("binance.com", "BCCBTC"), ("binance.com-futures", "FTTUSDT"),
@@ -409,7 +407,7 @@ def test_only_listed_trading_markets_can_be_subscribed(stack: Stack, key: str, s
         assert error["code"] == "unknown_market" and market in error["message"]
 
 
-def test_no_replica_disagreed_and_the_venue_never_refused(stack: Stack, key: str, store: redis.Redis) -> None:
+def test_no_replica_disagreed_and_the_venue_never_refused(stack: Stack, key: str, store: SyncClient) -> None:
     """Runs last: over every fault above, replicas compared at equal ids agreed, no 429/418, and
     connections rolled over.
 

@@ -15,7 +15,11 @@ import pytest
 
 from ladder_cli.main import STORE_PASSWORD_FILE
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ladder-up")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.xdist_group("ladder-up"),
+    pytest.mark.single_store("ladder up starts and supervises its own two single-node stores"),
+]
 
 ADMIN_KEY = "ldr_admin_up_test_" + "y" * 20
 

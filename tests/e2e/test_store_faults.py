@@ -26,7 +26,15 @@ import pytest
 
 from tests.e2e.stack import Stack, start_stack
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("store-faults")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.xdist_group("store-faults"),
+    pytest.mark.single_store(
+        "kills and restarts the supervised store servers and cuts components off through TCP proxies "
+        "in front of one node (a cluster client connects to every primary past them); the primary "
+        "killed on a cluster is tests/e2e/test_cluster.py and tests/read_functions/test_cache_cluster.py"
+    ),
+]
 
 BOOKS = [("binance.com", "ETHBTC"), ("binance.com", "BNBBTC"), ("binance.com-futures", "ETHUSDT")]
 VENUE = {"binance.com": "spot", "binance.com-futures": "futures"}

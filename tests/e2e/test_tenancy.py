@@ -74,9 +74,7 @@ def test_keys_and_pepper_never_appear_in_responses_or_logs(stack: Stack) -> None
         stack.call(None, "GET", "/test"),
         stack.call(key, "GET", "/get_cluster_info"),
     ]
-    import redis
-
-    client = redis.Redis.from_url(stack.control_url)
+    client = stack.store(stack.control_url)
     pepper_values = [stored_bytes(v) for k in client.scan_iter("*pepper*") for v in [client.get(k)] if v]
     client.close()
     assert pepper_values, "the pepper lives in the control store"

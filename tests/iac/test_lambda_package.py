@@ -35,6 +35,7 @@ from book_store.writer import BookWriter
 from control_plane.markets import StaticMarketValidator
 from control_plane.models import OPERATOR, Principal
 from control_plane.service import ControlService
+from book_store.connect import opened, store_client
 from control_plane.stores.redis import RedisControlStore
 from ladder_cli.lambda_package import (
     EXIT_DEPENDENCIES,
@@ -175,7 +176,7 @@ def api_gateway_event(path: str, query: str = "", headers: dict[str, str] | None
 
 async def seed_store(url: str) -> str:
     """A tenant subscribed to ETHBTC, its key, the catalog entry and a synced snapshot; returns the key."""
-    client = redis.Redis.from_url(url)
+    client = await opened(store_client(url, cluster=None))
     try:
         await MarketCatalog(client).replace(
             "binance.com", [MarketInfo("binance.com", "ETHBTC", "TRADING", "ETH", "BTC")]

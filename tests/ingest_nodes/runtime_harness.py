@@ -13,8 +13,8 @@ from typing import Any
 
 import aiohttp
 import orjson
-import redis.asyncio as redis
 
+from book_store.connect import StoreClient
 from book_store.keys import BookKey
 from book_store.writer import BookWriter
 from fake_venue import FakeVenue, VenueConfig
@@ -51,7 +51,7 @@ class Harness:
     """One node's worth of runtime (without the control plane) against one fake venue."""
 
     def __init__(
-        self, venue: FakeVenue, client: redis.Redis, session: aiohttp.ClientSession, **settings: Any
+        self, venue: FakeVenue, client: StoreClient, session: aiohttp.ClientSession, **settings: Any
     ) -> None:
         self.venue = venue
         self.client = client
@@ -174,7 +174,7 @@ async def wait_synced(replicas: Iterable[BookReplica], timeout_s: float = 10.0) 
 
 
 @asynccontextmanager
-async def running(config: VenueConfig, client: redis.Redis, **settings: Any) -> AsyncIterator[Harness]:
+async def running(config: VenueConfig, client: StoreClient, **settings: Any) -> AsyncIterator[Harness]:
     """A fake venue started with ``config`` and a harness on it; both stopped afterwards."""
     venue = FakeVenue(config)
     await venue.start()

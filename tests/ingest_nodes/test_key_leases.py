@@ -9,6 +9,7 @@ from pydantic import SecretStr
 
 from ingest_nodes.runtime.key_leases import KeyLeases, lease_key
 from ingest_nodes.venues.credentials import Credential
+from tests.stores import keys_matching
 
 KEYS = [Credential(SecretStr(f"AKID{i}xxxxxxxx"), SecretStr(f"secret-{i}")) for i in range(3)]
 
@@ -39,9 +40,7 @@ async def test_a_dead_nodes_lease_runs_out(redis_client: redis.Redis) -> None:
 async def test_the_store_never_sees_a_key(redis_client: redis.Redis) -> None:
     leases = KeyLeases(redis_client, "alpaca-crypto", "node-a", KEYS)
     await leases.hold(3)
-    stored = [
-        k.decode() if isinstance(k, bytes) else k for k in await redis_client.keys("ladder:venue-key:*")
-    ]
+    stored = [k.decode() for k in await keys_matching(redis_client, "ladder:venue-key:*")]
     assert sorted(stored) == sorted(lease_key("alpaca-crypto", k) for k in KEYS)
     assert not any("AKID" in k for k in stored)
     assert "secret" not in repr(KEYS[0]) and "AKID0x" not in repr(KEYS[0])

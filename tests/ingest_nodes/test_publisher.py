@@ -13,6 +13,7 @@ import redis.asyncio as redis
 import uvloop
 
 from book_store.codec import BookStatus, Snapshot
+from book_store.connect import opened, store_client
 from book_store.keys import NODES_ALIVE, BookKey
 from book_store.liveness import decode_heartbeat
 from book_store.reader import BookReader, StoredBook
@@ -199,7 +200,7 @@ def test_deep_snapshots_are_drained_under_uvloop_too(clean_redis_url: str) -> No
     """Nodes run on uvloop, whose ``call_at`` answers a handle without ``when()`` for a past time."""
 
     async def scenario() -> list[int]:
-        client = redis.Redis.from_url(clean_redis_url)
+        client = await opened(store_client(clean_redis_url, cluster=None))
         writer = BookWriter(client)
         pub = publisher(writer, deep_levels_per_s=1000)
         now = int(time.time() * 1000)

@@ -11,11 +11,11 @@ from typing import Any
 
 import aiohttp
 import jsonschema
-import redis.asyncio as redis
 from pydantic import SecretStr
 
 from book_store.catalog import MarketCatalog, MarketInfo
 from book_store.codec import BookStatus, SnapshotMeta, encode_snapshot
+from book_store.connect import StoreClient
 from book_store.keys import BookKey
 from book_store.writer import BookWriter
 from ladder_process.clock import now_ms
@@ -29,6 +29,7 @@ from read_functions.server.huge_pages import environment_with_huge_pages, thp_mo
 from read_functions.server.workers import bind
 from read_functions.settings import ReadSettings
 from read_functions.ubdcc.tenant import CompatTenant
+from tests.stores import kill_subscribers
 
 ADMIN_KEY = "ldr_admin_test_key_0123456789"
 PEPPER = "pepper-for-tests-0123456789abcdef"
@@ -76,7 +77,7 @@ class Stack:
     url: str
     compat_url: str
     http: aiohttp.ClientSession
-    store: redis.Redis
+    store: StoreClient
     writer: BookWriter
     servers: list[Http1Server]
 
@@ -116,7 +117,7 @@ class Stack:
     async def drop_feed(self) -> None:
         """Kill the change feed's connection and wait until the book cache has dropped everything."""
         resets = self.deps.books.resets
-        await self.store.client_kill_filter(_type="pubsub")
+        await kill_subscribers(self.store)
         deadline = time.monotonic() + 5
         while self.deps.books.resets == resets:
             assert time.monotonic() < deadline
@@ -136,7 +137,7 @@ def settings(redis_url: str, **overrides: Any) -> ReadSettings:
     )
 
 
-async def open_stack(redis_url: str, store: redis.Redis, **overrides: Any) -> Stack:
+async def open_stack(redis_url: str, store: StoreClient, **overrides: Any) -> Stack:
     await MarketCatalog(store).replace("binance.com", [m for m in MARKETS if m.exchange == "binance.com"])
     await MarketCatalog(store).replace("alpaca-crypto", [m for m in MARKETS if m.exchange == "alpaca-crypto"])
     deps = await Deps.open(settings(redis_url, **overrides))

@@ -5,13 +5,13 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-import redis.asyncio as redis
-
 from book_store.catalog import MarketCatalog, MarketInfo
 from book_store.codec import BookStatus
+from book_store.connect import StoreClient
 from book_store.keys import BookKey
 from ladder_process.clock import now_ms
 from tests.read_functions.helpers import ALPACA, BTC, ETH, Stack, levels, snapshot, validate
+from tests.stores import command_calls, subscribe_batches, subscribe_calls
 
 MANY = [BookKey("binance.com", f"COIN{i}USDT") for i in range(40)]
 
@@ -21,14 +21,8 @@ async def get(stack: Stack, path: str, headers: dict[str, str]) -> tuple[int, An
         return r.status, await r.json()
 
 
-async def hgetalls(client: redis.Redis) -> int:
-    stats = await client.info("commandstats")
-    return int(stats.get("cmdstat_hgetall", {}).get("calls", 0))
-
-
-async def subscribe_calls(client: redis.Redis) -> int:
-    stats = await client.info("commandstats")
-    return int(stats.get("cmdstat_subscribe", {}).get("calls", 0))
+async def hgetalls(client: StoreClient) -> int:
+    return (await command_calls(client)).get("hgetall", 0)
 
 
 async def test_tops_answer_every_subscribed_book_from_the_cache(stack: Stack) -> None:
@@ -162,7 +156,8 @@ async def test_a_cold_bulk_read_loads_its_books_in_one_batch(stack: Stack) -> No
 
     entries = await stack.deps.books.entries(MANY)
 
-    assert await subscribe_calls(stack.store) == subscribes + 1  # one SUBSCRIBE for all 40 channels
+    batches = subscribe_batches(stack.store, [b.channel for b in MANY])
+    assert await subscribe_calls(stack.store) == subscribes + batches  # one SUBSCRIBE for all 40 channels
 
     assert [e.book for e in entries] == MANY and all(e.live for e in entries)
     assert len(stack.deps.books) == len(MANY)

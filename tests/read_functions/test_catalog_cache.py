@@ -8,17 +8,18 @@ import pytest
 import redis.asyncio as redis
 
 from book_store.catalog import MarketCatalog, MarketInfo
+from book_store.connect import StoreClient
 from control_plane.errors import UnknownMarketError
 from ladder_process.errors import StoreUnavailableError
 from read_functions.tenancy.catalog_cache import CatalogCache
+from tests.stores import command_calls
 
 ETH = MarketInfo("binance.com", "ETHBTC", "TRADING", "ETH", "BTC")
 BNB = MarketInfo("binance.com", "BNBBTC", "TRADING", "BNB", "BTC")
 
 
-async def hgetall_calls(client: redis.Redis) -> int:
-    stats = await client.info("commandstats")
-    return int(stats.get("cmdstat_hgetall", {}).get("calls", 0))
+async def hgetall_calls(client: StoreClient) -> int:
+    return (await command_calls(client)).get("hgetall", 0)
 
 
 async def refreshed(cache: CatalogCache) -> None:

@@ -29,6 +29,7 @@ from read_functions.server.readiness import StoreReadiness
 from read_functions.settings import load_settings
 from read_functions.tenancy.auth_failures import AuthenticationsLimitedError, FailedAuthentications
 from tests.read_functions.helpers import ETH, PEPPER, Stack, open_stack, snapshot
+from tests.stores import TestStore, pause
 
 MARKETS = "/v1/markets"
 SUBSCRIPTIONS = "/v1/subscriptions"
@@ -109,7 +110,7 @@ async def test_requests_queue_for_a_store_connection_instead_of_failing(
     _, key = await stack.tenant()
     async with client() as http:
         assert (await ask(http, f"{stack.url}{SUBSCRIPTIONS}", key))[0] == 200  # key and tenant cached
-        await redis_client.client_pause(600)  # every store call waits: 200 need a connection at once
+        await pause(redis_client, 600)  # every store call waits: 200 need a connection at once
         results = await asyncio.gather(*(ask(http, f"{stack.url}{SUBSCRIPTIONS}", key) for _ in range(200)))
     assert [status for status, _, _ in results] == [200] * 200
     assert isinstance(stack.deps.redis, redis.Redis), "the stack's store is one node"
@@ -150,14 +151,14 @@ async def test_readyz_answers_from_memory_while_the_store_stalls(
     stack: Stack, redis_client: redis.Redis
 ) -> None:
     async with client() as http:
-        await redis_client.client_pause(800)
+        await pause(redis_client, 800)
         results = [await timed(ask(http, f"{stack.url}/readyz")) for _ in range(20)]
     assert all(status == 200 for _, status, _, _ in results)
     assert max(seconds for seconds, _, _, _ in results) < 0.3
 
 
-async def test_readiness_follows_the_store_in_the_background(valkey_url: str) -> None:
-    stores = [redis.Redis.from_url(valkey_url), redis.Redis(host="127.0.0.1", port=1)]  # port 1: nobody
+async def test_readiness_follows_the_store_in_the_background(test_store: TestStore, valkey_url: str) -> None:
+    stores = [await test_store.client(valkey_url), redis.Redis(host="127.0.0.1", port=1)]  # port 1: nobody
     alive, dead = (StoreReadiness(store, interval_s=0.1) for store in stores)
     try:
         for readiness in (alive, dead):
@@ -245,7 +246,7 @@ async def test_a_worker_holding_its_limit_answers_503_at_once(
     _, key = await stack.tenant()
     async with client() as http:
         assert (await ask(http, f"{stack.url}{SUBSCRIPTIONS}", key))[0] == 200
-        await redis_client.client_pause(1000)  # requests that need the store are held meanwhile
+        await pause(redis_client, 1000)  # requests that need the store are held meanwhile
         calls = [
             asyncio.ensure_future(timed(ask(http, f"{stack.url}{SUBSCRIPTIONS}", key))) for _ in range(40)
         ]
@@ -275,7 +276,7 @@ async def test_a_worker_whose_requests_wait_past_the_target_sheds_until_they_dra
     _, key = await stack.tenant()
     async with client() as http:
         assert (await ask(http, f"{stack.url}{SUBSCRIPTIONS}", key))[0] == 200
-        await redis_client.client_pause(400)  # a slow store: every held request waits 0.4 s
+        await pause(redis_client, 400)  # a slow store: every held request waits 0.4 s
         held = await asyncio.gather(*(ask(http, f"{stack.url}{SUBSCRIPTIONS}", key) for _ in range(10)))
         assert [status for status, _, _ in held] == [200] * 10  # admitted before the wait was known
         seconds, status, code, retry = await timed(ask(http, f"{stack.url}{SUBSCRIPTIONS}", key))

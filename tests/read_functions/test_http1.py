@@ -36,6 +36,7 @@ from tests.read_functions.wire import (
     raw,
     read_reply,
 )
+from tests.stores import pause
 
 BOOK = "/v1/books/binance.com/ETHBTC"
 STREAM = "/v1/stream?exchange=binance.com&market=ETHBTC"
@@ -369,7 +370,7 @@ async def test_close_finishes_the_answer_in_flight_and_refuses_new_connections(
     async with serving(stack) as (server, url), connect(url) as (reader, writer):
         writer.write(get("/healthz", "warm"))
         assert (await read_reply(reader)).status == 200
-        await redis_client.client_pause(700)  # the store holds the tenant list for 0.7 s
+        await pause(redis_client, 700)  # the store holds the tenant list for 0.7 s
         writer.write(get("/v1/admin/tenants", "inflight", f"Authorization: Bearer {ADMIN_KEY}"))
         await asyncio.sleep(0.2)
         closing = asyncio.create_task(server.close())

@@ -10,14 +10,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import redis
-import redis.asyncio as aredis
 
 from book_store.catalog import MarketCatalog
+from book_store.connect import opened, store_client
 from book_store.writer import BookWriter
-from ladder_process.embedded_valkey import EmbeddedValkey
 from read_functions.server import lambda_handler
 from tests.read_functions.helpers import ADMIN_KEY, ALPACA, ETH, MARKETS, PEPPER, snapshot
+from tests.stores import TestStore
 
 LAMBDA_DB = 2
 
@@ -127,9 +126,9 @@ def run(coro: Any) -> Any:
 
 
 @pytest.fixture
-def lambda_env(valkey_server: EmbeddedValkey, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    url = f"redis://{valkey_server.host}:{valkey_server.port}/{LAMBDA_DB}"
-    redis.Redis.from_url(url).flushdb()
+def lambda_env(test_store: TestStore, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    url = test_store.database(LAMBDA_DB)
+    test_store.flush(url)
     for name, value in {
         "LADDER_REDIS_URL": url,
         "LADDER_ADMIN_KEY": ADMIN_KEY,
@@ -138,7 +137,7 @@ def lambda_env(valkey_server: EmbeddedValkey, monkeypatch: pytest.MonkeyPatch) -
         monkeypatch.setenv(name, value)
 
     async def seed() -> None:
-        client = aredis.Redis.from_url(url)
+        client = await opened(store_client(url, cluster=None))
         for exchange in ("binance.com", "alpaca-crypto"):
             await MarketCatalog(client).replace(exchange, [m for m in MARKETS if m.exchange == exchange])
         await client.aclose()
@@ -152,7 +151,7 @@ def lambda_env(valkey_server: EmbeddedValkey, monkeypatch: pytest.MonkeyPatch) -
 
 def publish(url: str, *items: tuple[Any, int, bytes]) -> None:
     async def write() -> None:
-        client = aredis.Redis.from_url(url)
+        client = await opened(store_client(url, cluster=None))
         writer = BookWriter(client)
         for book, replica, raw in items:
             writer.put(book, replica, raw)

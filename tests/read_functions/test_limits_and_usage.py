@@ -10,6 +10,7 @@ from control_plane.models import Tenant
 from ladder_process.clock import now_ms
 from read_functions.tenancy.rate_limit import RateLimiter, TenantRateLimitedError
 from tests.read_functions.helpers import ETH, Stack, snapshot, validate
+from tests.stores import command_calls
 
 
 def tenant(rate: float, burst: int, tenant_id: str = "tnt_limits") -> Tenant:
@@ -54,11 +55,11 @@ async def test_a_lease_spares_the_store_a_round_trip_per_request(redis_client: r
     fast = tenant(rate=10_000, burst=10_000, tenant_id="tnt_fast")
     limiter = RateLimiter(redis_client, lease_window_s=0.05)
     assert limiter.lease_size(fast) == 500
-    before = (await redis_client.info("commandstats")).get("cmdstat_evalsha", {}).get("calls", 0)
+    before = (await command_calls(redis_client)).get("evalsha", 0)
     for _ in range(2000):
         await limiter.take(fast)
     await asyncio.sleep(0.05)
-    after = (await redis_client.info("commandstats")).get("cmdstat_evalsha", {}).get("calls", 0)
+    after = (await command_calls(redis_client)).get("evalsha", 0)
     assert 2 <= after - before <= 10
 
 

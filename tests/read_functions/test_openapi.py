@@ -7,11 +7,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import redis
 import requests
 import schemathesis
 from hypothesis import HealthCheck, given, settings
 from openapi_spec_validator import validate as validate_spec
+from redis.cluster import RedisCluster
 from schemathesis import GenerationMode
 from schemathesis.checks import (
     content_type_conformance,
@@ -23,10 +23,10 @@ from schemathesis.core.result import Ok
 
 from book_store.codec import BookStatus, encode_message
 from book_store.keys import CATALOG_INDEX, catalog_key
-from ladder_process.embedded_valkey import EmbeddedValkey
 from read_functions.app import openapi
 from read_functions.app.routes import ROUTES
 from tests.read_functions.helpers import ADMIN_KEY, ETH, MARKETS, PEPPER, ServerProcess, snapshot
+from tests.stores import SyncClient, TestStore
 
 OPENAPI_DB = 3
 
@@ -58,23 +58,23 @@ def test_depth_and_max_depth_are_documented_with_their_bounds() -> None:
     assert "default 1000" in schemas["TenantCreate"]["properties"]["max_depth"]["description"]
 
 
-def _keep_fresh(url: str, stop: threading.Event) -> None:
-    """Publish a synced snapshot of ETHBTC every 100 ms, as an ingest node would."""
-    client = redis.Redis.from_url(url)
+def _keep_fresh(client: SyncClient, stop: threading.Event) -> None:
+    """Publish a synced snapshot of ETHBTC every 100 ms, as an ingest node would (sharded on a cluster)."""
+    publish = client.spublish if isinstance(client, RedisCluster) else client.publish
     update_id = 1
     while not stop.wait(0.1):
         raw = snapshot(update_id, status=BookStatus.SYNCED)
         client.hset(ETH.snapshots, "0", raw)
-        client.publish(ETH.channel, encode_message(0, raw))
+        publish(ETH.channel, encode_message(0, raw))
         update_id += 1
     client.close()
 
 
 @pytest.fixture(scope="module")
-def live_api(valkey_server: EmbeddedValkey) -> Iterator[tuple[str, dict[str, str]]]:
-    url = f"redis://{valkey_server.host}:{valkey_server.port}/{OPENAPI_DB}"
-    client = redis.Redis.from_url(url)
-    client.flushdb()
+def live_api(test_store: TestStore) -> Iterator[tuple[str, dict[str, str]]]:
+    url = test_store.database(OPENAPI_DB)
+    test_store.flush(url)
+    client = test_store.sync_client(url)
     for market in MARKETS:
         client.hset(
             catalog_key(market.exchange),
@@ -84,7 +84,7 @@ def live_api(valkey_server: EmbeddedValkey) -> Iterator[tuple[str, dict[str, str
         )
         client.sadd(CATALOG_INDEX, market.exchange)
     stop = threading.Event()
-    writer = threading.Thread(target=_keep_fresh, args=(url, stop), daemon=True)
+    writer = threading.Thread(target=_keep_fresh, args=(test_store.sync_client(url), stop), daemon=True)
     writer.start()
     server = ServerProcess(
         [], {"LADDER_REDIS_URL": url, "LADDER_ADMIN_KEY": ADMIN_KEY, "LADDER_PEPPER": PEPPER}

@@ -10,13 +10,11 @@ from pathlib import Path
 import aiohttp
 import orjson
 import pytest
-import redis
-import redis.asyncio as redis_asyncio
 import trustme
 
 from book_store.catalog import MarketCatalog
+from book_store.connect import opened, store_client
 from book_store.writer import BookWriter
-from ladder_process.embedded_valkey import EmbeddedValkey
 from read_functions.server.huge_pages import TUNABLE
 from tests.read_functions.helpers import (
     ADMIN_KEY,
@@ -28,6 +26,7 @@ from tests.read_functions.helpers import (
     process_tunables,
     snapshot,
 )
+from tests.stores import TestStore
 
 SERVER_DB = 4
 
@@ -43,15 +42,15 @@ def tls_files(tmp_path: Path) -> tuple[trustme.CA, Path, Path]:
 
 
 @pytest.fixture
-def server_env(valkey_server: EmbeddedValkey) -> Iterator[dict[str, str]]:
-    url = f"redis://{valkey_server.host}:{valkey_server.port}/{SERVER_DB}"
-    redis.Redis.from_url(url).flushdb()
+def server_env(test_store: TestStore) -> Iterator[dict[str, str]]:
+    url = test_store.database(SERVER_DB)
+    test_store.flush(url)
     yield {"LADDER_REDIS_URL": url, "LADDER_ADMIN_KEY": ADMIN_KEY, "LADDER_PEPPER": PEPPER}
 
 
 async def publish_eth(redis_url: str) -> None:
     """ETHBTC in the catalog with one synced snapshot, as an ingest node would leave it."""
-    store = redis_asyncio.Redis.from_url(redis_url)
+    store = await opened(store_client(redis_url, cluster=None))
     await MarketCatalog(store).replace("binance.com", [m for m in MARKETS if m.market == ETH.market])
     writer = BookWriter(store)
     writer.put(ETH, 0, snapshot(7))

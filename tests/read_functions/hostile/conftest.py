@@ -12,14 +12,14 @@ import time
 from collections.abc import Iterator
 
 import pytest
-import redis.asyncio as redis
 import requests
 
 from book_store.catalog import MarketCatalog
+from book_store.connect import opened, store_client
 from book_store.writer import BookWriter
-from ladder_process.embedded_valkey import EmbeddedValkey
 from tests.read_functions.helpers import ADMIN_KEY, ETH, MARKETS, PEPPER, ServerProcess, snapshot
 from tests.read_functions.hostile.attacks import Target
+from tests.stores import TestStore
 
 HOSTILE_DB = 5
 TIMEOUT_S = 2.0
@@ -28,8 +28,9 @@ BOOK = f"/v1/books/{ETH.exchange}/{ETH.market}"
 
 
 @pytest.fixture(scope="package")
-def target(valkey_server: EmbeddedValkey) -> Iterator[Target]:
-    url = f"redis://{valkey_server.host}:{valkey_server.port}/{HOSTILE_DB}"
+def target(test_store: TestStore) -> Iterator[Target]:
+    url = test_store.database(HOSTILE_DB)
+    test_store.flush(url)
     asyncio.run(_seed(url))
     env = {
         "LADDER_REDIS_URL": url,
@@ -69,9 +70,8 @@ def target(valkey_server: EmbeddedValkey) -> Iterator[Target]:
 
 
 async def _seed(url: str) -> None:
-    """An empty database with the test markets in its catalog."""
-    store = redis.Redis.from_url(url)
-    await store.flushdb()
+    """The test markets in the (emptied) store's catalog."""
+    store = await opened(store_client(url, cluster=None))
     for exchange in {m.exchange for m in MARKETS}:
         await MarketCatalog(store).replace(exchange, [m for m in MARKETS if m.exchange == exchange])
     await store.aclose()
@@ -79,7 +79,7 @@ async def _seed(url: str) -> None:
 
 async def _publish(url: str) -> None:
     """One synced snapshot of ETHBTC, as an ingest node would write it."""
-    store = redis.Redis.from_url(url)
+    store = await opened(store_client(url, cluster=None))
     writer = BookWriter(store)
     writer.put(ETH, 0, snapshot(11))
     await writer.drain()
