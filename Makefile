@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 PYTHON ?= python3
 
-.PHONY: install up demo test lint typecheck unit bench-tools browser-tools console-vendor image image-offline clean
+.PHONY: install up demo test test-cluster lint typecheck unit bench-tools browser-tools console-vendor image image-offline clean
 
 $(STAMP): pyproject.toml sdk/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -32,6 +32,11 @@ typecheck: install
 ## make test: lint, type-check, then the whole suite in parallel against real servers
 test: lint typecheck browser-tools
 	$(VENV)/bin/python -m pytest -n auto -q $(PYTEST_ARGS)
+
+## make test-cluster: every test that uses the store again, each store a real 3-primary Valkey
+## Cluster (LADDER_TEST_STORE=cluster, tests/stores.py); tests that cannot apply skip and say why
+test-cluster: install browser-tools
+	LADDER_TEST_STORE=cluster $(VENV)/bin/python -m pytest -n auto -q $(PYTEST_ARGS)
 
 ## make bench-tools: wrk, the read bench's load generator (Debian's package; without it the bench
 ## falls back to a built-in aiohttp client that takes much of the CPU it measures)
