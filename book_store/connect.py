@@ -90,6 +90,15 @@ async def opened(client: StoreClient) -> StoreClient:
     return client
 
 
+async def get_many(client: StoreClient, keys: list[str]) -> list[bytes | str | None]:
+    """The values of ``keys`` (``MGET``), which may lie in several slots: a cluster refuses an
+    ``MGET`` across slots (``CROSSSLOT``), so there it is one ``MGET`` per slot in one pipeline
+    (redis-py's ``mget_nonatomic``), each slot's keys read at once but not all slots together."""
+    if isinstance(client, RedisCluster):
+        return await client.mget_nonatomic(keys)
+    return await client.mget(keys)
+
+
 def is_cluster(url: str, password: Secret | None = None, *, timeout_s: float = 2.0) -> bool:
     """Whether the node ``url`` names runs in cluster mode (``INFO cluster``); False if it cannot say."""
     secret = password.get_secret_value() if password is not None else None

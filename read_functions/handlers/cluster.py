@@ -15,6 +15,7 @@ from typing import Any, cast
 import orjson
 
 from book_store.codec import Snapshot
+from book_store.connect import get_many
 from book_store.keys import BookKey, node_stats_key, weight_key_prefix
 from book_store.liveness import Heartbeats
 from book_store.reader import BookReader, heard, store_errors
@@ -103,7 +104,7 @@ async def egress(request: Request, deps: Deps) -> Response:
             store_ms = int(seconds) * 1000 + int(micros) // 1000
             minute = store_ms // WINDOW_MS
             prefixes = [weight_key_prefix(p["egress_id"], p["pool"]) for p in found]
-            values = await deps.redis.mget([k for p in prefixes for k in (f"{p}:{minute}", f"{p}:ban")])
+            values = await get_many(deps.redis, [k for p in prefixes for k in (f"{p}:{minute}", f"{p}:ban")])
         for i, pool in enumerate(found):
             used, ban = values[2 * i], values[2 * i + 1]
             pool["used"] = int(used or 0)
@@ -127,5 +128,5 @@ async def _node_documents(deps: Deps, node_ids: list[str]) -> dict[str, dict[str
     if not node_ids:
         return {}
     with store_errors():
-        raw = await deps.redis.mget([node_stats_key(n) for n in node_ids])
+        raw = await get_many(deps.redis, [node_stats_key(n) for n in node_ids])
     return {n: orjson.loads(value) for n, value in zip(node_ids, raw, strict=True) if value}

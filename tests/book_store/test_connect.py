@@ -8,8 +8,8 @@ import pytest
 import redis.asyncio as redis
 from redis.asyncio.cluster import RedisCluster
 
-from book_store.connect import is_cluster, store_client
-from book_store.keys import BookKey
+from book_store.connect import StoreClient, get_many, is_cluster, store_client
+from book_store.keys import BookKey, node_stats_key
 from ladder_process.embedded_valkey import free_port
 from tests.valkey_cluster import ValkeyCluster
 
@@ -48,3 +48,14 @@ async def test_detection_picks_the_client_and_the_cluster_client_reaches_every_s
     finally:
         for client in (cluster, single, forced):
             await client.aclose()
+
+
+async def test_get_many_reads_keys_of_several_slots_in_order(redis_client: StoreClient) -> None:
+    """Node counters and weight pools each have a slot of their own: one ``MGET`` of them all is
+    refused by a cluster (``CROSSSLOT``), so the operator's views read them with ``get_many``."""
+    keys = [node_stats_key(f"node-{i}") for i in range(6)]
+    for i, key in enumerate(keys[:-1]):
+        await redis_client.set(key, f"doc-{i}")
+    if isinstance(redis_client, RedisCluster):
+        assert len({redis_client.keyslot(k) for k in keys}) > 1, "the keys span several slots"
+    assert await get_many(redis_client, keys) == [*(f"doc-{i}".encode() for i in range(5)), None]
