@@ -46,8 +46,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     deselected: list[pytest.Item] = []
     for item in items:
         names = set(getattr(item, "fixturenames", ()))
-        switched = bool(names & STORE_FIXTURES) or (
-            item.path.parent.name == "e2e" and not names & CLUSTER_FIXTURES
+        switched = (bool(names & STORE_FIXTURES) or item.path.parent.name == "e2e") and not (
+            names & CLUSTER_FIXTURES
         )
         (kept if switched else deselected).append(item)
         marker = item.get_closest_marker("single_store")

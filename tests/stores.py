@@ -131,11 +131,13 @@ async def subscribe_calls(client: StoreClient) -> int:
     return calls.get("subscribe", 0) + calls.get("ssubscribe", 0)
 
 
-def subscribe_batches(client: StoreClient, channels: list[str]) -> int:
-    """How many subscribe calls one batch of ``channels`` takes: one, or one per primary they are on."""
+def subscribe_commands(client: StoreClient, channels: list[str]) -> int:
+    """How many subscribe calls one batch of ``channels`` takes: one ``SUBSCRIBE`` for them all, or
+    on a cluster one ``SSUBSCRIBE`` per slot (a sharded subscribe names channels of one slot only),
+    sent together down each shard's connection."""
     if not isinstance(client, RedisCluster):
         return 1
-    return len({client.get_node_from_key(channel).name for channel in channels})  # type: ignore[union-attr]
+    return len({client.keyslot(channel) for channel in channels})
 
 
 async def publish_change(client: StoreClient, channel: str, message: bytes) -> None:

@@ -11,7 +11,7 @@ from book_store.connect import StoreClient
 from book_store.keys import BookKey
 from ladder_process.clock import now_ms
 from tests.read_functions.helpers import ALPACA, BTC, ETH, Stack, levels, snapshot, validate
-from tests.stores import command_calls, subscribe_batches, subscribe_calls
+from tests.stores import command_calls, subscribe_calls, subscribe_commands
 
 MANY = [BookKey("binance.com", f"COIN{i}USDT") for i in range(40)]
 
@@ -156,8 +156,10 @@ async def test_a_cold_bulk_read_loads_its_books_in_one_batch(stack: Stack) -> No
 
     entries = await stack.deps.books.entries(MANY)
 
-    batches = subscribe_batches(stack.store, [b.channel for b in MANY])
-    assert await subscribe_calls(stack.store) == subscribes + batches  # one SUBSCRIBE for all 40 channels
+    batches = subscribe_commands(stack.store, [b.channel for b in MANY])
+    assert (
+        await subscribe_calls(stack.store) == subscribes + batches
+    )  # one SUBSCRIBE for all 40 (one per slot)
 
     assert [e.book for e in entries] == MANY and all(e.live for e in entries)
     assert len(stack.deps.books) == len(MANY)

@@ -16,7 +16,7 @@ from book_store.writer import BookWriter
 from ladder_process.clock import now_ms
 from read_functions.books.change_feed import ChangeFeed
 from tests.read_functions.helpers import ETH, Stack, open_stack, snapshot
-from tests.stores import command_calls, publish_change, subscribe_batches
+from tests.stores import command_calls, publish_change, subscribe_commands
 from tests.waiting import wait_until
 
 
@@ -77,7 +77,7 @@ async def test_misses_of_one_loop_turn_share_one_pipeline(stack: Stack, redis_cl
     assert after["hgetall"] - before.get("hgetall", 0) == 40 + 1  # and the nodes' heartbeats
     subscribes = after.get("subscribe", 0) + after.get("ssubscribe", 0)
     subscribes -= before.get("subscribe", 0) + before.get("ssubscribe", 0)
-    assert subscribes == subscribe_batches(redis_client, [b.channel for b in books])  # one for all 40
+    assert subscribes == subscribe_commands(redis_client, [b.channel for b in books])  # 1 (per slot)
 
 
 async def test_a_dropped_feed_drops_the_cache(stack: Stack) -> None:
