@@ -5,8 +5,8 @@ the session's 3-primary Valkey Cluster instead of its single node, and every who
 e2e suite (tests/e2e/stack.py) a cluster of its own, so that each test written against one node
 also proves the product on a cluster. The single node's databases have no counterpart there (a
 cluster has only database 0): where a test asks for a database of its own, it gets the cluster,
-emptied. A test that cannot apply to a cluster (it restarts the one server, pauses it, or measures
-what only one node has) carries ``@pytest.mark.single_store("why")`` and is skipped in that mode.
+emptied. A test that cannot apply to a cluster (it restarts the one server, or relies on what only
+one node has) carries ``@pytest.mark.single_store("why")`` and is skipped in that mode.
 
 :class:`TestStore` is the one object those fixtures hand out URLs and clients from, so a test
 builds its clients the way the product does (``book_store.connect``), never with a bare
