@@ -26,9 +26,10 @@ Then, for ``--seconds`` (300), everything runs at once:
 - every second, the nodes' own counts of synced replicas.
 
 Then the capacity: the same random reads, everything else still live, at rising rates (x1.2 a
-step from ``--read-rate``, ``--step-seconds`` each) until p99 reaches 25 ms or a request fails;
-the capacity is the highest rate that kept p99 under 25 ms with no failure. (If ``--read-rate``
-already fails, the steps go down instead.)
+step from ``--read-rate``, ``--step-seconds`` each, after ``WARM_UP_S`` at the step's rate that
+are not counted: a new generator process opens its connections meanwhile) until p99 reaches 25 ms
+or a request fails; the capacity is the highest rate that kept p99 under 25 ms with no failure.
+(If ``--read-rate`` already fails, the steps go down instead.)
 
 CPU seconds per second are per Ladder process kind (ingest nodes, read workers, the control
 plane, the store); the venue and the load generators (the arrivals process, this process's
@@ -61,6 +62,8 @@ READ_P99_MS = 25.0
 STREAM_P99_MS = 10.0
 CHECKS_PER_S = 2.0
 STEP = 1.2
+WARM_UP_S = 3.0
+"""Each capacity step first runs this long at its rate, uncounted (its generator is a new process)."""
 
 
 @dataclass
@@ -179,8 +182,9 @@ async def capacity(
     rate, direction = args.read_rate, 0
     for _ in range(args.max_steps):
         live.phase = f"capacity {rate:.0f}"
-        outcome = await arrivals.run(st.read_url, requests, [arrivals.steady(rate, args.step_seconds)])
-        got = outcome.select()
+        stages = [arrivals.steady(rate, WARM_UP_S), arrivals.steady(rate, args.step_seconds)]
+        outcome = await arrivals.run(st.read_url, requests, stages)
+        got = outcome.select(stage=1)
         stream = percentiles(live.stream_ms.get(live.phase, []), (99,))
         ok = got.p99_ms < READ_P99_MS and got.failed == 0
         steps.append({"rate": rate, "ok": ok, **got.row(), "stream_p99_ms": stream.get("p99", 0.0),
