@@ -4,6 +4,10 @@ Every script touches only keys that share the store's hash tag, so it runs on Re
 scripts that follow links between records (a key's children) build those names from the store's
 base, which carries the tag.
 Absent hash fields read as ``false`` in Lua; optional times are stored as ``''`` when unset.
+
+A script that changes what the control loop reads every round (the desired books) also sets that
+read's generation key to the fresh token the caller passes, in the same atomic step; one that
+turns out to change nothing (an unknown tenant, a refused put, a delete of nothing) leaves it.
 """
 
 from __future__ import annotations
@@ -17,8 +21,9 @@ redis.call('ZADD', KEYS[3], ARGV[3], ARGV[1])
 return 1
 """
 
-# KEYS: tenant hash, names hash. ARGV: id, new name key, field/value pairs...
-# Returns 0 for an unknown tenant, -1 when the new name belongs to another tenant.
+# KEYS: tenant hash, names hash, desired generation. ARGV: id, new name key, generation token,
+# field/value pairs... Returns 0 for an unknown tenant, -1 when the new name belongs to another
+# tenant.
 UPDATE_TENANT = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 local old = redis.call('HGET', KEYS[1], 'name_key')
@@ -28,12 +33,15 @@ if old ~= ARGV[2] then
   if old then redis.call('HDEL', KEYS[2], old) end
   redis.call('HSET', KEYS[2], ARGV[2], ARGV[1])
 end
-redis.call('HSET', KEYS[1], unpack(ARGV, 3))
+redis.call('HSET', KEYS[1], unpack(ARGV, 4))
+redis.call('SET', KEYS[3], ARGV[3])
 return 1
 """
 
-# KEYS: tenant hash, tenant's subscriptions hash, books set, then one subscribers hash per book.
-# ARGV: tenant id, then per book: book id, the wish ("replicas:depth"), created_at. created_at
+# KEYS: tenant hash, tenant's subscriptions hash, books set, desired generation, then one
+# subscribers hash per book.
+# ARGV: tenant id, then per book: book id, the wish ("replicas:depth"), created_at; last the
+# generation token. created_at
 # stays last in the subscription's value, so that values written before depth existed are read
 # the same way. The markets the call would add are counted against max_markets once, before
 # anything is written: all of them fit, or nothing changes.
@@ -41,7 +49,7 @@ return 1
 # {-2, markets it would add, markets the tenant may still add} when max_markets is in the way.
 PUT_SUBSCRIPTIONS = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return {-1} end
-local books = #KEYS - 3
+local books = #KEYS - 4
 local adding = 0
 for i = 1, books do
   if redis.call('HEXISTS', KEYS[2], ARGV[3 * i - 1]) == 0 then adding = adding + 1 end
@@ -60,26 +68,47 @@ for i = 1, books do
     created = 0
   end
   redis.call('HSET', KEYS[2], ref, wish .. ':' .. created_at)
-  redis.call('HSET', KEYS[3 + i], ARGV[1], wish)
+  redis.call('HSET', KEYS[4 + i], ARGV[1], wish)
   redis.call('SADD', KEYS[3], ref)
   reply[#reply + 1] = created
   reply[#reply + 1] = created_at
 end
+redis.call('SET', KEYS[4], ARGV[#ARGV])
 return reply
 """
 
-# KEYS: tenant's subscriptions hash, books set, then one subscribers hash per book.
-# ARGV: tenant id, then one book id per book. Returns 1 (removed) or 0 (there was none) per book.
+# KEYS: tenant's subscriptions hash, books set, desired generation, then one subscribers hash per
+# book. ARGV: tenant id, then one book id per book, last the generation token.
+# Returns 1 (removed) or 0 (there was none) per book.
 DELETE_SUBSCRIPTIONS = """
 local reply = {}
-for i = 1, #KEYS - 2 do
+local any = false
+for i = 1, #KEYS - 3 do
   local ref = ARGV[i + 1]
   local removed = redis.call('HDEL', KEYS[1], ref)
   if removed == 1 then
-    redis.call('HDEL', KEYS[2 + i], ARGV[1])
-    if redis.call('HLEN', KEYS[2 + i]) == 0 then redis.call('SREM', KEYS[2], ref) end
+    redis.call('HDEL', KEYS[3 + i], ARGV[1])
+    if redis.call('HLEN', KEYS[3 + i]) == 0 then redis.call('SREM', KEYS[2], ref) end
+    any = true
   end
   reply[i] = removed
+end
+if any then redis.call('SET', KEYS[3], ARGV[#ARGV]) end
+return reply
+"""
+
+# KEYS: generation keys. ARGV: one fresh token per key. Returns each key's token; a key that has
+# none yet (a store written only before generations existed, or emptied since) is given its
+# fresh token, so that the state it names from now on is never confused with an earlier one.
+GENERATIONS = """
+local reply = {}
+for i, key in ipairs(KEYS) do
+  local token = redis.call('GET', key)
+  if not token then
+    token = ARGV[i]
+    redis.call('SET', key, token)
+  end
+  reply[i] = token
 end
 return reply
 """

@@ -11,7 +11,12 @@ operation of the store itself, never a read-then-write in Python:
   its parent's life, in the same step that adds it;
 - ``revoke_key`` only ever moves a revocation time earlier, for the key and every key minted from
   it (and from those); ``touch_keys`` only later;
-- ``try_lease`` gives the scheduler lease to one control process at a time.
+- ``try_lease`` gives the scheduler lease to one control process at a time;
+- every write that changes what ``desired_books`` or ``list_assignments`` returns gives that read
+  a new *generation* in the same step, so ``generations`` can tell the control loop, in one cheap
+  read, whether what it read last round is still what the store holds (a settled fleet then costs
+  the loop neither the two big reads nor a plan). A store that cannot vouch for its reads that way
+  answers None (unknown) and the loop reads everything, every round.
 
 Stores raise ``control_plane.errors`` for the caller's mistakes they detect atomically
 (``ConflictError``, ``LimitExceededError``, ``NotFoundError``) and ``ladder_process.errors.StoreError``
@@ -21,6 +26,7 @@ Stores raise ``control_plane.errors`` for the caller's mistakes they detect atom
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from book_store.keys import BookKey
@@ -35,6 +41,19 @@ from control_plane.models import (
 )
 
 AUDIT_LIMIT_MAX = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class Generations:
+    """Names of the store's current state of two reads, compared only for equality.
+
+    ``desired``: of ``desired_books`` (subscriptions and the tenant fields that cap them);
+    ``assignments``: of ``list_assignments``. Equal names mean the read would return what it
+    returned when the name was read just before it; None means the store cannot tell.
+    """
+
+    desired: str | None
+    assignments: str | None
 
 
 class ControlStore(Protocol):
@@ -136,6 +155,14 @@ class ControlStore(Protocol):
 
     async def list_assignments(self) -> list[ReplicaAssignment]:
         """Every node's assignments, sorted."""
+
+    async def generations(self) -> Generations:
+        """The current generations of ``desired_books`` and ``list_assignments``, in one round trip.
+
+        A reader that reads the generations *before* the data may keep the data for as long as
+        the generations stay the same: a write between the two reads only makes the next
+        generation differ, never a stale read look current.
+        """
 
     # -- audit ------------------------------------------------------------------------------
     async def append_audit(self, event: AuditEvent) -> None:

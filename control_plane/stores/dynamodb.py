@@ -30,6 +30,11 @@ A transaction that loses a race with another (``TransactionConflict``) is retrie
 Lists that come from ``gsi1`` (tenants, keys, nodes, subscriptions of all tenants) are
 eventually consistent, as GSIs are; single items are read with ``ConsistentRead``.
 
+``generations`` answers unknown: the two reads it would vouch for (``desired_books`` and
+``list_assignments``) come from ``gsi1``, which may still lag behind a write that a counter item
+(read consistently) already shows, so the control loop could keep a stale read under the new
+generation until the next write. The loop reads both every round here, as before.
+
 boto3 blocks, so every call runs in a worker thread (``asyncio.to_thread``).
 """
 
@@ -86,7 +91,7 @@ from control_plane.stores._dynamo_items import (
     tenant_item,
     time_key,
 )
-from control_plane.stores.base import AUDIT_LIMIT_MAX
+from control_plane.stores.base import AUDIT_LIMIT_MAX, Generations
 from ladder_process.errors import StoreError
 
 AUDIT_RETENTION_S = 90 * 24 * 3600
@@ -695,6 +700,10 @@ class DynamoControlStore:
     async def list_assignments(self) -> list[ReplicaAssignment]:
         items = await self._run(self._query_index, "ASSIGNMENTS")
         return sorted(replica for item in items for replica in self._replicas(item))
+
+    async def generations(self) -> Generations:
+        """Unknown, always (see the module docstring): no round trip either."""
+        return Generations(None, None)
 
     # -- audit ------------------------------------------------------------------------------
     @_translated

@@ -20,10 +20,23 @@ reads, so one slot is not a bottleneck; in exchange nothing needs a cross-slot p
     <prefix>{control}:nodes                set    node ids
     <prefix>{control}:assign:<node>        set    "exchange|market|replica|depth"
     <prefix>{control}:assigned             set    node ids that have assignments
+    <prefix>{control}:generation:desired   string token, new with each write that changes desired_books
+    <prefix>{control}:generation:assignments string token, new with each write of an assignment set
     <prefix>{control}:audit                list   JSON events, newest first, trimmed to AUDIT_KEEP
     <prefix>{control}:lease:<name>         string owner, with a PX expiry
     <prefix>{control}:pepper               string hex pepper, when the store keeps it
     <prefix>{control}:assignments:<node>   channel: a message whenever the node's set changes
+
+The control loop reads every book's wish and every assignment each round; both are thousands of
+hash fields and set members, where what changes them is rare. So each write that changes them
+(``put_subscriptions``, a ``delete_subscriptions`` that removes one, ``update_tenant``;
+``replace_assignments``, ``remove_node``) sets that read's ``generation:*`` key to a fresh random
+token in the same script or MULTI, and ``generations`` reads both keys in one script: the loop
+keeps what it read while the tokens stay the same. ``create_tenant`` leaves the desired
+generation alone: a new tenant has no subscriptions, so no book's wish changes. Tokens rather
+than counters: a store that lost its last writes (a failover) or was emptied and filled again
+could count back to a number the loop already saw, with other contents; a random token never
+comes back. Node records are not covered: the loop reads them every round anyway (heartbeats).
 
 Values written before depth existed lack it (``"replicas:created_at"``, ``"replicas"``,
 ``"exchange|market|replica"``, a tenant without ``max_depth``) and read as the defaults of
@@ -35,6 +48,7 @@ The store borrows a ``redis.asyncio.Redis`` (bytes or decoded responses) that it
 from __future__ import annotations
 
 import json
+import secrets
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -75,7 +89,7 @@ from control_plane.stores._common import (
     parse_replica_id,
     replica_id,
 )
-from control_plane.stores.base import AUDIT_LIMIT_MAX
+from control_plane.stores.base import AUDIT_LIMIT_MAX, Generations
 from ladder_process.errors import StoreError
 
 AUDIT_KEEP = 10_000
@@ -205,6 +219,11 @@ def _flat(pairs: Mapping[str, str]) -> list[str]:
     return [item for pair in pairs.items() for item in pair]
 
 
+def _token() -> str:
+    """A fresh generation: random, so that no state of the store is ever named like another."""
+    return secrets.token_hex(8)
+
+
 class RedisControlStore:
     """:class:`~control_plane.stores.base.ControlStore` on Redis; see the module docstring."""
 
@@ -224,6 +243,7 @@ class RedisControlStore:
         self._update_if_exists = client.register_script(lua.UPDATE_IF_EXISTS)
         self._try_lease = client.register_script(lua.TRY_LEASE)
         self._release_lease = client.register_script(lua.RELEASE_LEASE)
+        self._generations = client.register_script(lua.GENERATIONS)
 
     @property
     def client(self) -> StoreClient:
@@ -273,8 +293,9 @@ class RedisControlStore:
     @_translated
     async def update_tenant(self, tenant: Tenant) -> bool:
         fields = _tenant_fields(tenant)
-        keys = [self._k("tenant", tenant.id), self._k("tenant-names")]
-        outcome = await self._update_tenant(keys=keys, args=[tenant.id, fields["name_key"], *_flat(fields)])
+        keys = [self._k("tenant", tenant.id), self._k("tenant-names"), self._k("generation", "desired")]
+        args = [tenant.id, fields["name_key"], _token(), *_flat(fields)]
+        outcome = await self._update_tenant(keys=keys, args=args)
         if outcome == -1:
             raise ConflictError(f"a tenant named {tenant.name!r} already exists")
         return bool(outcome)
@@ -356,11 +377,17 @@ class RedisControlStore:
             return []
         tenant_id = subscriptions[0].tenant_id
         books = [book_id(s.book) for s in subscriptions]
-        keys = [self._k("tenant", tenant_id), self._k("subs", tenant_id), self._k("books")]
+        keys = [
+            self._k("tenant", tenant_id),
+            self._k("subs", tenant_id),
+            self._k("books"),
+            self._k("generation", "desired"),
+        ]
         keys += [self._k("book", book) for book in books]
         args: list[str | int] = [tenant_id]
         for book, s in zip(books, subscriptions, strict=True):
             args += [book, f"{s.replicas}:{s.depth}", s.created_at]
+        args.append(_token())
         reply = await self._put_subscriptions(keys=keys, args=args)
         status = int(reply[0])
         if status == -1:
@@ -380,10 +407,14 @@ class RedisControlStore:
         if not books:
             return []
         refs = [book_id(book) for book in books]
-        keys = [self._k("subs", tenant_id), self._k("books"), *(self._k("book", ref) for ref in refs)]
-        return [
-            bool(removed) for removed in await self._delete_subscriptions(keys=keys, args=[tenant_id, *refs])
+        keys = [
+            self._k("subs", tenant_id),
+            self._k("books"),
+            self._k("generation", "desired"),
+            *(self._k("book", ref) for ref in refs),
         ]
+        removed = await self._delete_subscriptions(keys=keys, args=[tenant_id, *refs, _token()])
+        return [bool(r) for r in removed]
 
     @_translated
     async def list_subscriptions(self, tenant_id: str) -> list[Subscription]:
@@ -444,6 +475,7 @@ class RedisControlStore:
             pipe.delete(self._k("node", node_id), self._k("assign", node_id))
             pipe.srem(self._k("nodes"), node_id)
             pipe.srem(self._k("assigned"), node_id)
+            pipe.set(self._k("generation", "assignments"), _token())
             self._announce(pipe, node_id, "removed")
             await pipe.execute()
 
@@ -458,6 +490,7 @@ class RedisControlStore:
                 pipe.sadd(self._k("assigned"), node_id)
             else:
                 pipe.srem(self._k("assigned"), node_id)
+            pipe.set(self._k("generation", "assignments"), _token())
             self._announce(pipe, node_id, "changed")
             await pipe.execute()
 
@@ -476,6 +509,12 @@ class RedisControlStore:
         return sorted(
             parse_replica_id(_text(m), node_id) for node_id, row in zip(nodes, rows, strict=True) for m in row
         )
+
+    @_translated
+    async def generations(self) -> Generations:
+        keys = [self._k("generation", "desired"), self._k("generation", "assignments")]
+        desired, assignments = await self._generations(keys=keys, args=[_token(), _token()])
+        return Generations(_text(desired), _text(assignments))
 
     # -- audit ------------------------------------------------------------------------------
     @_translated

@@ -11,7 +11,8 @@ from book_store.keys import BookKey
 from control_plane.depth import DEFAULT_DEPTH
 from control_plane.errors import ConflictError, LimitExceededError, NotFoundError, UnauthorizedError
 from control_plane.models import ApiKey, AuditEvent, BookWish, ReplicaAssignment, Subscription
-from control_plane.stores.base import ControlStore
+from control_plane.stores.base import ControlStore, Generations
+from control_plane.stores.dynamodb import DynamoControlStore
 from ladder_process.clock import now_ms
 from tests.control_plane.helpers import make_key, make_node, make_tenant
 
@@ -529,6 +530,81 @@ async def test_assignments_carry_their_depth(store: ControlStore) -> None:
     resized = dataclasses.replace(deep, depth=DEFAULT_DEPTH)
     await store.replace_assignments("node-a", [resized, shallow])
     assert await store.get_assignments("node-a") == sorted([resized, shallow])
+
+
+# -- generations ---------------------------------------------------------------------------
+
+
+@pytest.fixture(params=["redis", "redis_cluster"])
+def tracked_store(request: pytest.FixtureRequest) -> ControlStore:
+    """The stores that keep generations."""
+    fixture: ControlStore = request.getfixturevalue(f"{request.param}_store")
+    return fixture
+
+
+async def test_each_write_the_control_loop_reads_moves_its_generation_and_no_other(
+    tracked_store: ControlStore,
+) -> None:
+    store = tracked_store
+    seen = [await store.generations()]
+    assert seen[0].desired is not None and seen[0].assignments is not None
+    assert await store.generations() == seen[0]  # a store that had none keeps the names it gave
+
+    async def moved() -> tuple[bool, bool]:
+        """Which generations moved since the last call; neither may come back to an earlier one."""
+        now = await store.generations()
+        desired, assignments = now.desired != seen[-1].desired, now.assignments != seen[-1].assignments
+        assert not desired or now.desired not in {g.desired for g in seen}
+        assert not assignments or now.assignments not in {g.assignments for g in seen}
+        seen.append(now)
+        return desired, assignments
+
+    tenant = make_tenant(max_markets=2)
+    await store.create_tenant(tenant)  # no subscriptions yet: no book's wish changes
+    assert await moved() == (False, False)
+    await store.put_subscription(sub(tenant.id, BTC))
+    assert await moved() == (True, False)
+    await store.put_subscription(sub(tenant.id, BTC, replicas=2))  # an update
+    assert await moved() == (True, False)
+    with pytest.raises(LimitExceededError):
+        await store.put_subscriptions([sub(tenant.id, ETH), sub(tenant.id, ALPACA_BTC)])
+    assert await moved() == (False, False)  # refused: nothing changed
+    await store.put_subscriptions([sub(tenant.id, ETH)])
+    assert await moved() == (True, False)
+    assert await store.delete_subscriptions(tenant.id, [ETH, ALPACA_BTC]) == [True, False]
+    assert await moved() == (True, False)
+    assert await store.delete_subscriptions(tenant.id, [ETH, ALPACA_BTC]) == [False, False]
+    assert await moved() == (False, False)
+    assert await store.update_tenant(dataclasses.replace(tenant, max_replicas=1))
+    assert await moved() == (True, False)
+    assert not await store.update_tenant(make_tenant())  # unknown
+    assert await moved() == (False, False)
+
+    await store.register_node(make_node("node-a"))  # nodes are read every round anyway
+    assert await store.heartbeat_node("node-a", at=2_000_000_000_000, load=1.0)
+    assert await store.set_draining("node-a", True)
+    key, _ = make_key(tenant.id)
+    await store.create_key(key, max_usable=5)
+    await store.append_audit(AuditEvent(1_000, "operator", "tenant.create", tenant.id))
+    assert await store.try_lease("scheduler", "a", now_ms(), ttl_ms=200)
+    assert await moved() == (False, False)
+    replica = ReplicaAssignment("binance.com", "BTCUSDT", 1, "node-a")
+    await store.replace_assignments("node-a", [replica])
+    assert await moved() == (False, True)
+    await store.replace_assignments("node-a", [dataclasses.replace(replica, depth=500)])
+    assert await moved() == (False, True)
+    await store.replace_assignments("node-a", [])
+    assert await moved() == (False, True)
+    await store.replace_assignments("node-a", [replica])
+    assert await moved() == (False, True)
+    await store.remove_node("node-a")
+    assert await moved() == (False, True)
+    assert await store.list_assignments() == []
+
+
+async def test_dynamodb_cannot_tell_generations(dynamodb_store: DynamoControlStore) -> None:
+    """Its reads come from an eventually consistent index (the store's docstring says why)."""
+    assert await dynamodb_store.generations() == Generations(None, None)
 
 
 # -- audit and lease -----------------------------------------------------------------------
