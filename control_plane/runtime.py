@@ -5,13 +5,24 @@ Theory of operation: every ``scheduler_interval_ms`` the loop
 1. takes (or extends) the scheduler lease, so that of several control processes exactly one
    plans at a time and the others stand by (the lease outlives a few missed rounds, not more);
 2. reads the registered nodes (live = heartbeat within ``node_timeout_ms``), what every
-   subscribed book should be (replicas and depth) and the current assignments;
+   subscribed book should be (replicas and depth) and the current assignments. The last two are
+   thousands of records that rarely change, so the store's *generations* of them are read first
+   (one round trip) and each is read again only when its generation moved since the last read,
+   or ``REREAD_AFTER_MS`` after it (a writer that does not keep generations, such as a process
+   of an older version or a hand edit, is seen within that time). Generations before data: a
+   write between the two reads leaves a generation that moves next round, never stale data
+   under a current name;
 3. computes the next plan with the pure scheduler, in a worker thread (it is CPU work). Which
    replicas are synced matters only for the books the plan leaves *unsettled* (replicas beyond
    their targets: a move or a replacement under way, make-before-break), so the first plan is
    made knowing none, and the snapshots of the unsettled books are read and the plan made again
    until no book it leaves unsettled is unread. A settled fleet costs no snapshot read at all,
-   where reading every book's snapshots every round was most of the control plane's CPU;
+   where reading every book's snapshots every round was most of the control plane's CPU.
+   Planning is skipped when it cannot come out differently: the previous round's plan changed
+   nothing and read no snapshot (the planner is a pure function of its inputs), and this round's
+   inputs are the same: the generations of both reads, unchanged from that round, and the live
+   nodes' id, capacity, draining and load (heartbeat times count only through which nodes are
+   live). A store that cannot tell generations (DynamoDB) is read and planned every round;
 4. rewrites the assignment set of each node the plan changes. With the Redis store each write
    also publishes on the node's channel, so ingest nodes react within milliseconds; with
    DynamoDB they poll.
@@ -33,15 +44,18 @@ import asyncio
 import contextlib
 import logging
 import secrets
+from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
+from typing import Generic, TypeVar
 
 from book_store.keys import BookKey
 from book_store.unplaced import UnplacedBooks
 from control_plane.bootstrap import open_control_store
+from control_plane.models import BookWish, ReplicaAssignment
 from control_plane.replica_status import ReplicaStatusSource
 from control_plane.scheduler import DEFAULT_MAX_MOVES, Plan, plan_assignments
 from control_plane.settings import ControlSettings
-from control_plane.stores.base import ControlStore
+from control_plane.stores.base import ControlStore, Generations
 from control_plane.telemetry import ControlTelemetry
 from ladder_process.clock import Clock, now_ms
 from ladder_process.errors import StoreError
@@ -51,6 +65,31 @@ log = logging.getLogger(__name__)
 
 SCHEDULER_LEASE = "scheduler"
 FORGET_AFTER_TIMEOUTS = 20
+REREAD_AFTER_MS = 30_000
+"""How long a read is kept under an unchanged generation before it is read again anyway."""
+
+_T = TypeVar("_T")
+_Inputs = tuple[Generations, tuple[tuple[str, int, bool, float], ...]]
+"""What a plan is made from, but for the keyed pools and max_moves (fixed for a loop): the
+generations of the desired books and the assignments, and of each live node what the planner
+uses (id, capacity, draining, load)."""
+
+
+class _Kept(Generic[_T]):
+    """One store read, kept with the generation it was read at (see the module docstring)."""
+
+    def __init__(self, read: Callable[[], Awaitable[_T]]) -> None:
+        self._read = read
+        self._kept: tuple[str, int, _T] | None = None
+
+    async def get(self, generation: str | None, now: int) -> tuple[_T, bool]:
+        """The value at ``generation`` (read just before), and whether it was kept from earlier."""
+        kept = self._kept
+        if kept is not None and kept[0] == generation and now - kept[1] < REREAD_AFTER_MS:
+            return kept[2], True
+        value = await self._read()
+        self._kept = None if generation is None else (generation, now, value)
+        return value, False
 
 
 class ControlLoop:
@@ -83,6 +122,10 @@ class ControlLoop:
         self.owner = owner or f"control-{secrets.token_hex(6)}"
         self._store_since: int | None = None
         """Since when every round reached the store (None after one that did not)."""
+        self._desired: _Kept[dict[BookKey, BookWish]] = _Kept(store.desired_books)
+        self._current: _Kept[list[ReplicaAssignment]] = _Kept(store.list_assignments)
+        self._settled: tuple[_Inputs, Plan] | None = None
+        """The last round's inputs and plan, when that plan changed nothing and read no snapshot."""
 
     async def step(self) -> Plan | None:
         """Plan and write one round; None while another control process holds the lease."""
@@ -104,8 +147,14 @@ class ControlLoop:
                 log.info("forgetting node %s (silent for %d ms)", node.id, now - node.heartbeat_at)
                 await self._store.remove_node(node.id)
         live = [n for n in nodes if grace or now - n.heartbeat_at <= self._node_timeout_ms]
-        desired = await self._store.desired_books()
-        current = await self._store.list_assignments()
+        generations = await self._store.generations()
+        desired, kept_desired = await self._desired.get(generations.desired, now)
+        current, kept_current = await self._current.get(generations.assignments, now)
+        inputs: _Inputs = (generations, tuple((n.id, n.capacity, n.draining, n.load) for n in live))
+        settled, self._settled = self._settled, None
+        if kept_desired and kept_current and settled is not None and settled[0] == inputs:
+            self._settled = settled
+            return settled[1]
         synced: set[tuple[BookKey, int]] = set()
         read: set[BookKey] = set()
         while True:
@@ -131,6 +180,8 @@ class ControlLoop:
                 len(plan.changed_nodes()),
                 sum(plan.unplaced.values()),
             )
+        if not (read or plan.changed_nodes()):
+            self._settled = (inputs, plan)
         return plan
 
     async def _tell_unplaced(self, plan: Plan) -> None:
