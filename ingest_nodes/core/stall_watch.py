@@ -65,7 +65,7 @@ class Verdict(Enum):
 class Rhythm:
     """One book's recent gaps between events, and when its silence becomes suspect."""
 
-    __slots__ = ("_backoff", "_confirmed_ms", "_gaps", "_last_event_ms", "_policy", "_rhythm", "_suspect_at",
+    __slots__ = ("_backoff", "_confirmed_ms", "_gaps", "_last_event_ms", "_policy", "_suspect_at",
                  "check_failed")  # fmt: skip
 
     def __init__(self, now_ms: int, policy: StallPolicy | None = None) -> None:
@@ -73,8 +73,6 @@ class Rhythm:
         self._gaps: deque[int] = deque(maxlen=RECENT_GAPS)
         self._last_event_ms = now_ms
         self._backoff = 1
-        self._rhythm: int | None = None
-        """The rhythm, or None until it is worked out again (after new gaps)."""
         self._suspect_at: int | None = None
         """:meth:`suspect_at`, or None until it is worked out again: the checker asks for it many
         times a second for every book, and it changes only with an event, a restart or a check."""
@@ -92,7 +90,6 @@ class Rhythm:
         self._gaps.append(now_ms - self._last_event_ms)
         self._last_event_ms = now_ms
         self._backoff = 1
-        self._rhythm = None
         self._suspect_at = None
 
     def restart(self, now_ms: int) -> None:
@@ -123,11 +120,8 @@ class Rhythm:
         if self._suspect_at is not None:
             return self._suspect_at
         policy = self._policy
-        rhythm = self._rhythm
-        if rhythm is None:
-            gaps = self._gaps
-            rhythm = sorted(gaps, reverse=True)[len(gaps) // RHYTHM_SHARE] if gaps else -1
-            self._rhythm = rhythm
+        gaps = self._gaps
+        rhythm = sorted(gaps, reverse=True)[len(gaps) // RHYTHM_SHARE] if gaps else -1
         base = policy.unknown_ms if rhythm < 0 else max(policy.factor * rhythm, policy.floor_ms)
         self._suspect_at = self.known_ms + min(base * self._backoff, policy.ceiling_ms)
         return self._suspect_at

@@ -90,7 +90,5 @@ class StatsReporter:
         gone = self._written.keys() - replicas.keys()
         for key in gone:
             del self._written[key]
-        kept = {book for book, _replica in replicas}
-        for book in expires_set.keys() - kept:
-            del expires_set[book]
+            expires_set.pop(key[0], None)  # a replica of the book kept here only costs an early EXPIRE
         self._written.update(changed)

@@ -68,6 +68,8 @@ SHUTDOWN_STEP_S = 5.0
 HEARTBEATS_KEPT_MS = 3_600_000
 """A starting node removes heartbeats older than this (of nodes that crashed: ids are per process)."""
 CATALOG_CHECK_S = 5.0
+RESNAPSHOT_SPREAD = (0.9, 0.2)
+"""A replica is re-snapshotted between 0.9 and 1.1 of ``resnapshot_interval_s`` after it synced."""
 
 
 def _count(tally: NodeTally, replicas: Iterable[tuple[ReplicaId, BookReplica]]) -> None:
@@ -395,9 +397,10 @@ class IngestNode:
         interval = self.settings.resnapshot_interval_s
         for (book, index), replica in self.replicas.items():
             since = replica.synced_since
-            if since is None or now - since < interval * 0.9:
+            if since is None or now - since < interval * RESNAPSHOT_SPREAD[0]:
                 continue  # most replicas, every second: no spread to work out
-            spread = 0.9 + 0.2 * (zlib.crc32(f"{book.tag}{index}".encode()) % 1000) / 1000
+            low, width = RESNAPSHOT_SPREAD
+            spread = low + width * (zlib.crc32(f"{book.tag}{index}".encode()) % 1000) / 1000
             if now - since >= interval * spread:
                 replica.resnapshot()
 
