@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import logging
 import signal
 
@@ -17,6 +18,7 @@ from book_store.connect import opened, store_client
 from ingest_nodes.ops.telemetry import IngestTelemetry
 from ingest_nodes.runtime.node import IngestNode
 from ingest_nodes.settings import IngestSettings
+from ladder_process.heap import freeze_survivors
 from ladder_process.metrics_server import serve_metrics
 from ladder_process.telemetry import Telemetry
 
@@ -64,7 +66,12 @@ async def _serve(settings: IngestSettings) -> None:
         ingest_telemetry = IngestTelemetry(pipeline)
         node = IngestNode(settings, client, session, control_client=control, telemetry=ingest_telemetry)
         print(f"LADDER_INGEST_NODE={settings.node_id}", flush=True)
-        await node.run(stop, drain=lambda: drain)
+        gc.freeze()  # what exists now lives as long as the node: keep it out of every collection
+        heap = loop.create_task(freeze_survivors())
+        try:
+            await node.run(stop, drain=lambda: drain)
+        finally:
+            heap.cancel()
     await client.aclose()
     if control is not client:
         await control.aclose()

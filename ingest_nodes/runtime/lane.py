@@ -44,6 +44,10 @@ MIN_REFETCH_S: Final = 0.25
 _WANTS_SNAPSHOT: Final = frozenset({SyncState.IDLE, SyncState.BUFFERING})
 
 
+def _ignore(result: EngineResult) -> None:
+    """Where a closed lane's results go."""
+
+
 class Lane:
     """Feeds one engine and fetches its snapshots (see the module docstring)."""
 
@@ -135,10 +139,17 @@ class Lane:
         self._background = background
 
     def close(self) -> None:
-        """Stop asking for snapshots; answers still in flight are ignored."""
+        """Stop asking for snapshots; answers still in flight are ignored.
+
+        A closed lane lets go of its replica (its result callback and trace are the replica's):
+        without that cycle a retired lane, its engine and its book are freed by reference counting,
+        which the node relies on because it keeps its heap out of the collector
+        (``ladder_process.heap``)."""
         self._closed = True
         self._held = None
         self._scheduler.cancel(self)
+        self._on_result = _ignore
+        self._trace = nullcontext
 
     def _handle(self, result: EngineResult) -> None:
         if self.engine.synced:
