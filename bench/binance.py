@@ -19,7 +19,9 @@ Then, for ``--seconds`` (300), everything runs at once:
   generator of :mod:`bench.arrivals` (its own process);
 - 50 WebSocket streams (``/v1/stream``) of the 25 busiest spot and 25 busiest futures books; for
   each message that carries a new ``update_id``, receive time minus its ``ingest_time`` (the
-  moment the node read the frame) is the ingest -> subscriber latency;
+  moment the node read the frame) is the ingest -> subscriber latency. The streams are received
+  in a process of their own (:func:`watch_streams`), so that this process's other work (starting
+  generators, summing their outcomes, the truth checks) never delays a receive time;
 - twice a second, a random book is read from Ladder and compared with the venue's truth at the
   same ``update_id`` (``/_fake/book``): every level served must be the venue's, and a side may
   be shorter than 20 levels only when the answer says ``truncated``;
@@ -40,9 +42,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import bisect
+import contextlib
+import multiprocessing
 import random
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
 from typing import Any
 
 import aiohttp
@@ -71,6 +78,8 @@ class Live:
     """What the streams, the truth checks and the sync watch saw, tagged by phase."""
 
     phase: str = "sync"
+    phases: list[tuple[str, float]] = field(default_factory=lambda: [("sync", 0.0)])
+    """Each phase and the wall-clock time it began, to sort the stream samples into."""
     stream_ms: dict[str, list[float]] = field(default_factory=dict)
     stream_times: list[tuple[float, float]] = field(default_factory=list)
     """(seconds since the sustained phase began, latency ms) of every stream message, for the plot."""
@@ -83,29 +92,70 @@ class Live:
     synced_counts: dict[str, list[int]] = field(default_factory=dict)
     started: float = 0.0
 
+    def enter(self, phase: str) -> None:
+        self.phase = phase
+        self.phases.append((phase, time.time()))
+
+    def sort_streams(self, samples: list[tuple[float, float]]) -> None:
+        """File each (receive time, latency ms) sample under the phase it was received in."""
+        starts = [start for _, start in self.phases]
+        sustained = dict(self.phases).get("sustained", 0.0)
+        for received, latency in samples:
+            phase = self.phases[bisect.bisect_right(starts, received) - 1][0]
+            self.stream_ms.setdefault(phase, []).append(latency)
+            if phase == "sustained":
+                self.stream_times.append((received - sustained, latency))
+
 
 async def follow_stream(
-    http: aiohttp.ClientSession, st: Stack, exchange: str, market: str, live: Live
-) -> None:
-    url = (
-        st.read_url.replace("http://", "ws://")
-        + f"/v1/stream?exchange={exchange}&market={market}&depth={DEPTH}"
-    )
+    http: aiohttp.ClientSession, url: str, key: str, exchange: str, market: str,
+    samples: list[tuple[float, float]],
+) -> None:  # fmt: skip
+    url = url.replace("http://", "ws://") + f"/v1/stream?exchange={exchange}&market={market}&depth={DEPTH}"
     last = -1
-    async with http.ws_connect(url, headers={"X-API-Key": st.key}, max_msg_size=0) as ws:
+    async with http.ws_connect(url, headers={"X-API-Key": key}, max_msg_size=0) as ws:
         async for message in ws:
             if message.type != aiohttp.WSMsgType.TEXT:
                 break
-            now_ms = time.time() * 1000
+            received = time.time()
             book = orjson.loads(message.data)
             update_id = book.get("update_id", -1)
             if update_id == last or book.get("status") != "synced":
                 continue  # a republish of a quiet book carries no new event
             last = update_id
-            latency = now_ms - book["ingest_time"]
-            live.stream_ms.setdefault(live.phase, []).append(latency)
-            if live.phase == "sustained":
-                live.stream_times.append((time.monotonic() - live.started, latency))
+            samples.append((received, received * 1000 - book["ingest_time"]))
+
+
+def _receive_streams(url: str, key: str, books: list[tuple[str, str]], control: Connection) -> None:
+    async def follow_all() -> list[tuple[float, float]]:
+        samples: list[tuple[float, float]] = []
+        async with aiohttp.ClientSession() as http:
+            tasks = [asyncio.create_task(follow_stream(http, url, key, e, m, samples)) for e, m in books]
+            await asyncio.to_thread(control.recv)  # the bench says stop
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        return samples
+
+    control.send(asyncio.run(follow_all()))
+
+
+@contextlib.asynccontextmanager
+async def watch_streams(st: Stack, books: list[tuple[str, str]], live: Live) -> AsyncIterator[None]:
+    """Follow ``books``' streams from a process of their own; on the way out, file what it
+    received under ``live``'s phases."""
+    control, child_end = multiprocessing.get_context("fork").Pipe()
+    process = multiprocessing.get_context("fork").Process(
+        target=_receive_streams, args=(st.read_url, st.key, books, child_end)
+    )
+    process.start()
+    try:
+        yield
+    finally:
+        control.send("stop")
+        samples: list[tuple[float, float]] = await asyncio.to_thread(control.recv)
+        await asyncio.to_thread(process.join, 30)
+        live.sort_streams(samples)
 
 
 async def check_once(http: aiohttp.ClientSession, st: Stack, live: Live, rng: random.Random) -> None:
@@ -181,13 +231,15 @@ async def capacity(
     steps: list[dict[str, Any]] = []
     rate, direction = args.read_rate, 0
     for _ in range(args.max_steps):
-        live.phase = f"capacity {rate:.0f}"
+        live.enter(f"capacity warm-up {rate:.0f}")
+        counted = asyncio.get_running_loop().call_later(WARM_UP_S, live.enter, f"capacity {rate:.0f}")
         stages = [arrivals.steady(rate, WARM_UP_S), arrivals.steady(rate, args.step_seconds)]
         outcome = await arrivals.run(st.read_url, requests, stages)
+        counted.cancel()
+        live.enter("between steps")
         got = outcome.select(stage=1)
-        stream = percentiles(live.stream_ms.get(live.phase, []), (99,))
         ok = got.p99_ms < READ_P99_MS and got.failed == 0
-        steps.append({"rate": rate, "ok": ok, **got.row(), "stream_p99_ms": stream.get("p99", 0.0),
+        steps.append({"rate": rate, "ok": ok, **got.row(), "phase": f"capacity {rate:.0f}",
                       "generator_cpu_s_per_s": outcome.generator_cpu_s / outcome.seconds})  # fmt: skip
         print(f"capacity step {rate:,.0f} req/s: p99 {got.p99_ms:.1f} ms, failed {got.failed}, "
               f"send delay p99 {got.send_delay_p99_ms:.1f} ms -> {'ok' if ok else 'over'}",
@@ -226,27 +278,34 @@ async def measure(args: argparse.Namespace, report: Report) -> dict[str, Any]:
             pids = st.pids()
             await arrivals.run(st.read_url, requests, [arrivals.steady(1000, 5)])  # every book read once
             streams = [(e, m) for e, names in st.books.items() for m in names[:STREAMS_PER_EXCHANGE]]
-            tasks = [asyncio.create_task(follow_stream(http, st, e, m, live)) for e, m in streams]
-            tasks += [
+            tasks = [
                 asyncio.create_task(check_forever(st, live)),
                 asyncio.create_task(watch_synced(st, live)),
             ]
             try:
-                await asyncio.sleep(3)  # streams open, first messages in
-                venue_before = await venue_stats(http, st.venue_url)
-                resyncs_before = await resyncs(st)
-                live.phase, live.started = "sustained", time.monotonic()
-                cpu_before = cpu_by_kind(pids)
-                outcome: Outcome = await arrivals.run(
-                    st.read_url, requests, [arrivals.steady(args.read_rate, args.seconds)]
-                )
-                elapsed = time.monotonic() - live.started
-                cpu = {k: (v - cpu_before[k]) / elapsed for k, v in cpu_by_kind(pids).items()}
-                rss = {kind: [rss_kib(p)[0] / 1024 for p in ps] for kind, ps in pids.items()}
-                memory = await st.redis.info("memory")
-                venue_after = await venue_stats(http, st.venue_url)
-                resyncs_sustained = await resyncs(st) - resyncs_before
-                steps = await capacity(st, live, requests, args)
+                async with watch_streams(st, streams, live):
+                    await asyncio.sleep(3)  # streams open, first messages in
+                    venue_before = await venue_stats(http, st.venue_url)
+                    resyncs_before = await resyncs(st)
+                    generator = arrivals.start(
+                        st.read_url, requests, [arrivals.steady(args.read_rate, args.seconds)]
+                    )
+                    live.enter("sustained")  # once the generator is forked: its start is this process's
+                    live.started = time.monotonic()
+                    cpu_before = cpu_by_kind(pids)
+                    outcome: Outcome = await arrivals.collect(generator)
+                    elapsed = time.monotonic() - live.started
+                    live.enter("after the sustained phase")
+                    cpu = {k: (v - cpu_before[k]) / elapsed for k, v in cpu_by_kind(pids).items()}
+                    rss = {kind: [rss_kib(p)[0] / 1024 for p in ps] for kind, ps in pids.items()}
+                    memory = await st.redis.info("memory")
+                    venue_after = await venue_stats(http, st.venue_url)
+                    resyncs_sustained = await resyncs(st) - resyncs_before
+                    steps = await capacity(st, live, requests, args)
+                for step in steps:
+                    step["stream_p99_ms"] = percentiles(live.stream_ms.get(step.pop("phase"), []), (99,)).get(
+                        "p99", 0.0
+                    )
             finally:
                 for task in tasks:
                     task.cancel()
@@ -369,7 +428,8 @@ def summarize(report: Report, m: dict[str, Any], args: argparse.Namespace) -> No
     )
     report.note(
         "CPU is per Ladder process kind (ingest nodes, read workers with their parent, control plane, "
-        "store); the venue, the read generator and this process (streams, truth checks) share the cores."
+        "store); the venue, the read generator, the streams' receiver and this process (truth checks) "
+        "share the cores."
     )
     report.data.update(
         reads=reads.row(), stream=stream, steps=m["steps"], cpu=cpu, rss=m["rss"],
