@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from book_store.keys import BookKey
 from control_plane.audit import AuditLog
 from control_plane.auth import Authenticator
 from control_plane.depth import DEFAULT_DEPTH
@@ -133,6 +134,9 @@ class ControlService:
 
     async def subscriptions(self, tenant_id: str) -> list[Subscription]:
         return await self._subscriptions.list_for(tenant_id)
+
+    async def subscribed_books(self, tenant_id: str) -> frozenset[BookKey]:
+        return await self._subscriptions.books_of(tenant_id)
 
     async def is_entitled(self, tenant_id: str, exchange: str, market: str) -> bool:
         return await self._subscriptions.is_entitled(tenant_id, exchange, market)

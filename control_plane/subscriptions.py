@@ -222,13 +222,15 @@ class SubscriptionDesk:
     async def list_for(self, tenant_id: str) -> list[Subscription]:
         return await self._store.list_subscriptions(tenant_id)
 
+    async def books_of(self, tenant_id: str) -> frozenset[BookKey]:
+        return await self._store.subscribed_books(tenant_id)
+
     async def is_entitled(self, tenant_id: str, exchange: str, market: str) -> bool:
         """True if the tenant subscribes to the book (cached for ``cache_ttl_ms``)."""
         now = self._clock()
         cached = self._entitled.get(tenant_id)
         if cached is None or now - cached[1] >= self._ttl_ms:
-            books = frozenset(s.book for s in await self._store.list_subscriptions(tenant_id))
-            cached = (books, now)
+            cached = (await self._store.subscribed_books(tenant_id), now)
             if self._ttl_ms > 0:
                 self._entitled[tenant_id] = cached
         return BookKey(exchange, market) in cached[0]

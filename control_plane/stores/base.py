@@ -121,6 +121,11 @@ class ControlStore(Protocol):
     async def list_subscriptions(self, tenant_id: str) -> list[Subscription]:
         """The tenant's subscriptions, ordered by book."""
 
+    async def subscribed_books(self, tenant_id: str) -> frozenset[BookKey]:
+        """The books the tenant subscribes to, without the details: what read workers check
+        entitlements against. A tenant may hold thousands, so a store that can reads them in
+        pages, giving the caller's event loop a turn between pages."""
+
     async def desired_books(self) -> dict[BookKey, BookWish]:
         """Per subscribed book, the most replicas and the deepest depth any enabled subscriber asked for.
 

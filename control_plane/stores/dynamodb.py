@@ -609,6 +609,9 @@ class DynamoControlStore:
         items = await self._run(self._subscription_items, f"TENANT#{tenant_id}")
         return sorted((subscription_from(item) for item in items), key=lambda s: s.book)
 
+    async def subscribed_books(self, tenant_id: str) -> frozenset[BookKey]:
+        return frozenset(s.book for s in await self.list_subscriptions(tenant_id))
+
     @_translated
     async def desired_books(self) -> dict[BookKey, BookWish]:
         items = await self._run(self._query_index, "SUBS")

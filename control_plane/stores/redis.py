@@ -94,6 +94,8 @@ from ladder_process.errors import StoreError
 
 AUDIT_KEEP = 10_000
 HASH_TAG = "{control}"
+SCAN_PAGE = 500
+"""Fields asked of each HSCAN page of a large hash (a page costs a few ms to parse)."""
 
 _translated = error_boundary("Redis", (RedisConnectionError, RedisTimeoutError), (RedisError,))
 
@@ -421,6 +423,17 @@ class RedisControlStore:
         raw = _fields(await self._client.hgetall(self._k("subs", tenant_id)))
         subscriptions = [_subscription(tenant_id, ref, value) for ref, value in raw.items()]
         return sorted(subscriptions, key=lambda s: s.book)
+
+    @_translated
+    async def subscribed_books(self, tenant_id: str) -> frozenset[BookKey]:
+        # HSCAN, not HGETALL: parsing 4000 fields at once held a read worker's loop for ~50 ms.
+        key, cursor = self._k("subs", tenant_id), 0
+        books: set[BookKey] = set()
+        while True:
+            cursor, page = await self._client.hscan(key, cursor, count=SCAN_PAGE)
+            books.update(parse_book_id(_text(ref)) for ref in page)
+            if not cursor:
+                return frozenset(books)
 
     @_translated
     async def desired_books(self) -> dict[BookKey, BookWish]:

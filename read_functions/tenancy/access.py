@@ -153,7 +153,7 @@ class Access:
         self.apply(b"all")
 
     async def _subscribed_books(self, tenant_id: str) -> frozenset[tuple[str, str]]:
-        return frozenset((s.exchange, s.market) for s in await self.control.subscriptions(tenant_id))
+        return await self.control.subscribed_books(tenant_id)  # BookKeys: (exchange, market) tuples
 
 
 def keys_changed() -> bytes:

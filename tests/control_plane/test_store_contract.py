@@ -277,6 +277,7 @@ async def test_max_markets_counts_markets_not_updates(store: ControlStore) -> No
     _, created = await store.put_subscription(sub(tenant.id, ETH))
     assert created
     assert [s.book for s in await store.list_subscriptions(tenant.id)] == [ALPACA_BTC, ETH]
+    assert await store.subscribed_books(tenant.id) == {ALPACA_BTC, ETH}
 
 
 async def test_subscribing_needs_an_existing_tenant(store: ControlStore) -> None:
@@ -633,3 +634,16 @@ async def test_lease_is_exclusive_until_released_or_expired(store: ControlStore)
 
     await asyncio.sleep(0.25)
     assert await store.try_lease("scheduler", "a", now_ms(), ttl_ms=100)
+
+
+async def test_subscribed_books_are_every_book_of_a_large_tenant(store: ControlStore) -> None:
+    tenant = make_tenant(max_markets=2000)
+    await store.create_tenant(tenant)
+    books = [BookKey("binance.com", f"COIN{i}USDT") for i in range(1200)]  # pages of the store's scan
+    await store.put_subscriptions([sub(tenant.id, book) for book in books])
+    other = make_tenant("Other")
+    await store.create_tenant(other)
+    await store.put_subscription(sub(other.id, ETH))
+    assert await store.subscribed_books(tenant.id) == frozenset(books)
+    assert await store.subscribed_books(other.id) == {ETH}
+    assert await store.subscribed_books("tnt_missing") == frozenset()
