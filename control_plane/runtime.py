@@ -65,8 +65,9 @@ log = logging.getLogger(__name__)
 
 SCHEDULER_LEASE = "scheduler"
 FORGET_AFTER_TIMEOUTS = 20
-REREAD_AFTER_MS = 30_000
-"""How long a read is kept under an unchanged generation before it is read again anyway."""
+REREAD_AFTER_MS = 300_000
+"""How long a read is kept under an unchanged generation before it is read again anyway: only
+writers that keep no generations need it, and at thousands of books each read is a burst of CPU."""
 
 _T = TypeVar("_T")
 _Inputs = tuple[Generations, tuple[tuple[str, int, bool, float], ...]]
