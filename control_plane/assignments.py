@@ -2,8 +2,12 @@
 
 How a node learns of changes quickly: with the Redis control store, ``watch`` subscribes to the
 node's assignment channel (the scheduler publishes there in the same transaction that rewrites the
-set), so a change arrives within milliseconds; it also re-reads the set every ``resync_s`` in
-case a message was lost while the connection was down. With any other store (DynamoDB) ``watch``
+set), so a change arrives within milliseconds; in case a message was lost while the connection was
+down, it also reads the assignments' *generation* (a token every write of an assignment set
+renews, read before the set) every ``resync_s`` and reads the set again when it moved, or
+``reread_s`` after the last read in any case (for writers that keep no generation). A set of
+thousands of replicas costs tens of milliseconds of the node's event loop to read; the token
+costs one round trip. With any other store (DynamoDB) ``watch``
 polls every ``poll_s``. Either way it yields the whole new set, never a diff, so a node that
 missed a change simply converges on the next one.
 
@@ -16,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import re
+import time
 from collections.abc import AsyncIterator
 
 import redis.asyncio as redis
@@ -50,6 +55,7 @@ class AssignmentClient:
         clock: Clock = now_ms,
         poll_s: float = 0.5,
         resync_s: float = 5.0,
+        reread_s: float = 60.0,
     ) -> None:
         self._store: ControlStore = (
             RedisControlStore(client, prefix) if isinstance(client, (redis.Redis, RedisCluster)) else client
@@ -57,6 +63,7 @@ class AssignmentClient:
         self._clock = clock
         self._poll_s = poll_s
         self._resync_s = resync_s
+        self._reread_s = reread_s
         self._registered: dict[str, NodeInfo] = {}
 
     async def register(self, node_id: str, address: str, capacity: int) -> None:
@@ -121,10 +128,18 @@ class AssignmentClient:
             else:
                 await pubsub.subscribe(store.assignment_channel(node_id))
             while True:
+                seen = (await store.generations()).assignments
+                read_at = time.monotonic()
                 yield await self.assignments(node_id)
-                await next_message(ignore_subscribe_messages=True, timeout=self._resync_s)
-                while await next_message(ignore_subscribe_messages=True, timeout=0) is not None:
-                    pass  # several changes since the last read: one read covers them all
+                while True:
+                    if await next_message(ignore_subscribe_messages=True, timeout=self._resync_s) is not None:
+                        while await next_message(ignore_subscribe_messages=True, timeout=0) is not None:
+                            pass  # several changes since the last read: one read covers them all
+                        break
+                    if time.monotonic() - read_at >= self._reread_s:
+                        break
+                    if (await store.generations()).assignments != seen:
+                        break
         except RedisError as exc:
             raise StoreUnavailableError("lost the assignment notifications (Redis)") from exc
         finally:

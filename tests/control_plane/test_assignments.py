@@ -13,6 +13,7 @@ import pytest
 from control_plane.assignments import AssignmentClient
 from control_plane.errors import InvalidRequestError, NotFoundError
 from control_plane.models import ReplicaAssignment
+from control_plane.stores._common import replica_id
 from control_plane.stores.base import ControlStore
 from control_plane.stores.dynamodb import DynamoControlStore
 from control_plane.stores.redis import RedisControlStore
@@ -87,6 +88,34 @@ async def test_redis_watch_is_notified_at_once(
         assert time.monotonic() - started < 1.0
         await redis_store.replace_assignments("node-1", [ETH_2])
         assert await _next(changes, 2) == [ETH_2]
+    finally:
+        await changes.aclose()
+        await node_client.aclose()
+
+
+async def test_redis_watch_reads_a_set_again_when_its_generation_moved_without_a_notification(
+    test_store: TestStore, valkey_url: str, redis_store: RedisControlStore
+) -> None:
+    node_client = await test_store.client(valkey_url)
+    watcher = AssignmentClient(node_client, prefix=redis_store.prefix, resync_s=0.05, reread_s=1.5)
+    changes = watcher.watch("node-1")
+    assert isinstance(changes, AsyncGenerator)  # so the test can aclose() it
+    key = redis_store._k("assign", "node-1")
+    try:
+        assert await _next(changes, 2) == []
+        # A write whose notification was lost and that left the generation alone: not read again
+        # before ``reread_s`` has passed, then read anyway.
+        await node_client.sadd(key, replica_id(BTC_1))
+        unseen = asyncio.ensure_future(anext(changes))
+        await asyncio.sleep(0.5)
+        assert not unseen.done()
+        assert await asyncio.wait_for(unseen, 3) == [BTC_1]
+        # A write whose notification was lost but that renewed the generation: read at once.
+        started = time.monotonic()
+        await node_client.sadd(key, replica_id(ETH_2))
+        await node_client.set(redis_store._k("generation", "assignments"), "moved")
+        assert await _next(changes, 2) == [BTC_1, ETH_2]
+        assert time.monotonic() - started < 1.0
     finally:
         await changes.aclose()
         await node_client.aclose()
