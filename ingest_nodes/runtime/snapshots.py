@@ -22,6 +22,12 @@ so a resync that arrives meanwhile still finds weight left in the window; checks
 ``check_share`` of each window's budget (counted by this scheduler, whatever the syncs spent), so
 a node busy syncing still notices a stalled book, and checks never crowd syncs out.
 
+Checks and background requests are also *paced*: each kind draws from a bucket that fills at its
+share of the budget's rate and holds ``pace_burst_s`` of it, so a backlog of them (thousands of
+quiet books whose checks wait for the next window, hourly audits) drains evenly through the minute.
+Spent as fast as the venue answers the moment a window opened, they made every node and the venue
+busy for a moment each minute, which the readers of the busiest books saw as latency.
+
 A grant first asks the requester whether it still wants the snapshot (``snapshot_granted``): a book
 that waits for its first snapshot only starts buffering its stream at that moment (see
 ``lane.Lane``), so a thousand waiting books cost a thousand held events, not minutes of buffers.
@@ -120,6 +126,33 @@ class _Tickets:
         self._held[weight] = (count, int(now_s * 1000) // WINDOW_MS)
 
 
+class _Pace:
+    """Weight that fills at ``rate`` per second, holding ``burst_s`` of it (at least one request)."""
+
+    __slots__ = ("_at", "_burst_s", "_held", "_rate")
+
+    def __init__(self, rate: float, burst_s: float) -> None:
+        self._rate = rate
+        self._burst_s = burst_s
+        self._held = rate * burst_s
+        self._at = time.monotonic()
+
+    def allows(self, weight: int) -> int:
+        """How many requests of ``weight`` the pace allows now."""
+        now = time.monotonic()
+        cap = max(self._rate * self._burst_s, weight)
+        self._held = min(cap, self._held + (now - self._at) * self._rate)
+        self._at = now
+        return int(self._held // weight)
+
+    def wait_s(self, weight: int) -> float:
+        """Seconds until one request of ``weight`` is allowed."""
+        return max(0.0, (weight - self._held) / self._rate) if self._rate > 0 else WINDOW_MS / 1000
+
+    def spend(self, weight: int) -> None:
+        self._held -= weight
+
+
 class SnapshotScheduler:
     """Queues snapshot requests of one exchange and fetches them as the weight budget allows."""
 
@@ -132,10 +165,12 @@ class SnapshotScheduler:
         concurrency: int,
         background_share: float = 0.5,
         check_share: float = 0.1,
+        pace_burst_s: float | None = 2.0,
         stats: SnapshotStats | None = None,
         exchange: str = "",
     ) -> None:
-        """``weight_of(limit)`` prices one snapshot of that depth; ``exchange`` names it in metrics."""
+        """``weight_of(limit)`` prices one snapshot of that depth; ``exchange`` names it in metrics;
+        ``pace_burst_s`` None: checks and background requests are not paced, only capped."""
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
         self._rest = rest
@@ -146,6 +181,15 @@ class SnapshotScheduler:
         self._check_share = check_share
         self._checks_spent = (-1, 0)
         """(window, weight) the checks spent in it."""
+        per_s = budget.limit / (WINDOW_MS / 1000)
+        self._paces = (
+            {}
+            if pace_burst_s is None
+            else {
+                Priority.CHECK: _Pace(per_s * check_share, pace_burst_s),
+                Priority.BACKGROUND: _Pace(per_s * background_share, pace_burst_s),
+            }
+        )
         self._exchange = exchange
         self.stats = stats or SnapshotStats()
         self._queues: tuple[deque[SnapshotRequester], ...] = tuple(deque() for _ in Priority)
@@ -244,6 +288,12 @@ class SnapshotScheduler:
     async def _buy_tickets(self, weight: int, priority: Priority) -> None:
         """Charge the budget for the queued requests a free slot could start; wait if it says so."""
         wanted = self._alike(self._queues[priority], weight)
+        pace = self._paces.get(priority)
+        if pace is not None:
+            wanted = min(wanted, pace.allows(weight))
+            if wanted <= 0:
+                await self._wait_for_work(pace.wait_s(weight))
+                return
         share = self._background_share if priority is Priority.BACKGROUND else 1.0
         if priority is Priority.CHECK:
             window, into_ms = divmod(int(time.time() * 1000), WINDOW_MS)
@@ -260,6 +310,8 @@ class SnapshotScheduler:
         if granted:
             self._tickets.fill(weight, granted, time.time())
             self.stats.weight_spent += granted * weight
+            if pace is not None:
+                pace.spend(granted * weight)
             if priority is Priority.CHECK:
                 self.stats.check_weight += granted * weight
                 window = int(time.time() * 1000) // WINDOW_MS

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from contextlib import nullcontext
 
@@ -142,7 +143,12 @@ async def test_background_requests_go_last_and_leave_half_the_window_to_syncs(
     async with running(venue_config(), redis_client, weight_budget_share=100 / 6000) as harness:
         runtime = harness.exchanges["binance.com"]
         scheduler = SnapshotScheduler(
-            runtime.rest, runtime.budget, weight_of=lambda _limit: 5, concurrency=4, background_share=0.5
+            runtime.rest,
+            runtime.budget,
+            weight_of=lambda _limit: 5,
+            concurrency=4,
+            background_share=0.5,
+            pace_burst_s=None,  # the cap alone
         )
         arrivals: list[str] = []
         for symbol in SPOT_SYMBOLS * 2:
@@ -166,7 +172,12 @@ async def test_stall_checks_go_after_syncs_before_background_and_stay_within_the
     async with running(venue_config(), redis_client, weight_budget_share=100 / 6000) as harness:
         runtime = harness.exchanges["binance.com"]
         scheduler = SnapshotScheduler(
-            runtime.rest, runtime.budget, weight_of=lambda _limit: 5, concurrency=1, check_share=0.1
+            runtime.rest,
+            runtime.budget,
+            weight_of=lambda _limit: 5,
+            concurrency=1,
+            check_share=0.1,
+            pace_burst_s=None,  # the cap alone
         )
         arrivals: list[str] = []
         scheduler.request(Recorder("REFRESH", Priority.BACKGROUND, arrivals))
@@ -178,6 +189,32 @@ async def test_stall_checks_go_after_syncs_before_background_and_stay_within_the
         await asyncio.sleep(0.3)
         assert arrivals == ["SOLUSDT", *SPOT_SYMBOLS[:2]], "checks wait once they spent 10 of the 100"
         assert scheduler.stats.check_weight == 10 and scheduler.stats.weight_spent == 15
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_a_backlog_of_stall_checks_drains_at_their_pace_not_at_once(redis_client: redis.Redis) -> None:
+    """A 6000-weight window: checks (10 % of it) fill 10 weight a second, holding 2 s of it; a sync
+    is never paced."""
+    async with running(venue_config(), redis_client, weight_budget_share=1.0) as harness:
+        runtime = harness.exchanges["binance.com"]
+        scheduler = SnapshotScheduler(runtime.rest, runtime.budget, weight_of=lambda _limit: 5, concurrency=8)
+        arrivals: list[str] = []
+        for symbol in SPOT_SYMBOLS * 2:
+            scheduler.request(Recorder(symbol, Priority.CHECK, arrivals, limit=5))
+        task = asyncio.create_task(scheduler.run())
+        started = time.monotonic()
+        await asyncio.sleep(1.0)
+        early = len(arrivals)
+        assert 4 <= early <= 4 + 2 * math.ceil(time.monotonic() - started), arrivals  # 20 weight, then 10/s
+        scheduler.request(Recorder("SOLUSDT", Priority.FRESH, arrivals, limit=99))
+        await wait_until(lambda: "SOLUSDT" in arrivals, 2, "the sync, at once")
+        assert arrivals.index("SOLUSDT") <= early + 3
+        await wait_until(lambda: len(arrivals) == 2 * len(SPOT_SYMBOLS) + 1, 15, "every check, at its pace")
+        seconds = time.monotonic() - started
+        assert seconds >= (2 * len(SPOT_SYMBOLS) - 4) * 5 / 10 - 1, (
+            f"{len(arrivals)} checks in {seconds:.1f} s"
+        )
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
 
