@@ -77,7 +77,6 @@ WARM_UP_S = 3.0
 class Live:
     """What the streams, the truth checks and the sync watch saw, tagged by phase."""
 
-    phase: str = "sync"
     phases: list[tuple[str, float]] = field(default_factory=lambda: [("sync", 0.0)])
     """Each phase and the wall-clock time it began, to sort the stream samples into."""
     stream_ms: dict[str, list[float]] = field(default_factory=dict)
@@ -92,8 +91,11 @@ class Live:
     synced_counts: dict[str, list[int]] = field(default_factory=dict)
     started: float = 0.0
 
+    @property
+    def phase(self) -> str:
+        return self.phases[-1][0]
+
     def enter(self, phase: str) -> None:
-        self.phase = phase
         self.phases.append((phase, time.time()))
 
     def sort_streams(self, samples: list[tuple[float, float]]) -> None:
@@ -144,10 +146,9 @@ def _receive_streams(url: str, key: str, books: list[tuple[str, str]], control: 
 async def watch_streams(st: Stack, books: list[tuple[str, str]], live: Live) -> AsyncIterator[None]:
     """Follow ``books``' streams from a process of their own; on the way out, file what it
     received under ``live``'s phases."""
-    control, child_end = multiprocessing.get_context("fork").Pipe()
-    process = multiprocessing.get_context("fork").Process(
-        target=_receive_streams, args=(st.read_url, st.key, books, child_end)
-    )
+    context = multiprocessing.get_context("fork")
+    control, child_end = context.Pipe()
+    process = context.Process(target=_receive_streams, args=(st.read_url, st.key, books, child_end))
     process.start()
     try:
         yield

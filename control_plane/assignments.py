@@ -21,7 +21,7 @@ import asyncio
 import dataclasses
 import re
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import redis.asyncio as redis
 from redis.asyncio.cluster import ClusterPubSub, RedisCluster
@@ -128,19 +128,29 @@ class AssignmentClient:
             else:
                 await pubsub.subscribe(store.assignment_channel(node_id))
             while True:
-                seen = (await store.generations()).assignments
+                seen = (await store.generations()).assignments  # before the set: see the docstring
                 read_at = time.monotonic()
                 yield await self.assignments(node_id)
-                while True:
-                    if await next_message(ignore_subscribe_messages=True, timeout=self._resync_s) is not None:
-                        while await next_message(ignore_subscribe_messages=True, timeout=0) is not None:
-                            pass  # several changes since the last read: one read covers them all
-                        break
-                    if time.monotonic() - read_at >= self._reread_s:
-                        break
-                    if (await store.generations()).assignments != seen:
-                        break
+                while not await self._may_have_changed(next_message, store, seen, read_at):
+                    pass
         except RedisError as exc:
             raise StoreUnavailableError("lost the assignment notifications (Redis)") from exc
         finally:
             await pubsub.aclose()  # type: ignore[no-untyped-call]  # redis-py leaves it unannotated
+
+    async def _may_have_changed(
+        self,
+        next_message: Callable[..., Awaitable[object]],
+        store: RedisControlStore,
+        seen: str | None,
+        read_at: float,
+    ) -> bool:
+        """Wait up to ``resync_s`` for a notification; True if the set may differ from the one read
+        at ``read_at`` under generation ``seen``."""
+        if await next_message(ignore_subscribe_messages=True, timeout=self._resync_s) is not None:
+            while await next_message(ignore_subscribe_messages=True, timeout=0) is not None:
+                pass  # several changes since the last read: one read covers them all
+            return True
+        if time.monotonic() - read_at >= self._reread_s:
+            return True
+        return (await store.generations()).assignments != seen

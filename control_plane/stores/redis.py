@@ -426,7 +426,7 @@ class RedisControlStore:
 
     @_translated
     async def subscribed_books(self, tenant_id: str) -> frozenset[BookKey]:
-        # HSCAN, not HGETALL: parsing 4000 fields at once held a read worker's loop for ~50 ms.
+        # HSCAN pages, not one HGETALL: the caller's loop parses one page per turn (see the base).
         key, cursor = self._k("subs", tenant_id), 0
         books: set[BookKey] = set()
         while True:
