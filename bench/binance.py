@@ -73,6 +73,10 @@ WARM_UP_S = 3.0
 """Each capacity step first runs this long at its rate, uncounted (its generator is a new process)."""
 
 
+StreamSample = tuple[float, float, float]
+"""(receive time, ingest -> subscriber ms, of which ingest -> publish ms) of one stream message."""
+
+
 @dataclass
 class Live:
     """What the streams, the truth checks and the sync watch saw, tagged by phase."""
@@ -80,6 +84,8 @@ class Live:
     phases: list[tuple[str, float]] = field(default_factory=lambda: [("sync", 0.0)])
     """Each phase and the wall-clock time it began, to sort the stream samples into."""
     stream_ms: dict[str, list[float]] = field(default_factory=dict)
+    node_ms: dict[str, list[float]] = field(default_factory=dict)
+    """Per phase, the node's part of each stream latency: publish_time - ingest_time."""
     stream_times: list[tuple[float, float]] = field(default_factory=list)
     """(seconds since the sustained phase began, latency ms) of every stream message, for the plot."""
     checks: int = 0
@@ -98,20 +104,21 @@ class Live:
     def enter(self, phase: str) -> None:
         self.phases.append((phase, time.time()))
 
-    def sort_streams(self, samples: list[tuple[float, float]]) -> None:
-        """File each (receive time, latency ms) sample under the phase it was received in."""
+    def sort_streams(self, samples: list[StreamSample]) -> None:
+        """File each sample under the phase it was received in."""
         starts = [start for _, start in self.phases]
         sustained = dict(self.phases).get("sustained", 0.0)
-        for received, latency in samples:
+        for received, latency, node in samples:
             phase = self.phases[bisect.bisect_right(starts, received) - 1][0]
             self.stream_ms.setdefault(phase, []).append(latency)
+            self.node_ms.setdefault(phase, []).append(node)
             if phase == "sustained":
                 self.stream_times.append((received - sustained, latency))
 
 
 async def follow_stream(
     http: aiohttp.ClientSession, url: str, key: str, exchange: str, market: str,
-    samples: list[tuple[float, float]],
+    samples: list[StreamSample],
 ) -> None:  # fmt: skip
     url = url.replace("http://", "ws://") + f"/v1/stream?exchange={exchange}&market={market}&depth={DEPTH}"
     last = -1
@@ -125,12 +132,13 @@ async def follow_stream(
             if update_id == last or book.get("status") != "synced":
                 continue  # a republish of a quiet book carries no new event
             last = update_id
-            samples.append((received, received * 1000 - book["ingest_time"]))
+            ingest_time = book["ingest_time"]
+            samples.append((received, received * 1000 - ingest_time, book["publish_time"] - ingest_time))
 
 
 def _receive_streams(url: str, key: str, books: list[tuple[str, str]], control: Connection) -> None:
-    async def follow_all() -> list[tuple[float, float]]:
-        samples: list[tuple[float, float]] = []
+    async def follow_all() -> list[StreamSample]:
+        samples: list[StreamSample] = []
         async with aiohttp.ClientSession() as http:
             tasks = [asyncio.create_task(follow_stream(http, url, key, e, m, samples)) for e, m in books]
             await asyncio.to_thread(control.recv)  # the bench says stop
@@ -154,7 +162,7 @@ async def watch_streams(st: Stack, books: list[tuple[str, str]], live: Live) -> 
         yield
     finally:
         control.send("stop")
-        samples: list[tuple[float, float]] = await asyncio.to_thread(control.recv)
+        samples: list[StreamSample] = await asyncio.to_thread(control.recv)
         await asyncio.to_thread(process.join, 30)
         live.sort_streams(samples)
 
@@ -325,6 +333,7 @@ def summarize(report: Report, m: dict[str, Any], args: argparse.Namespace) -> No
     live: Live = m["live"]
     reads = outcome.select()
     stream = percentiles(live.stream_ms.get("sustained", []), (50, 99))
+    node_part = percentiles(live.node_ms.get("sustained", []), (50, 99))
     books = 2 * args.markets
     venue_after, venue_before = m["venue_after"], m["venue_before"]
     refused = int(venue_after.get("http_429", 0)) + int(venue_after.get("http_418", 0))
@@ -349,6 +358,8 @@ def summarize(report: Report, m: dict[str, Any], args: argparse.Namespace) -> No
     report.figure("stream ingest -> subscriber p50 (50 streams)", stream.get("p50", 0.0), "ms")
     report.figure("stream ingest -> subscriber p99 (50 streams)", stream.get("p99", 0.0), "ms",
                   below(STREAM_P99_MS, "ms"))  # fmt: skip
+    report.figure("of which in the node, ingest -> publish_time p50", node_part.get("p50", 0.0), "ms")
+    report.figure("of which in the node, ingest -> publish_time p99", node_part.get("p99", 0.0), "ms")
     ok_steps = [s["rate"] for s in m["steps"] if s["ok"]]
     report.figure(f"capacity: highest random-read rate with p99 < {READ_P99_MS:g} ms, everything live",
                   max(ok_steps) if ok_steps else None, "req/s")  # fmt: skip
@@ -433,7 +444,7 @@ def summarize(report: Report, m: dict[str, Any], args: argparse.Namespace) -> No
         "share the cores."
     )
     report.data.update(
-        reads=reads.row(), stream=stream, steps=m["steps"], cpu=cpu, rss=m["rss"],
+        reads=reads.row(), stream=stream, stream_node_part=node_part, steps=m["steps"], cpu=cpu, rss=m["rss"],
         store_memory={k: m["store_memory"][k] for k in ("used_memory", "used_memory_peak")},
         venue_before=venue_before, venue_after=venue_after, mismatches=live.mismatches,
         check_errors=live.check_errors, synced_min=live.synced_min,
