@@ -31,6 +31,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 from urllib.parse import urlsplit
 
+from bench import forked
 from bench.report import percentiles
 
 TIMEOUT = 0
@@ -350,9 +351,8 @@ def start(
 ) -> Any:
     """Start the generator in its own process; returns a handle for :func:`collect`. ``requests``:
     the raw requests to send, one drawn at random for each arrival."""
-    context = multiprocessing.get_context("fork")
-    receiving, sending = context.Pipe(duplex=False)
-    process = context.Process(target=_generate, args=(url, requests, stages, connections, timeout_s, sending))
+    receiving, sending = multiprocessing.Pipe(duplex=False)
+    process = forked.fork(_generate, url, requests, stages, connections, timeout_s, sending)
     process.start()
     return process, receiving
 

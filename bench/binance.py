@@ -12,7 +12,8 @@ calls (``POST /v1/subscriptions/bulk``, one per exchange), the control plane pla
 replicas (one of every book per node), and the nodes sync them inside the venue's weight budget
 (20 levels a side: spot snapshots of 100 levels and futures ones of 50 cost the least weight).
 
-Then, for ``--seconds`` (300), everything runs at once:
+Then, for ``--seconds`` (300, after ``WARM_UP_S`` uncounted at the same rate while the read
+generator opens its connections), everything runs at once:
 
 - random reads, ``GET /v1/books/{exchange}/{market}?depth=20`` of a book drawn at random among all
   4026 for every request, at a fixed arrival rate (``--read-rate``, 5000 req/s) from the open-loop
@@ -55,7 +56,7 @@ from typing import Any
 import aiohttp
 import orjson
 
-from bench import arrivals, stack
+from bench import arrivals, forked, stack
 from bench.arrivals import Outcome
 from bench.harness import EXCHANGES, Bench, cpu_seconds, run
 from bench.report import Report, at_least, below, percentiles
@@ -70,7 +71,8 @@ STREAM_P99_MS = 10.0
 CHECKS_PER_S = 2.0
 STEP = 1.2
 WARM_UP_S = 3.0
-"""Each capacity step first runs this long at its rate, uncounted (its generator is a new process)."""
+"""The sustained phase and each capacity step first run this long at their rate, uncounted (their
+generator is a new process, opening its connections)."""
 
 
 StreamSample = tuple[float, float, float]
@@ -154,9 +156,8 @@ def _receive_streams(url: str, key: str, books: list[tuple[str, str]], control: 
 async def watch_streams(st: Stack, books: list[tuple[str, str]], live: Live) -> AsyncIterator[None]:
     """Follow ``books``' streams from a process of their own; on the way out, file what it
     received under ``live``'s phases."""
-    context = multiprocessing.get_context("fork")
-    control, child_end = context.Pipe()
-    process = context.Process(target=_receive_streams, args=(st.read_url, st.key, books, child_end))
+    control, child_end = multiprocessing.Pipe()
+    process = forked.fork(_receive_streams, st.read_url, st.key, books, child_end)
     process.start()
     try:
         yield
@@ -294,14 +295,18 @@ async def measure(args: argparse.Namespace, report: Report) -> dict[str, Any]:
             try:
                 async with watch_streams(st, streams, live):
                     await asyncio.sleep(3)  # streams open, first messages in
-                    venue_before = await venue_stats(http, st.venue_url)
-                    resyncs_before = await resyncs(st)
-                    generator = arrivals.start(
-                        st.read_url, requests, [arrivals.steady(args.read_rate, args.seconds)]
-                    )
-                    live.enter("sustained")  # once the generator is forked: its start is this process's
+                    stages = [
+                        arrivals.steady(args.read_rate, WARM_UP_S),
+                        arrivals.steady(args.read_rate, args.seconds),
+                    ]
+                    generator = arrivals.start(st.read_url, requests, stages)
+                    live.enter("sustained warm-up")
+                    await asyncio.sleep(WARM_UP_S)  # the generator's first stage: it opens its connections
+                    live.enter("sustained")
                     live.started = time.monotonic()
                     cpu_before = cpu_by_kind(pids)
+                    venue_before = await venue_stats(http, st.venue_url)
+                    resyncs_before = await resyncs(st)
                     outcome: Outcome = await arrivals.collect(generator)
                     elapsed = time.monotonic() - live.started
                     live.enter("after the sustained phase")
@@ -331,7 +336,7 @@ async def measure(args: argparse.Namespace, report: Report) -> dict[str, Any]:
 def summarize(report: Report, m: dict[str, Any], args: argparse.Namespace) -> None:
     outcome: Outcome = m["outcome"]
     live: Live = m["live"]
-    reads = outcome.select()
+    reads = outcome.select(stage=1)
     stream = percentiles(live.stream_ms.get("sustained", []), (50, 99))
     node_part = percentiles(live.node_ms.get("sustained", []), (50, 99))
     books = 2 * args.markets
@@ -410,7 +415,7 @@ def summarize(report: Report, m: dict[str, Any], args: argparse.Namespace) -> No
         "seconds since the sustained phase began",
         "ms",
         {
-            "random reads p99": ([w[0] for w in windows], [w[2].p99_ms for w in windows]),
+            "random reads p99": ([w[0] - WARM_UP_S for w in windows], [w[2].p99_ms for w in windows]),
             "stream p99": ([5.0 * k for k in sorted(by_window)], stream_p99),
         },
         logy=True,
