@@ -277,6 +277,10 @@ class Http1Connection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._closed = self._lost = True
         self._server.forget(self)
+        # The parser holds this connection: without it, nothing is a cycle and the closed connection
+        # is freed by reference counting, which a worker's frozen heap needs (ladder_process.heap).
+        # Nothing is parsed once the connection is closed.
+        del self._parser
 
     def data_received(self, data: bytes) -> None:
         if self._lingering is not None:  # refused: what still comes is dropped unread, up to a point
