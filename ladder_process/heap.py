@@ -8,25 +8,40 @@ with all of Binance's books, for hundreds of milliseconds, which landed straight
 read and stream p99. Those objects die by reference counting when they are replaced; the
 collector is only needed for reference cycles.
 
-So every ``period_s`` :func:`freeze_survivors` collects what is not frozen (cheap: only what was
-made since the last round and is still alive) and freezes the survivors (``gc.freeze``), which
-later passes skip. The price: an object frozen while alive that later ends up in an unreachable
-cycle is never reclaimed. What lives long in these servers (cache entries, snapshots, views,
-keys, replicas, lanes, books, long-running tasks) forms no such cycles, and a test holds the
-ingest node to it (tests/ingest_nodes/test_runtime_heap.py).
+So every ``period_s`` :func:`freeze_survivors` collects what is not frozen (only what was made
+since the last round and is still alive) and freezes the survivors (``gc.freeze``), which later
+passes skip. A round's pause grows with what survived since the last one, so a process whose
+objects are replaced quickly (a read worker re-renders a book at each change) runs short rounds.
+Young collections do not stay small by themselves here: the collector counts allocations net of
+deallocations, so a new snapshot that replaces an old one leaves the count where it was while the
+youngest generation keeps growing, until a burst makes the next young pass walk all of it.
+
+The price: an object frozen while alive that later ends up in an unreachable cycle is never
+reclaimed by a round. What this code keeps long (cache entries, snapshots, views, keys,
+replicas, lanes, books, connections) is freed by reference counting, and tests hold the ingest
+node and the read worker to it (tests/ingest_nodes/test_runtime_heap.py,
+tests/read_functions/test_worker_heap.py). Libraries are not all so careful (aiohttp's server
+side of a closed WebSocket is a cycle), so every ``thaw_every_s`` a round first unfreezes
+everything and walks the whole heap: one long pause that bounds what such cycles can hold.
 """
 
 from __future__ import annotations
 
 import asyncio
 import gc
+import time
 
 FREEZE_EVERY_S = 10.0
 
 
-async def freeze_survivors(period_s: float = FREEZE_EVERY_S) -> None:
-    """Run until cancelled: each round, collect the unfrozen objects, then freeze the survivors."""
+async def freeze_survivors(period_s: float = FREEZE_EVERY_S, thaw_every_s: float | None = None) -> None:
+    """Run until cancelled: each round, collect the unfrozen objects, then freeze the survivors;
+    every ``thaw_every_s`` (if given), collect everything, frozen or not, first."""
+    thawed = time.monotonic()
     while True:
         await asyncio.sleep(period_s)
+        if thaw_every_s is not None and time.monotonic() - thawed >= thaw_every_s:
+            gc.unfreeze()
+            thawed = time.monotonic()
         gc.collect()
         gc.freeze()

@@ -45,6 +45,12 @@ from read_functions.ubdcc.tenant import CompatTenant, is_loopback
 log = logging.getLogger("read_functions")
 
 _READY_TIMEOUT_S = 60.0
+FREEZE_EVERY_S = 1.0
+"""A worker's heap rounds (:func:`~ladder_process.heap.freeze_survivors`): every change of a book
+replaces its snapshot and rendered views, thousands a second with all of Binance followed, and a
+round's pause grows with what was made since the last one."""
+THAW_EVERY_S = 600.0
+"""How often a round walks the whole heap, for the cycles of closed WebSocket streams."""
 _RESTART_BACKOFF_S = 1.0
 
 
@@ -112,7 +118,7 @@ async def serve_worker(
             servers.append(server)
             await server.start(listener.socket_for(worker), listener.tls)
         gc.freeze()  # what exists now lives as long as the worker: keep it out of every collection
-        heap = asyncio.get_running_loop().create_task(freeze_survivors())
+        heap = asyncio.get_running_loop().create_task(freeze_survivors(FREEZE_EVERY_S, THAW_EVERY_S))
         ready()
         await asyncio.Event().wait()
     finally:

@@ -1,4 +1,5 @@
-"""Survivors are frozen out of full collections, and cycles made afterwards are still collected."""
+"""Survivors are frozen out of full collections, cycles made afterwards are still collected, and a
+thawing round collects what was frozen."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import gc
 import weakref
 
 from ladder_process.heap import freeze_survivors
+from tests.waiting import wait_until
 
 
 class Node:
@@ -31,6 +33,24 @@ async def test_survivors_are_frozen_and_later_cycles_are_still_collected() -> No
         del cycle
         await asyncio.sleep(0.12)  # the next round collects before it freezes
         assert alive() is None
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        gc.unfreeze()
+
+
+async def test_a_thawing_round_collects_cycles_that_were_frozen_alive() -> None:
+    cycle = Node()
+    cycle.other = cycle
+    alive = weakref.ref(cycle)
+    gc.freeze()
+    del cycle
+    task = asyncio.get_running_loop().create_task(freeze_survivors(0.05, thaw_every_s=1.0))
+    try:
+        await asyncio.sleep(0.2)  # rounds that only freeze cannot reach it
+        assert alive() is not None
+        await wait_until(lambda: alive() is None, 5, "a thawing round walked the whole heap")
     finally:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
