@@ -22,26 +22,11 @@ from fake_venue import FakeVenue
 from ingest_nodes.runtime.node import IngestNode
 from ingest_nodes.settings import IngestSettings
 from tests.fake_venue.conftest import small_config
+from tests.heap import cyclic_garbage_of
 from tests.waiting import wait_until
 
 NODE = "heap-node"
 OURS = ("ingest_nodes.", "book_store.", "sortedcontainers.")
-
-
-def cyclic_garbage_of(frozen: set[int]) -> Counter[str]:
-    """Types of what, among the objects whose ids are ``frozen``, only the collector can free."""
-    gc.unfreeze()
-    gc.set_debug(gc.DEBUG_SAVEALL)
-    try:
-        gc.collect()
-        return Counter(
-            f"{type(o).__module__}.{type(o).__qualname__}"
-            for o in gc.garbage
-            if id(o) in frozen and type(o).__module__.startswith(OURS)
-        )
-    finally:
-        gc.set_debug(0)
-        gc.garbage.clear()
 
 
 async def test_stopped_replicas_replaced_lanes_and_resyncs_leave_no_cyclic_garbage(
@@ -93,7 +78,7 @@ async def test_stopped_replicas_replaced_lanes_and_resyncs_leave_no_cyclic_garba
                 )
                 await control.replace_assignments(NODE, assigned[4:])  # two books leave the node
                 await wait_until(lambda: len(node.replicas) == len(assigned) - 4, 15, "replicas stopped")
-                assert cyclic_garbage_of(frozen) == Counter()
+                assert cyclic_garbage_of(frozen, OURS) == Counter()
             finally:
                 gc.unfreeze()
                 stop.set()

@@ -17,27 +17,12 @@ from collections import Counter
 
 import aiohttp
 
+from tests.heap import cyclic_garbage_of
 from tests.read_functions.helpers import ETH, Stack, snapshot
 
 OURS = ("read_functions.", "book_store.", "httptools")
 BOOK = "/v1/books/binance.com/ETHBTC"
 STREAM = "/v1/stream?exchange=binance.com&market=ETHBTC"
-
-
-def cyclic_garbage_of(frozen: set[int]) -> Counter[str]:
-    """Types of what, among the objects whose ids are ``frozen``, only the collector can free."""
-    gc.unfreeze()
-    gc.set_debug(gc.DEBUG_SAVEALL)
-    try:
-        gc.collect()
-        return Counter(
-            f"{type(o).__module__}.{type(o).__qualname__}"
-            for o in gc.garbage
-            if id(o) in frozen and type(o).__module__.startswith(OURS)
-        )
-    finally:
-        gc.set_debug(0)
-        gc.garbage.clear()
 
 
 async def test_closed_connections_and_streams_leave_no_cyclic_garbage(stack: Stack) -> None:
@@ -61,4 +46,4 @@ async def test_closed_connections_and_streams_leave_no_cyclic_garbage(stack: Sta
         for session in sessions:
             await session.close()
     await asyncio.sleep(0.5)  # the server sees every close
-    assert cyclic_garbage_of(frozen) == Counter()
+    assert cyclic_garbage_of(frozen, OURS) == Counter()
