@@ -94,14 +94,10 @@ class AiohttpAdapter:
         stream = BookStream(self._deps, plan)
         stream.start()
         incoming = asyncio.get_running_loop().create_task(_discard_incoming(socket))
+        incoming.add_done_callback(lambda _: stream.close())  # the client went away
         try:
-            while not socket.closed:
-                sending = asyncio.ensure_future(stream.next_message())
-                done, _ = await asyncio.wait({sending, incoming}, return_when=asyncio.FIRST_COMPLETED)
-                if sending not in done:
-                    sending.cancel()
-                    break  # the client went away
-                await socket.send_frame(sending.result(), WSMsgType.TEXT)
+            while (message := await stream.next_message()) is not None:
+                await socket.send_frame(message, WSMsgType.TEXT)
         except LadderError as exc:
             await socket.close(code=close_code(exc), message=str(exc).encode()[:_CLOSE_REASON_MAX])
         except ConnectionError:

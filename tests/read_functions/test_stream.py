@@ -12,6 +12,7 @@ import pytest
 
 from read_functions.books.stream import BookStream
 from tests.read_functions.helpers import ETH, Stack, levels, snapshot, validate
+from tests.waiting import wait_until
 
 STREAM = "/v1/stream?exchange=binance.com&market=ETHBTC"
 
@@ -33,6 +34,19 @@ async def test_one_message_per_published_snapshot(stack: Stack) -> None:
         for update_id in (2, 3, 4):
             await stack.publish(ETH, 0, snapshot(update_id))
             assert (await next_book(socket))["update_id"] == update_id
+
+
+async def test_a_client_that_goes_away_is_no_longer_watched(stack: Stack) -> None:
+    headers = await stack.subscriber(ETH)
+    await stack.publish(ETH, 0, snapshot(1))
+    async with stack.http.ws_connect(stack.url + STREAM, headers=headers) as socket:
+        assert (await next_book(socket))["update_id"] == 1
+        assert [w for w in stack.deps.books._entries[ETH].watchers if isinstance(w, BookStream)]
+    await wait_until(
+        lambda: not [w for w in stack.deps.books._entries[ETH].watchers if isinstance(w, BookStream)],
+        5,
+        "the closed stream stopped watching its book",
+    )
 
 
 async def test_key_in_query_for_browsers(stack: Stack) -> None:
