@@ -34,6 +34,16 @@ async def book(stack: Stack, headers: dict[str, str], depth: int, side: str = ""
         return answer
 
 
+async def book_after(stack: Stack, headers: dict[str, str], depth: int, before: int) -> dict[str, Any]:
+    """The first answer that no longer carries ``before``: a publish's change message reaches the
+    cache a moment after the store has answered the write."""
+    deadline = asyncio.get_running_loop().time() + 5
+    while (answer := await book(stack, headers, depth))["update_id"] == before:
+        assert asyncio.get_running_loop().time() < deadline, f"still {before} after 5 s"
+        await asyncio.sleep(0.01)
+    return answer
+
+
 async def test_a_side_that_stops_short_while_the_venue_may_hold_more_says_truncated(stack: Stack) -> None:
     headers = await stack.subscriber(ETH)
     short_asks = snapshot(5, bids=levels(BIDS[:100]), asks=levels(ASKS[:40]), flags=MORE_BIDS | MORE_ASKS)
@@ -77,13 +87,10 @@ async def test_an_older_deep_snapshot_is_served_with_its_own_age_and_never_when_
     fallback = await book(stack, headers, 300)
     assert fallback["update_id"] == 9 and fallback["truncated"] is True and len(fallback["asks"]) == 100
     await stack.publish(ETH, 0, deep(7, now_ms() - 800), deep=True)
-    answer = await book(stack, headers, 300)
+    answer = await book_after(stack, headers, 300, 9)
     assert answer["update_id"] == 7 and 800 <= answer["age_ms"] < 2000
     await stack.publish(ETH, 0, deep(9, status=BookStatus.RESYNCING), deep=True)
-    deadline = asyncio.get_running_loop().time() + 5
-    while (unsynced := await book(stack, headers, 300))["update_id"] == 7:  # its change message in flight
-        assert asyncio.get_running_loop().time() < deadline
-        await asyncio.sleep(0.01)
+    unsynced = await book_after(stack, headers, 300, 7)
     assert unsynced["update_id"] == 9 and unsynced["truncated"] is True and len(unsynced["asks"]) == 100
 
 
