@@ -9,6 +9,9 @@ which ``make test`` already runs) are deselected: that mode exists to run the st
 
 from __future__ import annotations
 
+import faulthandler
+import os
+import signal
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
@@ -32,6 +35,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "single_store(reason): cannot apply to a cluster; skipped with LADDER_TEST_STORE=cluster"
     )
+    # A worker that is sent SIGTERM prints every thread's stack before it dies, where xdist would
+    # only say "node down" (a segfault prints its own, a hang is pytest-timeout's).
+    faulthandler.register(signal.SIGTERM, file=os.dup(2), all_threads=True, chain=True)
 
 
 def pytest_report_header() -> str:
