@@ -24,6 +24,11 @@ async def next_book(socket: aiohttp.ClientWebSocketResponse) -> dict[str, Any]:
     return book
 
 
+def streams_of(stack: Stack) -> list[BookStream]:
+    """The streams watching ETH in the read API's cache."""
+    return [w for w in stack.deps.books._entries[ETH].watchers if isinstance(w, BookStream)]
+
+
 async def test_one_message_per_published_snapshot(stack: Stack) -> None:
     headers = await stack.subscriber(ETH)
     await stack.publish(ETH, 0, snapshot(1))
@@ -41,12 +46,8 @@ async def test_a_client_that_goes_away_is_no_longer_watched(stack: Stack) -> Non
     await stack.publish(ETH, 0, snapshot(1))
     async with stack.http.ws_connect(stack.url + STREAM, headers=headers) as socket:
         assert (await next_book(socket))["update_id"] == 1
-        assert [w for w in stack.deps.books._entries[ETH].watchers if isinstance(w, BookStream)]
-    await wait_until(
-        lambda: not [w for w in stack.deps.books._entries[ETH].watchers if isinstance(w, BookStream)],
-        5,
-        "the closed stream stopped watching its book",
-    )
+        assert streams_of(stack)
+    await wait_until(lambda: not streams_of(stack), 5, "the closed stream stopped watching its book")
 
 
 async def test_key_in_query_for_browsers(stack: Stack) -> None:
@@ -67,7 +68,7 @@ async def test_a_slow_consumer_gets_the_latest_snapshot_not_a_backlog(stack: Sta
             stack.writer.put(ETH, 0, snapshot(update_id, bids=deep, asks=deep))
             await stack.writer.drain()
         await asyncio.sleep(0.3)
-        (stream,) = [w for w in stack.deps.books._entries[ETH].watchers if isinstance(w, BookStream)]
+        (stream,) = streams_of(stack)
         assert stream.conflated > 0
         received: list[int] = []
         while not received or received[-1] != published:
