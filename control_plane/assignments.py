@@ -136,7 +136,7 @@ class AssignmentClient:
         except RedisError as exc:
             raise StoreUnavailableError("lost the assignment notifications (Redis)") from exc
         finally:
-            await pubsub.aclose()  # type: ignore[no-untyped-call]  # redis-py leaves it unannotated
+            await pubsub.aclose()  # type: ignore[no-untyped-call, unused-ignore]  # unannotated before redis 8
 
     async def _may_have_changed(
         self,

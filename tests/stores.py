@@ -189,4 +189,4 @@ class ChangeMessages:
         ]
 
     async def close(self) -> None:
-        await self._pubsub.aclose()  # type: ignore[no-untyped-call]  # redis-py leaves it unannotated
+        await self._pubsub.aclose()  # type: ignore[no-untyped-call, unused-ignore]  # unannotated before redis 8

@@ -95,7 +95,7 @@ async def test_the_writer_sends_the_heartbeat_after_the_snapshots_of_its_batch(
         "node-a",
         NodeHeartbeat(7, 100_000, 40_000),
     )
-    await pubsub.aclose()  # type: ignore[no-untyped-call]
+    await pubsub.aclose()  # type: ignore[no-untyped-call, unused-ignore]  # unannotated before redis 8
 
 
 async def test_a_fenced_writer_sends_no_heartbeat(redis_client: redis.Redis) -> None:
