@@ -24,15 +24,10 @@ import time
 
 from aiohttp import web
 
-from fake_venue import alpaca_ws, binance_ws
-from fake_venue.alpaca_venue import AlpacaVenue
-from fake_venue.binance_futures import FuturesDialect
-from fake_venue.binance_rest import BinanceRest
-from fake_venue.binance_spot import SpotDialect
-from fake_venue.binance_venue import BinanceVenue
 from fake_venue.config import VenueConfig
 from fake_venue.control import Control
-from fake_venue.scheduler import Scheduler
+from fake_venue.market.scheduler import Scheduler
+from fake_venue.registry import DIALECTS, Venue
 from fake_venue.stats import stats_routes
 from fake_venue.truth import truth_handler
 
@@ -46,16 +41,10 @@ class FakeVenue:
     def __init__(self, config: VenueConfig | None = None) -> None:
         self.config = config or VenueConfig()
         self.scheduler = Scheduler()
-        self.spot = BinanceVenue(SpotDialect(self.config), self.config, self.scheduler)
-        self.futures = BinanceVenue(FuturesDialect(self.config), self.config, self.scheduler)
-        self.alpaca = AlpacaVenue(self.config, self.scheduler)
-        self.venues: dict[str, BinanceVenue | AlpacaVenue] = {
-            "spot": self.spot,
-            "futures": self.futures,
-            "alpaca": self.alpaca,
-        }
+        served = {name: serve(self.config, self.scheduler) for name, serve in DIALECTS.items()}
+        self.venues: dict[str, Venue] = {name: venue for name, (venue, _) in served.items()}
+        self._routes = [route for _, routes in served.values() for route in routes]
         self.control = Control(self.venues, self.scheduler)
-        self._rests = {"spot": BinanceRest(self.spot), "futures": BinanceRest(self.futures)}
         self._runner: web.AppRunner | None = None
         self._clock: asyncio.Task[None] | None = None
         self.url = ""
@@ -92,6 +81,18 @@ class FakeVenue:
             self._runner = None
 
     @property
+    def spot(self) -> Venue:
+        return self.venues["spot"]
+
+    @property
+    def futures(self) -> Venue:
+        return self.venues["futures"]
+
+    @property
+    def alpaca(self) -> Venue:
+        return self.venues["alpaca"]
+
+    @property
     def ws_url(self) -> str:
         return "ws" + self.url.removeprefix("http")
 
@@ -126,24 +127,12 @@ class FakeVenue:
 
     def _application(self) -> web.Application:
         app = web.Application()
-        for venue in (self.spot, self.futures):
-            app.add_routes(_stream_routes(venue))
-        for rest in self._rests.values():
-            app.add_routes(rest.routes())
-
-        async def alpaca(request: web.Request) -> web.StreamResponse:
-            return await alpaca_ws.serve(self.alpaca, request)
-
-        async def assets(request: web.Request) -> web.Response:
-            return alpaca_ws.assets(self.alpaca, request)
-
         app.add_routes(
             [
-                *(web.get(f"/v1beta3/crypto/{location}", alpaca) for location in alpaca_ws.LOCATIONS),
-                web.get("/v2/assets", assets),
+                *self._routes,
                 truth_handler(self.venues),
                 web.post("/_fake/control", self.control.handler()),
-                *stats_routes(self.venues, self._rests),
+                *stats_routes(self.venues),
             ]
         )
         return app
@@ -152,21 +141,3 @@ class FakeVenue:
         now = time.monotonic()
         for venue in self.venues.values():
             venue.tend(now)
-
-
-def _stream_routes(venue: BinanceVenue) -> list[web.RouteDef]:
-    prefix = venue.dialect.ws_prefix
-
-    async def raw(request: web.Request) -> web.StreamResponse:
-        path = request.match_info.get("streams", "")
-        return await binance_ws.serve(venue, request, [s for s in path.split("/") if s], combined=False)
-
-    async def combined(request: web.Request) -> web.StreamResponse:
-        names = request.query.get("streams", "")
-        return await binance_ws.serve(venue, request, [s for s in names.split("/") if s], combined=True)
-
-    return [
-        web.get(f"{prefix}/ws", raw),
-        web.get(f"{prefix}/ws/{{streams:.+}}", raw),
-        web.get(f"{prefix}/stream", combined),
-    ]

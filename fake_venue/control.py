@@ -56,15 +56,15 @@ from typing import Any, TypeVar
 import orjson
 from aiohttp import web
 
-from fake_venue.alpaca_venue import AlpacaVenue
-from fake_venue.binance_venue import BinanceVenue
+from fake_venue.alpaca.venue import AlpacaVenue
+from fake_venue.binance.venue import BinanceVenue
 from fake_venue.config import Drift
-from fake_venue.connection import Connection
-from fake_venue.generator import ChangeSet
-from fake_venue.market import Market
-from fake_venue.scheduler import Scheduler
+from fake_venue.market.generator import ChangeSet
+from fake_venue.market.markets import Market
+from fake_venue.market.scheduler import Scheduler
+from fake_venue.registry import Venue
+from fake_venue.server.connection import Connection
 
-Venue = BinanceVenue | AlpacaVenue
 ConnT = TypeVar("ConnT", bound=Connection)
 
 

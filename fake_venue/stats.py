@@ -15,14 +15,11 @@ from typing import Any
 
 from aiohttp import web
 
-from fake_venue.alpaca_venue import AlpacaVenue
-from fake_venue.binance_rest import BinanceRest
-from fake_venue.binance_venue import BinanceVenue
-
-Venue = BinanceVenue | AlpacaVenue
+from fake_venue.binance.venue import BinanceVenue
+from fake_venue.registry import Venue
 
 
-def venue_stats(venue: Venue, rest: BinanceRest | None) -> dict[str, Any]:
+def venue_stats(venue: Venue) -> dict[str, Any]:
     stats: dict[str, Any] = {
         "connections": len(venue.connections),
         "active_symbols": len(venue.markets.active),
@@ -32,10 +29,10 @@ def venue_stats(venue: Venue, rest: BinanceRest | None) -> dict[str, Any]:
         "rate": venue.markets.motion.rate,
         "active_rate": sum(m.effective_rate for m in venue.markets.active.values() if m.trading),
     }
-    if isinstance(venue, BinanceVenue) and rest is not None:
+    if isinstance(venue, BinanceVenue):
         weights = venue.weights
         stats.update(
-            http_requests=rest.requests,
+            http_requests=venue.rest_requests,
             weight_limit=weights.limit,
             weight_used=weights.usage(time.time()),
             http_429=weights.refused_429,
@@ -44,9 +41,9 @@ def venue_stats(venue: Venue, rest: BinanceRest | None) -> dict[str, Any]:
     return stats
 
 
-def stats_routes(venues: dict[str, Venue], rests: dict[str, BinanceRest]) -> list[web.RouteDef]:
+def stats_routes(venues: dict[str, Venue]) -> list[web.RouteDef]:
     async def stats(request: web.Request) -> web.Response:
-        per_venue = {name: venue_stats(venue, rests.get(name)) for name, venue in venues.items()}
+        per_venue = {name: venue_stats(venue) for name, venue in venues.items()}
         totals = {
             key: sum(entry[key] for entry in per_venue.values())
             for key in ("connections", "active_symbols", "events_generated", "events_sent")

@@ -18,11 +18,9 @@ from typing import Any
 
 from aiohttp import web
 
-from fake_venue.alpaca_venue import AlpacaVenue, rfc3339_ns
-from fake_venue.binance_venue import BinanceVenue
-from fake_venue.history import StateUnavailable
-
-Venue = BinanceVenue | AlpacaVenue
+from fake_venue.alpaca.venue import AlpacaVenue, rfc3339_ns
+from fake_venue.market.history import StateUnavailable
+from fake_venue.registry import Venue
 
 
 def parse_rfc3339_ns(text: str) -> int:

@@ -7,12 +7,12 @@ import random
 
 import pytest
 
-from fake_venue.book import Book, Side
 from fake_venue.config import VenueConfig
-from fake_venue.decimal_text import LevelStyle
-from fake_venue.history import StateUnavailable
-from fake_venue.market import ContiguousIds, Market, Motion, SharedIds
-from fake_venue.symbols import spot_catalogue
+from fake_venue.market.book import Book, Side
+from fake_venue.market.decimal_text import LevelStyle
+from fake_venue.market.history import StateUnavailable
+from fake_venue.market.markets import ContiguousIds, Market, Motion, SharedIds
+from fake_venue.market.symbols import spot_catalogue
 
 STYLE = LevelStyle(1, 2, 1, 3, trim=False, zero_qty="0")
 

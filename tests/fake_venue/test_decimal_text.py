@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fake_venue.decimal_text import LevelStyle, fixed, trimmed
+from fake_venue.market.decimal_text import LevelStyle, fixed, trimmed
 
 LEVELS = [(1, 0), (7, 1), (123456, 10**9 + 7), (10**12, 5)]
 

@@ -15,11 +15,11 @@ import aiohttp
 import pytest
 
 from fake_venue import FakeVenue
-from fake_venue.book import Book
 from fake_venue.config import VenueConfig
-from fake_venue.decimal_text import LevelStyle
-from fake_venue.market import ContiguousIds, Market, Motion
-from fake_venue.symbols import spot_catalogue
+from fake_venue.market.book import Book
+from fake_venue.market.decimal_text import LevelStyle
+from fake_venue.market.markets import ContiguousIds, Market, Motion
+from fake_venue.market.symbols import spot_catalogue
 
 from .conftest import small_config
 from .helpers import control, get_json, next_event, next_json

@@ -12,11 +12,11 @@ import aiohttp
 import pytest
 
 from fake_venue import FakeVenue
-from fake_venue.book import Book
 from fake_venue.config import Drift, VenueConfig
-from fake_venue.decimal_text import LevelStyle
-from fake_venue.market import ContiguousIds, Market, Motion, Update
-from fake_venue.symbols import SymbolSpec, spot_catalogue
+from fake_venue.market.book import Book
+from fake_venue.market.decimal_text import LevelStyle
+from fake_venue.market.markets import ContiguousIds, Market, Motion, Update
+from fake_venue.market.symbols import SymbolSpec, spot_catalogue
 
 from .helpers import DecimalBook, control, get_json, next_event
 

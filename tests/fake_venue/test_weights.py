@@ -5,7 +5,7 @@ from __future__ import annotations
 import aiohttp
 
 from fake_venue import FakeVenue
-from fake_venue.weights import WeightLedger
+from fake_venue.binance.weights import WeightLedger
 
 from .helpers import control, get_json
 

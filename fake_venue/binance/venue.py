@@ -27,15 +27,15 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from fake_venue.binance_dialect import BinanceDialect
-from fake_venue.binance_streams import Window, combined, split_stream
+from fake_venue.binance.dialect import BinanceDialect
+from fake_venue.binance.faults import VenueFaults
+from fake_venue.binance.streams import Window, combined, split_stream
+from fake_venue.binance.weights import WeightLedger
 from fake_venue.config import VenueConfig
-from fake_venue.connection import Connection
-from fake_venue.faults import VenueFaults
-from fake_venue.market import Market, Markets, Update
-from fake_venue.scheduler import Scheduler
-from fake_venue.weights import WeightLedger
-from fake_venue.ws_frames import text_frame
+from fake_venue.market.markets import Market, Markets, Update
+from fake_venue.market.scheduler import Scheduler
+from fake_venue.server.connection import Connection
+from fake_venue.server.ws_frames import text_frame
 
 COMBINED = 1
 MICRO = 2
@@ -97,6 +97,7 @@ class BinanceVenue:
         self.connections: dict[int, BinanceConnection] = {}
         self.events_generated = 0
         self.events_sent = 0
+        self.rest_requests = 0
         self._listeners: dict[str, dict[BinanceConnection, None]] = {}
         self._names: dict[str, list[str]] = {}
         self._windows: list[dict[str, Window]] = [{} for _ in dialect.forms]

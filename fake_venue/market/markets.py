@@ -27,13 +27,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from fake_venue.book import Book
 from fake_venue.config import Drift, VenueConfig
-from fake_venue.decimal_text import LevelStyle
-from fake_venue.drift import Walk
-from fake_venue.generator import ChangeSet, Generator
-from fake_venue.history import History, Record
-from fake_venue.symbols import TRADING, SymbolSpec
+from fake_venue.market.book import Book
+from fake_venue.market.decimal_text import LevelStyle
+from fake_venue.market.drift import Walk
+from fake_venue.market.generator import ChangeSet, Generator
+from fake_venue.market.history import History, Record
+from fake_venue.market.symbols import TRADING, SymbolSpec
 
 BUILD_SLICE_S = 0.005
 """Longest the event loop spends building requested markets before it does other work."""

@@ -13,7 +13,7 @@ from array import array
 from collections import deque
 from dataclasses import dataclass
 
-from fake_venue.book import Book
+from fake_venue.market.book import Book
 
 
 class StateUnavailable(Exception):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fake_venue.market import Update
+from fake_venue.market.markets import Update
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,9 +20,9 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from fake_venue.binance_dialect import BinanceError, invalid_symbol
-from fake_venue.binance_venue import BinanceVenue
-from fake_venue.weights import Verdict
+from fake_venue.binance.dialect import BinanceError, invalid_symbol
+from fake_venue.binance.venue import BinanceVenue
+from fake_venue.binance.weights import Verdict
 
 USED_WEIGHT = "X-MBX-USED-WEIGHT-1M"
 USED_WEIGHT_PLAIN = "X-MBX-USED-WEIGHT"
@@ -34,7 +34,6 @@ class BinanceRest:
 
     def __init__(self, venue: BinanceVenue) -> None:
         self.venue = venue
-        self.requests = 0
         self._info_cache: tuple[int, int, dict[str, bytes]] = (-1, -1, {})
 
     def routes(self) -> list[web.RouteDef]:
@@ -149,7 +148,7 @@ class BinanceRest:
         return entries
 
     def _admit(self, request: web.Request, weight: int) -> Verdict:
-        self.requests += 1
+        self.venue.rest_requests += 1
         ip = request.remote or "unknown"
         now = time.time()
         forced = self.venue.faults.take_forced()

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from fake_venue.market import Market
+from fake_venue.market.markets import Market
 
 IDLE_RECHECK_S = 0.5
 MAX_CATCH_UP_S = 1.0

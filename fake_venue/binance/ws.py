@@ -27,9 +27,9 @@ from typing import Any
 import orjson
 from aiohttp import WSMsgType, web
 
-from fake_venue.binance_venue import BinanceConnection, BinanceVenue
-from fake_venue.connection import next_connection_id
-from fake_venue.ws_frames import text_frame
+from fake_venue.binance.venue import BinanceConnection, BinanceVenue
+from fake_venue.server.connection import next_connection_id
+from fake_venue.server.ws_frames import text_frame
 
 METHODS = ("SUBSCRIBE", "UNSUBSCRIBE", "LIST_SUBSCRIPTIONS", "SET_PROPERTY", "GET_PROPERTY")
 POLICY_VIOLATION = 1008

@@ -30,8 +30,8 @@ from typing import Any
 import orjson
 from aiohttp import WSMsgType, web
 
-from fake_venue.alpaca_venue import CHANNELS, AlpacaConnection, AlpacaVenue
-from fake_venue.connection import next_connection_id
+from fake_venue.alpaca.venue import CHANNELS, AlpacaConnection, AlpacaVenue
+from fake_venue.server.connection import next_connection_id
 
 SYMBOL = re.compile(r"[A-Z0-9]{1,16}/[A-Z0-9]{1,16}")
 POLICY_VIOLATION = 1008

@@ -23,7 +23,7 @@ import itertools
 import random
 from array import array
 
-from fake_venue.book import Book, Side
+from fake_venue.market.book import Book, Side
 
 OCCUPANCY = 0.75
 """Share of ticks that hold a level near the touch when a book is seeded."""

@@ -25,7 +25,7 @@ from typing import Any
 
 from aiohttp import web
 
-from fake_venue import ws_frames
+from fake_venue.server import ws_frames
 
 _ids = itertools.count(1)
 

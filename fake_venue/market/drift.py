@@ -28,7 +28,7 @@ from __future__ import annotations
 import random
 
 from fake_venue.config import Drift
-from fake_venue.generator import ChangeSet, Generator
+from fake_venue.market.generator import ChangeSet, Generator
 
 
 class Walk:

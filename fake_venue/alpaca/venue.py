@@ -24,12 +24,12 @@ import orjson
 from aiohttp import web
 
 from fake_venue.config import VenueConfig
-from fake_venue.connection import Connection
-from fake_venue.decimal_text import LevelStyle
-from fake_venue.market import Market, Markets, Sequence, Update
-from fake_venue.scheduler import Scheduler
-from fake_venue.symbols import SymbolSpec, alpaca_catalogue
-from fake_venue.ws_frames import text_frame
+from fake_venue.market.decimal_text import LevelStyle
+from fake_venue.market.markets import Market, Markets, Sequence, Update
+from fake_venue.market.scheduler import Scheduler
+from fake_venue.market.symbols import SymbolSpec, alpaca_catalogue
+from fake_venue.server.connection import Connection
+from fake_venue.server.ws_frames import text_frame
 
 CHANNELS = ("trades", "quotes", "orderbooks", "bars", "updatedBars", "dailyBars")
 MAX_BATCH_BYTES = 1 << 20

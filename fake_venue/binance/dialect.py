@@ -15,11 +15,11 @@ from typing import Any
 
 import orjson
 
-from fake_venue.binance_streams import StreamForm
+from fake_venue.binance.streams import StreamForm
 from fake_venue.config import BinanceLimits, VenueConfig
-from fake_venue.decimal_text import LevelStyle
-from fake_venue.market import IdSource, Market, Update
-from fake_venue.symbols import SymbolSpec
+from fake_venue.market.decimal_text import LevelStyle
+from fake_venue.market.markets import IdSource, Market, Update
+from fake_venue.market.symbols import SymbolSpec
 
 
 class BinanceError(Exception):

@@ -17,12 +17,12 @@ import bisect
 import random
 from typing import Any
 
-from fake_venue.binance_dialect import BinanceDialect, bad_parameter, parse_int
-from fake_venue.binance_streams import StreamForm
+from fake_venue.binance.dialect import BinanceDialect, bad_parameter, parse_int
+from fake_venue.binance.streams import StreamForm
 from fake_venue.config import BinanceLimits
-from fake_venue.decimal_text import LevelStyle, fixed
-from fake_venue.market import IdSource, Market, SharedIds, Update
-from fake_venue.symbols import SymbolSpec, futures_catalogue
+from fake_venue.market.decimal_text import LevelStyle, fixed
+from fake_venue.market.markets import IdSource, Market, SharedIds, Update
+from fake_venue.market.symbols import SymbolSpec, futures_catalogue
 
 DEPTHS = (5, 10, 20, 50, 100, 500, 1000)
 WEIGHTS = (2, 2, 2, 2, 5, 10, 20)

@@ -15,12 +15,12 @@ import random
 import re
 from typing import Any
 
-from fake_venue.binance_dialect import BinanceDialect, bad_parameter, parse_int
-from fake_venue.binance_streams import StreamForm
+from fake_venue.binance.dialect import BinanceDialect, bad_parameter, parse_int
+from fake_venue.binance.streams import StreamForm
 from fake_venue.config import BinanceLimits
-from fake_venue.decimal_text import LevelStyle, fixed
-from fake_venue.market import ContiguousIds, IdSource, Market, Update
-from fake_venue.symbols import SymbolSpec, spot_catalogue
+from fake_venue.market.decimal_text import LevelStyle, fixed
+from fake_venue.market.markets import ContiguousIds, IdSource, Market, Update
+from fake_venue.market.symbols import SymbolSpec, spot_catalogue
 
 DECIMALS = 8
 MAX_DEPTH = 5000

@@ -1,0 +1,1 @@
+"""Alpaca crypto market data as the fake serves it: venue state, stream protocol, asset list."""

@@ -1,0 +1,1 @@
+"""Binance spot and USD-M futures as the fake serves them: dialects, state, weights, REST, streams."""

@@ -1,0 +1,1 @@
+"""The market model every venue shares: books, their motion and history, symbols, the clock."""
