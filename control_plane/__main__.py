@@ -10,10 +10,10 @@ import signal
 from book_store.connect import opened, store_client
 from book_store.unplaced import UnplacedBooks
 from control_plane.errors import ConfigurationError
-from control_plane.replica_status import BookStoreReplicaStatus
-from control_plane.runtime import run_control
+from control_plane.scheduling.replica_status import BookStoreReplicaStatus
+from control_plane.scheduling.runtime import run_control
+from control_plane.scheduling.telemetry import ControlTelemetry
 from control_plane.settings import ControlSettings
-from control_plane.telemetry import ControlTelemetry
 from ladder_process.metrics_server import serve_metrics
 from ladder_process.telemetry import Telemetry
 

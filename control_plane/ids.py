@@ -6,7 +6,7 @@ random so that one tenant cannot guess another's object ids.
 
 from __future__ import annotations
 
-from control_plane.api_keys import random_base62
+from control_plane.accounts.api_keys import random_base62
 
 TENANT_ID_PREFIX = "tnt_"
 KEY_ID_PREFIX = "key_"

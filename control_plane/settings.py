@@ -14,8 +14,8 @@ from typing import Literal
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from control_plane.api_keys import MAX_PRESENTED_LENGTH
-from control_plane.venue_keys import key_pool
+from control_plane.accounts.api_keys import MAX_PRESENTED_LENGTH
+from control_plane.scheduling.venue_credentials import key_pool
 
 MIN_SECRET_LENGTH = 16
 

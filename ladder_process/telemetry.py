@@ -4,7 +4,7 @@ Theory of operation
 -------------------
 Each process builds one :class:`Telemetry` at start-up (``Telemetry.from_env("ladder-ingest")``)
 and hands it to its component's instrument module (``ingest_nodes.ops.telemetry``,
-``read_functions.telemetry``, ``control_plane.telemetry``). Those modules keep the hot paths off
+``read_functions.telemetry``, ``control_plane.scheduling.telemetry``). Those modules keep the hot paths off
 the SDK: a synchronous SDK instrument costs microseconds per call (it cleans and hashes the
 attributes every time), which the read path and the ingest loop cannot pay per event. So counts
 are plain integers kept by the component and read by *observable* instruments when metrics are

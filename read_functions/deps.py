@@ -158,7 +158,7 @@ class Deps:
     async def _flush(self) -> None:
         self._flushed_at = time.monotonic()
         await self.usage.flush()
-        await self.control.flush_last_used()
+        await self.control.auth.flush_last_used()
 
     def _register_gauges(self) -> None:
         books, t = self.books, self.telemetry

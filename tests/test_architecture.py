@@ -160,7 +160,7 @@ def test_no_import_circle_type_imports_included() -> None:
     assert not circles, "import circles:\n" + "\n".join(" <-> ".join(c) for c in circles)
 
 
-@pytest.mark.parametrize("package", ["read_functions", "ingest_nodes", "fake_venue"])
+@pytest.mark.parametrize("package", ["read_functions", "ingest_nodes", "fake_venue", "control_plane"])
 def test_no_folder_holds_more_modules_than_a_newcomer_can_take_in(package: str) -> None:
     crowded = {
         str(folder.relative_to(ROOT)): count

@@ -1,7 +1,7 @@
 """Which keys of a venue's key pool this node holds: leases in the store, one node per key.
 
 Alpaca allows one stream connection per key. The scheduler places the exchange's replicas on at
-most as many nodes as the pool has keys (``control_plane.scheduler``); each of those nodes leases
+most as many nodes as the pool has keys (``control_plane.scheduling.scheduler``); each of those nodes leases
 the keys it needs here, first come first served, so no two nodes ever connect with one key. A
 lease is renewed with every heartbeat and released on shutdown; a node that died loses its
 leases after ``ttl_ms``, about when the scheduler has moved its replicas to a node that then

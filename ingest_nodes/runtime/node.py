@@ -41,8 +41,8 @@ from book_store.connect import StoreClient
 from book_store.keys import BookKey
 from book_store.liveness import prune_heartbeats
 from book_store.writer import BookWriter
-from control_plane.assignments import AssignmentClient
 from control_plane.models import ReplicaAssignment
+from control_plane.scheduling.assignments import AssignmentClient
 from ingest_nodes.core.engine import BookEngine
 from ingest_nodes.core.errors import VenuePayloadError
 from ingest_nodes.ops.checkpoints import CheckpointLog, ReplicaChecker

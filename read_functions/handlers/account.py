@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from control_plane.auth import require_tenant
+from control_plane.accounts.auth import require_tenant
 from ladder_process.clock import now_ms
 from read_functions.app.messages import Request, Response, empty_response, json_response
 from read_functions.app.params import int_param, json_object, require_fields
@@ -39,8 +39,8 @@ async def usage_report(deps: Deps, tenant_id: str) -> dict[str, object]:
     ``deepest`` and ``most_replicas`` are the largest wishes among its subscriptions, beside
     ``max_depth`` and ``max_replicas``; ``markets`` is the count beside ``max_markets``.
     """
-    tenant = await deps.control.get_tenant(tenant_id)
-    subscriptions = await deps.control.subscriptions(tenant_id)
+    tenant = await deps.control.tenants.get(tenant_id)
+    subscriptions = await deps.control.subscriptions.list_for(tenant_id)
     return {
         **await deps.usage.report(tenant_id, now_ms()),
         "limits": {name: tenant.to_json()[name] for name in LIMITS},
@@ -52,7 +52,7 @@ async def usage_report(deps: Deps, tenant_id: str) -> dict[str, object]:
 
 async def list_keys(request: Request, deps: Deps) -> Response:
     assert request.principal is not None
-    keys = await deps.control.list_keys(require_tenant(request.principal))
+    keys = await deps.control.keys.list_for(require_tenant(request.principal))
     return json_response({"keys": [k.to_json() for k in keys]})
 
 
@@ -61,14 +61,14 @@ async def create_key(request: Request, deps: Deps) -> Response:
     tenant_id = require_tenant(request.principal)
     body = json_object(request, allow_empty=True)
     require_fields(body, _KEY_FIELDS)
-    record, key = await deps.control.create_key(tenant_id, body.get("expires_in_s"), actor=request.principal)
+    record, key = await deps.control.keys.create(tenant_id, body.get("expires_in_s"), actor=request.principal)
     return json_response({**record.to_json(), "key": key}, 201)
 
 
 async def revoke_key(request: Request, deps: Deps) -> Response:
     assert request.principal is not None
     grace_s = int_param(request.query, "grace_s", lo=0, hi=MAX_GRACE_S)
-    await deps.control.revoke_key(
+    await deps.control.keys.revoke(
         require_tenant(request.principal), request.path_params["key_id"], grace_s, actor=request.principal
     )
     await deps.announce(keys_changed())

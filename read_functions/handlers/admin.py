@@ -19,23 +19,25 @@ async def create_tenant(request: Request, deps: Deps) -> Response:
     assert request.principal is not None
     body = json_object(request)
     require_fields(body, _TENANT_FIELDS - {"disabled"})
-    tenant = await deps.control.create_tenant(body, actor=request.principal)
+    tenant = await deps.control.tenants.create(body, actor=request.principal)
     return json_response(tenant.to_json(), 201)
 
 
 async def list_tenants(request: Request, deps: Deps) -> Response:
-    return json_response({"tenants": [t.to_json() for t in await deps.control.list_tenants()]})
+    return json_response({"tenants": [t.to_json() for t in await deps.control.tenants.list_all()]})
 
 
 async def get_tenant(request: Request, deps: Deps) -> Response:
-    return json_response((await deps.control.get_tenant(request.path_params["tenant_id"])).to_json())
+    return json_response((await deps.control.tenants.get(request.path_params["tenant_id"])).to_json())
 
 
 async def update_tenant(request: Request, deps: Deps) -> Response:
     assert request.principal is not None
     body = json_object(request)
     require_fields(body, _TENANT_FIELDS)
-    tenant = await deps.control.update_tenant(request.path_params["tenant_id"], body, actor=request.principal)
+    tenant = await deps.control.tenants.update(
+        request.path_params["tenant_id"], body, actor=request.principal
+    )
     await deps.announce(tenant_changed(tenant.id))
     return json_response(tenant.to_json())
 
@@ -49,24 +51,24 @@ async def create_tenant_key(request: Request, deps: Deps) -> Response:
     assert request.principal is not None
     body = json_object(request, allow_empty=True)
     require_fields(body, _KEY_FIELDS)
-    record, key = await deps.control.create_key(
+    record, key = await deps.control.keys.create(
         request.path_params["tenant_id"], body.get("expires_in_s"), actor=request.principal
     )
     return json_response({**record.to_json(), "key": key}, 201)
 
 
 async def list_tenant_keys(request: Request, deps: Deps) -> Response:
-    keys = await deps.control.list_keys(request.path_params["tenant_id"])
+    keys = await deps.control.keys.list_for(request.path_params["tenant_id"])
     return json_response({"keys": [k.to_json() for k in keys]})
 
 
 async def revoke_any_key(request: Request, deps: Deps) -> Response:
     assert request.principal is not None
-    await deps.control.revoke_key(None, request.path_params["key_id"], actor=request.principal)
+    await deps.control.keys.revoke(None, request.path_params["key_id"], actor=request.principal)
     await deps.announce(keys_changed())
     return empty_response()
 
 
 async def audit(request: Request, deps: Deps) -> Response:
     limit = int_param(request.query, "limit", lo=1, hi=AUDIT_LIMIT_MAX) or 100
-    return json_response({"audit": [e.to_json() for e in await deps.control.audit(limit)]})
+    return json_response({"audit": [e.to_json() for e in await deps.control.audit.recent(limit)]})

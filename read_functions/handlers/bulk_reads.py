@@ -12,7 +12,7 @@ from __future__ import annotations
 import orjson
 
 from book_store.keys import BookKey, InvalidBookIdError
-from control_plane.auth import require_tenant
+from control_plane.accounts.auth import require_tenant
 from control_plane.errors import ApiError, BookNotSyncedError, InvalidRequestError
 from control_plane.validation import require_exchange
 from ladder_process.clock import now_ms

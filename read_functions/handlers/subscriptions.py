@@ -13,10 +13,10 @@ from collections.abc import Mapping
 from book_store.catalog import TRADING, MarketInfo
 from book_store.keys import BookKey
 from book_store.unplaced import UnplacedBooks
-from control_plane.auth import require_tenant
-from control_plane.depth import DEFAULT_DEPTH
+from control_plane.accounts.auth import require_tenant
+from control_plane.accounts.subscriptions import BulkOutcome
 from control_plane.errors import InvalidRequestError
-from control_plane.subscriptions import BulkOutcome
+from control_plane.scheduling.depth import DEFAULT_DEPTH
 from control_plane.validation import require_exchange
 from ladder_process.clock import now_ms
 from read_functions.app.messages import Request, Response, empty_response, json_response
@@ -35,7 +35,7 @@ async def subscribe(request: Request, deps: Deps) -> Response:
     tenant_id = require_tenant(request.principal)
     body = json_object(request)
     require_fields(body, _FIELDS)
-    subscription, created = await deps.control.subscribe(
+    subscription, created = await deps.control.subscriptions.subscribe(
         tenant_id,
         body.get("exchange"),
         body.get("market"),
@@ -49,7 +49,7 @@ async def subscribe(request: Request, deps: Deps) -> Response:
 
 async def list_subscriptions(request: Request, deps: Deps) -> Response:
     assert request.principal is not None
-    subscriptions = await deps.control.subscriptions(require_tenant(request.principal))
+    subscriptions = await deps.control.subscriptions.list_for(require_tenant(request.principal))
     books = [BookKey(s.exchange, s.market) for s in subscriptions]
     replicas = await deps.books.peek_many(books)
     unplaced = await UnplacedBooks(deps.redis).reasons([b for b in books if not replicas[b]])
@@ -68,7 +68,9 @@ async def unsubscribe(request: Request, deps: Deps) -> Response:
     assert request.principal is not None
     params = request.path_params
     tenant_id = require_tenant(request.principal)
-    await deps.control.unsubscribe(tenant_id, params["exchange"], params["market"], actor=request.principal)
+    await deps.control.subscriptions.unsubscribe(
+        tenant_id, params["exchange"], params["market"], actor=request.principal
+    )
     await deps.announce(subscriptions_changed(tenant_id))
     return empty_response()
 
@@ -90,7 +92,7 @@ async def subscribe_bulk(request: Request, deps: Deps) -> Response:
         ]
     elif filters:
         raise InvalidRequestError("give either markets or a filter (quote, base), not both")
-    outcomes = await deps.control.subscribe_many(
+    outcomes = await deps.control.subscriptions.subscribe_many(
         tenant_id,
         exchange,
         markets,
@@ -116,12 +118,16 @@ async def unsubscribe_bulk(request: Request, deps: Deps) -> Response:
             raise InvalidRequestError("give either markets or a filter (quote, base), not both")
         markets = [m for m in listed.split(",") if m]
     else:
-        mine = [s.market for s in await deps.control.subscriptions(tenant_id) if s.exchange == exchange]
+        mine = [
+            s.market for s in await deps.control.subscriptions.list_for(tenant_id) if s.exchange == exchange
+        ]
         if filters:
             catalog = {m.market: m for m in await deps.catalog.markets(exchange)}
             mine = [m for m in mine if m in catalog and _matches(catalog[m], filters)]
         markets = mine
-    outcomes = await deps.control.unsubscribe_many(tenant_id, exchange, markets, actor=request.principal)
+    outcomes = await deps.control.subscriptions.unsubscribe_many(
+        tenant_id, exchange, markets, actor=request.principal
+    )
     await deps.announce(subscriptions_changed(tenant_id))
     return json_response(_bulk_answer(exchange, outcomes, "deleted", "deleted"))
 

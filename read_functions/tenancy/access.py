@@ -23,7 +23,7 @@ no longer have unknown keys looked up.
 
 from __future__ import annotations
 
-from control_plane.api_keys import looks_like_key
+from control_plane.accounts.api_keys import looks_like_key
 from control_plane.errors import UnauthorizedError
 from control_plane.models import Principal, Tenant
 from control_plane.service import ControlService
@@ -82,9 +82,11 @@ class Access:
         self.control = control
         self.failures = failures or FailedAuthentications()
         self._principals: RefreshingCache[str, Principal] = RefreshingCache(
-            control.authenticate, max_age_s=max_age_s
+            control.auth.authenticate, max_age_s=max_age_s
         )
-        self._tenants: RefreshingCache[str, Tenant] = RefreshingCache(control.get_tenant, max_age_s=max_age_s)
+        self._tenants: RefreshingCache[str, Tenant] = RefreshingCache(
+            control.tenants.get, max_age_s=max_age_s
+        )
         # One entry per tenant (its whole set of books), not per (tenant, book): a tenant reading
         # 2000 books costs one refresh per period, not 2000.
         self._books: RefreshingCache[str, frozenset[tuple[str, str]]] = RefreshingCache(
@@ -116,7 +118,7 @@ class Access:
             if not key:
                 raise UnauthorizedError(_MISSING_KEY)
             if not looks_like_key(key):
-                return await self.control.authenticate(key)  # the admin key, or refused: no store
+                return await self.control.auth.authenticate(key)  # the admin key, or refused: no store
             if key not in principals:  # known within the last minute: not a guess
                 self.failures.check(source)
             return await principals.get(key)
@@ -153,7 +155,7 @@ class Access:
         self.apply(b"all")
 
     async def _subscribed_books(self, tenant_id: str) -> frozenset[tuple[str, str]]:
-        return await self.control.subscribed_books(tenant_id)  # BookKeys: (exchange, market) tuples
+        return await self.control.subscriptions.books_of(tenant_id)  # BookKeys: (exchange, market) tuples
 
 
 def keys_changed() -> bytes:

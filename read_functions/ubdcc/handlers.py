@@ -17,7 +17,7 @@ from book_store.codec import Snapshot
 from book_store.keys import BookKey, InvalidBookIdError
 from book_store.liveness import Heartbeats
 from book_store.reader import choose_replica
-from control_plane.auth import require_tenant
+from control_plane.accounts.auth import require_tenant
 from control_plane.errors import (
     ForbiddenError,
     InvalidRequestError,
@@ -100,7 +100,9 @@ async def create_depthcache(call: Call, deps: Deps) -> Response:
     replicas = call.integer("desired_quantity", ErrorId.MISSING_CREATE_PARAMETER, lo=1, hi=100) or 1
     if await _subscription(deps, tenant_id, exchange, market) is not None:
         raise UbdccError(ErrorId.ALREADY_EXISTS, f"DepthCache {exchange} {market} already exists")
-    await deps.control.subscribe(tenant_id, exchange, market, replicas, UBDCC_DEPTH, actor=_principal(call))
+    await deps.control.subscriptions.subscribe(
+        tenant_id, exchange, market, replicas, UBDCC_DEPTH, actor=_principal(call)
+    )
     await deps.announce(subscriptions_changed(tenant_id))
     return call.ok()
 
@@ -120,10 +122,10 @@ async def create_depthcaches(call: Call, deps: Deps) -> Response:
     for market in markets:  # refuse the whole request before creating anything
         BookKey(exchange, market)
         await deps.catalog.market(exchange, market)
-    existing = {(s.exchange, s.market) for s in await deps.control.subscriptions(tenant_id)}
+    existing = {(s.exchange, s.market) for s in await deps.control.subscriptions.list_for(tenant_id)}
     for market in dict.fromkeys(markets):
         if (exchange, market) not in existing:
-            await deps.control.subscribe(
+            await deps.control.subscriptions.subscribe(
                 tenant_id, exchange, market, replicas, UBDCC_DEPTH, actor=_principal(call)
             )
     await deps.announce(subscriptions_changed(tenant_id))
@@ -194,7 +196,7 @@ async def stop_depthcache(call: Call, deps: Deps) -> Response:
     market = call.text("market", ErrorId.MISSING_READ_PARAMETER)
     tenant_id = _tenant(call)
     try:
-        await deps.control.unsubscribe(tenant_id, exchange, market, actor=_principal(call))
+        await deps.control.subscriptions.unsubscribe(tenant_id, exchange, market, actor=_principal(call))
     except NotFoundError as exc:
         raise UbdccError(ErrorId.NOT_FOUND, f"DepthCache {exchange} {market} not found") from exc
     await deps.announce(subscriptions_changed(tenant_id))
@@ -235,14 +237,14 @@ def _tenant(call: Call) -> str:
 
 
 async def _subscription(deps: Deps, tenant_id: str, exchange: str, market: str) -> Subscription | None:
-    for subscription in await deps.control.subscriptions(tenant_id):
+    for subscription in await deps.control.subscriptions.list_for(tenant_id):
         if subscription.exchange == exchange and subscription.market == market:
             return subscription
     return None
 
 
 async def _depthcache_list(call: Call, deps: Deps) -> dict[str, dict[str, object]]:
-    subscriptions = await deps.control.subscriptions(_tenant(call))
+    subscriptions = await deps.control.subscriptions.list_for(_tenant(call))
     books = [BookKey(s.exchange, s.market) for s in subscriptions]
     stored = await deps.books.peek_many(books)
     now = now_ms()

@@ -108,7 +108,7 @@ class CompatTenant:
 
     async def _find(self) -> str | None:
         wanted = self._name.casefold()
-        for tenant in await self._deps.control.list_tenants():
+        for tenant in await self._deps.control.tenants.list_all():
             if tenant.name.casefold() == wanted:
                 return tenant.id
         return None
@@ -124,7 +124,7 @@ class CompatTenant:
             "burst": max(1, int(settings.compat_rate_limit_rps)),
         }
         try:
-            return (await self._deps.control.create_tenant(fields, actor=OPERATOR)).id
+            return (await self._deps.control.tenants.create(fields, actor=OPERATOR)).id
         except ConflictError:
             tenant_id = await self._find()  # another worker created it first
             if tenant_id is None:

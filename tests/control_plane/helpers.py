@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from control_plane.api_keys import display_parts, generate_key, hash_key
+from control_plane.accounts.api_keys import display_parts, generate_key, hash_key
 from control_plane.ids import KEY_ID_PREFIX, TENANT_ID_PREFIX, new_id
 from control_plane.models import ApiKey, NodeInfo, Tenant
 

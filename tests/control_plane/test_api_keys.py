@@ -8,7 +8,14 @@ import zlib
 
 import pytest
 
-from control_plane.api_keys import BASE62, display_parts, generate_key, hash_key, looks_like_key, same_hash
+from control_plane.accounts.api_keys import (
+    BASE62,
+    display_parts,
+    generate_key,
+    hash_key,
+    looks_like_key,
+    same_hash,
+)
 
 KEY_SHAPE = re.compile(r"ldr_[0-9A-Za-z]{32}[0-9A-Za-z]{6}")
 
@@ -74,7 +81,7 @@ def test_hash_comparison_is_constant_time(monkeypatch: pytest.MonkeyPatch) -> No
         calls.append((a, b))
         return real(a, b)
 
-    monkeypatch.setattr("control_plane.api_keys.hmac.compare_digest", spy)
+    monkeypatch.setattr("control_plane.accounts.api_keys.hmac.compare_digest", spy)
     assert same_hash("ab" * 32, "ab" * 32)
     assert not same_hash("ab" * 32, "cd" * 32)
     assert len(calls) == 2

@@ -10,9 +10,9 @@ from collections.abc import AsyncGenerator, AsyncIterator
 
 import pytest
 
-from control_plane.assignments import AssignmentClient
 from control_plane.errors import InvalidRequestError, NotFoundError
 from control_plane.models import ReplicaAssignment
+from control_plane.scheduling.assignments import AssignmentClient
 from control_plane.stores._common import replica_id
 from control_plane.stores.base import ControlStore
 from control_plane.stores.dynamodb import DynamoControlStore

@@ -16,18 +16,18 @@ import redis.asyncio as redis
 from book_store.codec import BookStatus, SnapshotMeta, encode_snapshot
 from book_store.keys import NODES_ALIVE, BookKey
 from book_store.liveness import NodeHeartbeat, encode_heartbeat
-from control_plane import runtime
-from control_plane.assignments import AssignmentClient
 from control_plane.models import Subscription, Tenant
-from control_plane.replica_status import BookStoreReplicaStatus, ReplicaRef
-from control_plane.runtime import (
+from control_plane.scheduling import runtime
+from control_plane.scheduling.assignments import AssignmentClient
+from control_plane.scheduling.replica_status import BookStoreReplicaStatus, ReplicaRef
+from control_plane.scheduling.runtime import (
     FORGET_AFTER_TIMEOUTS,
     REREAD_AFTER_MS,
     SCHEDULER_LEASE,
     ControlLoop,
     run_control,
 )
-from control_plane.scheduler import Plan, plan_assignments
+from control_plane.scheduling.scheduler import Plan, plan_assignments
 from control_plane.settings import ControlSettings
 from control_plane.stores.base import ControlStore
 from control_plane.stores.dynamodb import DynamoControlStore

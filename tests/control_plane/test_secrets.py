@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from control_plane.api_keys import generate_key
+from control_plane.accounts.api_keys import generate_key
 from control_plane.errors import ApiError
-from control_plane.markets import StaticMarketValidator
 from control_plane.models import OPERATOR
+from control_plane.scheduling.markets import StaticMarketValidator
 from control_plane.service import ControlService
 from control_plane.settings import ControlSettings
 from control_plane.stores.base import ControlStore
@@ -23,14 +23,20 @@ def _renderings(obj: object) -> str:
 
 async def test_models_and_audit_never_show_the_key_or_its_hash(store: ControlStore) -> None:
     service = ControlService(store, PEPPER, ADMIN_KEY, StaticMarketValidator({}))
-    tenant = await service.create_tenant({"name": "Acme"}, actor=OPERATOR)
-    record, secret = await service.create_key(tenant.id, actor=OPERATOR)
-    principal = await service.authenticate(secret)
-    await service.revoke_key(None, record.id, grace_s=60, actor=OPERATOR)
+    tenant = await service.tenants.create({"name": "Acme"}, actor=OPERATOR)
+    record, secret = await service.keys.create(tenant.id, actor=OPERATOR)
+    principal = await service.auth.authenticate(secret)
+    await service.keys.revoke(None, record.id, grace_s=60, actor=OPERATOR)
 
     shown = " ".join(
         _renderings(obj)
-        for obj in [tenant, record, principal, *await service.list_keys(tenant.id), *await service.audit()]
+        for obj in [
+            tenant,
+            record,
+            principal,
+            *await service.keys.list_for(tenant.id),
+            *await service.audit.recent(),
+        ]
     )
     for secret_part in (secret, secret[8:-4], record.key_hash, PEPPER.decode(), ADMIN_KEY):
         assert secret_part not in shown
@@ -38,16 +44,16 @@ async def test_models_and_audit_never_show_the_key_or_its_hash(store: ControlSto
 
 async def test_errors_never_echo_a_presented_key(store: ControlStore) -> None:
     service = ControlService(store, PEPPER, ADMIN_KEY, StaticMarketValidator({}))
-    tenant = await service.create_tenant({"name": "Acme"}, actor=OPERATOR)
+    tenant = await service.tenants.create({"name": "Acme"}, actor=OPERATOR)
     unknown = generate_key()
     attempts = [
-        service.authenticate(unknown),
-        service.authenticate(unknown[:-1] + "x"),
-        service.authenticate(ADMIN_KEY[:-1]),
-        service.revoke_key(None, unknown, actor=OPERATOR),  # a key pasted where an id belongs
-        service.get_tenant(unknown),
-        service.create_key(unknown, actor=OPERATOR),
-        service.update_tenant(tenant.id, {unknown: 1}, actor=OPERATOR),
+        service.auth.authenticate(unknown),
+        service.auth.authenticate(unknown[:-1] + "x"),
+        service.auth.authenticate(ADMIN_KEY[:-1]),
+        service.keys.revoke(None, unknown, actor=OPERATOR),  # a key pasted where an id belongs
+        service.tenants.get(unknown),
+        service.keys.create(unknown, actor=OPERATOR),
+        service.tenants.update(tenant.id, {unknown: 1}, actor=OPERATOR),
     ]
     for attempt in attempts:
         with pytest.raises(ApiError) as caught:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from control_plane.accounts.keys import MAX_USABLE_KEYS_PER_TENANT
 from control_plane.errors import (
     ConflictError,
     ForbiddenError,
@@ -17,9 +18,8 @@ from control_plane.errors import (
     UnknownExchangeError,
     UnknownMarketError,
 )
-from control_plane.keys import MAX_USABLE_KEYS_PER_TENANT
-from control_plane.markets import StaticMarketValidator
 from control_plane.models import OPERATOR, NodeInfo, Principal, ReplicaAssignment
+from control_plane.scheduling.markets import StaticMarketValidator
 from control_plane.service import ControlService
 from control_plane.stores.base import ControlStore
 from tests.control_plane.helpers import PEPPER
@@ -53,12 +53,12 @@ def service(store: ControlStore, clock: ManualClock) -> ControlService:
 
 
 async def new_tenant(service: ControlService, name: str = "Acme", **fields: object) -> str:
-    tenant = await service.create_tenant({"name": name, **fields}, actor=OPERATOR)
+    tenant = await service.tenants.create({"name": name, **fields}, actor=OPERATOR)
     return tenant.id
 
 
 async def tenant_key(service: ControlService, tenant_id: str, **kwargs: object) -> tuple[Principal, str]:
-    record, secret = await service.create_key(tenant_id, actor=OPERATOR, **kwargs)
+    record, secret = await service.keys.create(tenant_id, actor=OPERATOR, **kwargs)
     return Principal(tenant_id, record.id, False), secret
 
 
@@ -66,11 +66,11 @@ async def tenant_key(service: ControlService, tenant_id: str, **kwargs: object) 
 
 
 async def test_create_tenant_fills_defaults_and_checks_every_field(service: ControlService) -> None:
-    tenant = await service.create_tenant({"name": "  Acme  ", "max_markets": 3}, actor=OPERATOR)
+    tenant = await service.tenants.create({"name": "  Acme  ", "max_markets": 3}, actor=OPERATOR)
     assert (tenant.name, tenant.max_markets, tenant.max_replicas, tenant.disabled) == ("Acme", 3, 2, False)
     assert tenant.id.startswith("tnt_")
-    assert await service.get_tenant(tenant.id) == tenant
-    assert await service.list_tenants() == [tenant]
+    assert await service.tenants.get(tenant.id) == tenant
+    assert await service.tenants.list_all() == [tenant]
 
     bad_bodies: list[object] = [
         {},
@@ -88,39 +88,41 @@ async def test_create_tenant_fills_defaults_and_checks_every_field(service: Cont
     ]
     for body in bad_bodies:
         with pytest.raises(InvalidRequestError):
-            await service.create_tenant(body, actor=OPERATOR)  # type: ignore[arg-type]
+            await service.tenants.create(body, actor=OPERATOR)  # type: ignore[arg-type]
     with pytest.raises(ConflictError):
-        await service.create_tenant({"name": "acme"}, actor=OPERATOR)
+        await service.tenants.create({"name": "acme"}, actor=OPERATOR)
 
 
 async def test_update_tenant(service: ControlService) -> None:
     tenant_id = await new_tenant(service)
-    updated = await service.update_tenant(tenant_id, {"max_replicas": 4, "rate_limit_rps": 2}, actor=OPERATOR)
+    updated = await service.tenants.update(
+        tenant_id, {"max_replicas": 4, "rate_limit_rps": 2}, actor=OPERATOR
+    )
     assert (updated.max_replicas, updated.rate_limit_rps) == (4, 2.0)
-    assert await service.get_tenant(tenant_id) == updated
+    assert await service.tenants.get(tenant_id) == updated
 
     with pytest.raises(InvalidRequestError):
-        await service.update_tenant(tenant_id, {"max_replicas": 99}, actor=OPERATOR)
+        await service.tenants.update(tenant_id, {"max_replicas": 99}, actor=OPERATOR)
     with pytest.raises(NotFoundError):
-        await service.update_tenant("tnt_doesnotexist", {"burst": 5}, actor=OPERATOR)
+        await service.tenants.update("tnt_doesnotexist", {"burst": 5}, actor=OPERATOR)
     with pytest.raises(NotFoundError):
-        await service.get_tenant("../../etc/passwd")
+        await service.tenants.get("../../etc/passwd")
 
 
 async def test_max_depth_defaults_to_1000_and_is_checked(service: ControlService) -> None:
-    tenant = await service.create_tenant({"name": "Acme"}, actor=OPERATOR)
+    tenant = await service.tenants.create({"name": "Acme"}, actor=OPERATOR)
     assert tenant.max_depth == 1000
-    deep = await service.create_tenant({"name": "Deep", "max_depth": 5000}, actor=OPERATOR)
+    deep = await service.tenants.create({"name": "Deep", "max_depth": 5000}, actor=OPERATOR)
     assert deep.max_depth == 5000
-    updated = await service.update_tenant(tenant.id, {"max_depth": 20}, actor=OPERATOR)
-    assert updated.max_depth == 20 and (await service.get_tenant(tenant.id)).max_depth == 20
+    updated = await service.tenants.update(tenant.id, {"max_depth": 20}, actor=OPERATOR)
+    assert updated.max_depth == 20 and (await service.tenants.get(tenant.id)).max_depth == 20
 
     for bad in (0, 5001, True, "1000", 10.0, None):
         with pytest.raises(InvalidRequestError, match="max_depth"):
-            await service.create_tenant({"name": "B", "max_depth": bad}, actor=OPERATOR)
+            await service.tenants.create({"name": "B", "max_depth": bad}, actor=OPERATOR)
         with pytest.raises(InvalidRequestError, match="max_depth"):
-            await service.update_tenant(tenant.id, {"max_depth": bad}, actor=OPERATOR)
-    events = await service.audit()
+            await service.tenants.update(tenant.id, {"max_depth": bad}, actor=OPERATOR)
+    events = await service.audit.recent()
     assert (events[0].action, events[0].detail) == ("tenant.update", {"max_depth": 20})
 
 
@@ -129,11 +131,11 @@ async def test_max_depth_defaults_to_1000_and_is_checked(service: ControlService
 
 async def test_a_new_key_authenticates_as_its_tenant(service: ControlService) -> None:
     tenant_id = await new_tenant(service)
-    record, secret = await service.create_key(tenant_id, actor=OPERATOR)
+    record, secret = await service.keys.create(tenant_id, actor=OPERATOR)
 
-    assert await service.authenticate(secret) == Principal(tenant_id, record.id, False)
-    assert await service.authenticate(ADMIN_KEY) == OPERATOR
-    assert [k.id for k in await service.list_keys(tenant_id)] == [record.id]
+    assert await service.auth.authenticate(secret) == Principal(tenant_id, record.id, False)
+    assert await service.auth.authenticate(ADMIN_KEY) == OPERATOR
+    assert [k.id for k in await service.keys.list_for(tenant_id)] == [record.id]
 
 
 @pytest.mark.parametrize(
@@ -142,24 +144,24 @@ async def test_a_new_key_authenticates_as_its_tenant(service: ControlService) ->
 async def test_unknown_keys_are_unauthorized(service: ControlService, presented: str | None) -> None:
     await new_tenant(service)
     with pytest.raises(UnauthorizedError):
-        await service.authenticate(presented)
+        await service.auth.authenticate(presented)
 
 
 async def test_a_well_formed_key_that_was_never_issued_is_unauthorized(service: ControlService) -> None:
-    from control_plane.api_keys import generate_key
+    from control_plane.accounts.api_keys import generate_key
 
     with pytest.raises(UnauthorizedError):
-        await service.authenticate(generate_key())
+        await service.auth.authenticate(generate_key())
 
 
 async def test_expired_key(service: ControlService, clock: ManualClock) -> None:
     tenant_id = await new_tenant(service)
     _, secret = await tenant_key(service, tenant_id, expires_in_s=60)
-    await service.authenticate(secret)
+    await service.auth.authenticate(secret)
 
     clock.now += 60_000
     with pytest.raises(UnauthorizedError):
-        await service.authenticate(secret)
+        await service.auth.authenticate(secret)
 
 
 async def test_revoked_key_stops_at_once_and_grace_keeps_it_for_a_while(
@@ -169,18 +171,18 @@ async def test_revoked_key_stops_at_once_and_grace_keeps_it_for_a_while(
     now_principal, now_secret = await tenant_key(service, tenant_id)
     later_principal, later_secret = await tenant_key(service, tenant_id)
     for secret in (now_secret, later_secret):
-        await service.authenticate(secret)  # cached from here on
+        await service.auth.authenticate(secret)  # cached from here on
 
-    await service.revoke_key(tenant_id, now_principal.key_id, actor=now_principal)
-    revoked = await service.revoke_key(None, later_principal.key_id, grace_s=30, actor=OPERATOR)
+    await service.keys.revoke(tenant_id, now_principal.key_id, actor=now_principal)
+    revoked = await service.keys.revoke(None, later_principal.key_id, grace_s=30, actor=OPERATOR)
     assert revoked.revoked_at == clock.now + 30_000
 
     with pytest.raises(UnauthorizedError):
-        await service.authenticate(now_secret)
-    assert await service.authenticate(later_secret) == later_principal
+        await service.auth.authenticate(now_secret)
+    assert await service.auth.authenticate(later_secret) == later_principal
     clock.now += 30_000
     with pytest.raises(UnauthorizedError):
-        await service.authenticate(later_secret)
+        await service.auth.authenticate(later_secret)
 
 
 async def test_revocation_by_another_process_takes_effect_within_the_cache_ttl(
@@ -189,34 +191,34 @@ async def test_revocation_by_another_process_takes_effect_within_the_cache_ttl(
     other_process = ControlService(store, PEPPER, ADMIN_KEY, MARKETS, clock=clock)
     tenant_id = await new_tenant(service)
     principal, secret = await tenant_key(service, tenant_id)
-    await service.authenticate(secret)
+    await service.auth.authenticate(secret)
 
-    await other_process.revoke_key(None, principal.key_id, actor=OPERATOR)
+    await other_process.keys.revoke(None, principal.key_id, actor=OPERATOR)
     clock.now += 999
-    assert await service.authenticate(secret) == principal  # still cached
+    assert await service.auth.authenticate(secret) == principal  # still cached
     clock.now += 1
     with pytest.raises(UnauthorizedError):
-        await service.authenticate(secret)
+        await service.auth.authenticate(secret)
 
 
 async def test_disabled_tenant_is_forbidden(service: ControlService) -> None:
     tenant_id = await new_tenant(service)
     _, secret = await tenant_key(service, tenant_id)
-    await service.update_tenant(tenant_id, {"disabled": True}, actor=OPERATOR)
+    await service.tenants.update(tenant_id, {"disabled": True}, actor=OPERATOR)
     with pytest.raises(ForbiddenError):
-        await service.authenticate(secret)
+        await service.auth.authenticate(secret)
 
 
 async def test_last_used_is_written_in_batches(service: ControlService, clock: ManualClock) -> None:
     tenant_id = await new_tenant(service)
     _, secret = await tenant_key(service, tenant_id)
-    await service.authenticate(secret)
+    await service.auth.authenticate(secret)
     clock.now += 5_000
-    await service.authenticate(secret)
-    assert (await service.list_keys(tenant_id))[0].last_used_at is None
+    await service.auth.authenticate(secret)
+    assert (await service.keys.list_for(tenant_id))[0].last_used_at is None
 
-    await service.flush_last_used()
-    assert (await service.list_keys(tenant_id))[0].last_used_at == clock.now
+    await service.auth.flush_last_used()
+    assert (await service.keys.list_for(tenant_id))[0].last_used_at == clock.now
 
 
 async def test_a_key_minted_with_a_tenant_key_dies_with_it(
@@ -224,21 +226,21 @@ async def test_a_key_minted_with_a_tenant_key_dies_with_it(
 ) -> None:
     tenant_id = await new_tenant(service)
     parent, _ = await tenant_key(service, tenant_id, expires_in_s=60)
-    minted, minted_secret = await service.create_key(tenant_id, actor=parent)
+    minted, minted_secret = await service.keys.create(tenant_id, actor=parent)
     assert (minted.parent_id, minted.expires_at) == (parent.key_id, clock.now + 60_000)
     minted_principal = Principal(tenant_id, minted.id, False)
-    grandchild, grandchild_secret = await service.create_key(tenant_id, 3600, actor=minted_principal)
+    grandchild, grandchild_secret = await service.keys.create(tenant_id, 3600, actor=minted_principal)
     assert grandchild.expires_at == clock.now + 60_000
     for secret in (minted_secret, grandchild_secret):
-        await service.authenticate(secret)  # cached from here on
+        await service.auth.authenticate(secret)  # cached from here on
 
-    await service.revoke_key(tenant_id, parent.key_id, actor=parent)
+    await service.keys.revoke(tenant_id, parent.key_id, actor=parent)
     for secret in (minted_secret, grandchild_secret):
         with pytest.raises(UnauthorizedError):
-            await service.authenticate(secret)
+            await service.auth.authenticate(secret)
     with pytest.raises(UnauthorizedError):
-        await service.create_key(tenant_id, actor=parent)
-    events = await service.audit(3)
+        await service.keys.create(tenant_id, actor=parent)
+    events = await service.audit.recent(3)
     assert events[1].detail["parent_id"] == minted.id
 
 
@@ -247,25 +249,25 @@ async def test_rotation_spares_the_successor_and_nothing_else(
 ) -> None:
     tenant_id = await new_tenant(service)
     old, _ = await tenant_key(service, tenant_id)
-    successor, successor_secret = await service.create_key(tenant_id, actor=old)
-    _, planted_secret = await service.create_key(tenant_id, actor=old)  # minted by whoever had the old key
+    successor, successor_secret = await service.keys.create(tenant_id, actor=old)
+    _, planted_secret = await service.keys.create(tenant_id, actor=old)  # minted by whoever had the old key
     new = Principal(tenant_id, successor.id, False)
 
-    await service.revoke_key(tenant_id, old.key_id, grace_s=60, actor=new)
+    await service.keys.revoke(tenant_id, old.key_id, grace_s=60, actor=new)
     clock.now += 60_000
-    assert await service.authenticate(successor_secret) == new
+    assert await service.auth.authenticate(successor_secret) == new
     with pytest.raises(UnauthorizedError):
-        await service.authenticate(planted_secret)
+        await service.auth.authenticate(planted_secret)
 
 
 async def test_parallel_key_creation_never_passes_the_limit(service: ControlService) -> None:
     tenant_id = await new_tenant(service)
     actor, _ = await tenant_key(service, tenant_id)
     outcomes = await asyncio.gather(
-        *(service.create_key(tenant_id, actor=actor) for _ in range(60)), return_exceptions=True
+        *(service.keys.create(tenant_id, actor=actor) for _ in range(60)), return_exceptions=True
     )
     assert all(isinstance(o, tuple | LimitExceededError | ConflictError) for o in outcomes)
-    usable = [k for k in await service.list_keys(tenant_id) if k.revoked_at is None]
+    usable = [k for k in await service.keys.list_for(tenant_id) if k.revoked_at is None]
     assert len(usable) <= MAX_USABLE_KEYS_PER_TENANT
     assert sum(isinstance(o, tuple) for o in outcomes) == len(usable) - 1
 
@@ -274,9 +276,9 @@ async def test_key_creation_limits(service: ControlService) -> None:
     tenant_id = await new_tenant(service)
     for bad in (0, -5, "60", 1.5, True):
         with pytest.raises(InvalidRequestError):
-            await service.create_key(tenant_id, bad, actor=OPERATOR)
+            await service.keys.create(tenant_id, bad, actor=OPERATOR)
     with pytest.raises(NotFoundError):
-        await service.create_key("tnt_nobody", actor=OPERATOR)
+        await service.keys.create("tnt_nobody", actor=OPERATOR)
 
 
 # -- subscriptions -------------------------------------------------------------------------
@@ -287,28 +289,30 @@ async def test_subscribe_validates_the_book_and_the_limits(service: ControlServi
     actor = Principal(tenant_id, "key_x", False)
 
     with pytest.raises(UnknownExchangeError):
-        await service.subscribe(tenant_id, "kraken.com", "BTCUSD", actor=actor)
+        await service.subscriptions.subscribe(tenant_id, "kraken.com", "BTCUSD", actor=actor)
     with pytest.raises(UnknownMarketError):
-        await service.subscribe(tenant_id, "binance.com", "BTCUSDX", actor=actor)
+        await service.subscriptions.subscribe(tenant_id, "binance.com", "BTCUSDX", actor=actor)
     with pytest.raises(InvalidRequestError):
-        await service.subscribe(tenant_id, "binance.com", "BTC|USDT", actor=actor)
+        await service.subscriptions.subscribe(tenant_id, "binance.com", "BTC|USDT", actor=actor)
     with pytest.raises(InvalidRequestError):
-        await service.subscribe(tenant_id, "binance.com", "BTCUSDT", 0, actor=actor)
+        await service.subscriptions.subscribe(tenant_id, "binance.com", "BTCUSDT", 0, actor=actor)
     with pytest.raises(LimitExceededError):
-        await service.subscribe(tenant_id, "binance.com", "BTCUSDT", 3, actor=actor)
+        await service.subscriptions.subscribe(tenant_id, "binance.com", "BTCUSDT", 3, actor=actor)
 
-    sub, created = await service.subscribe(tenant_id, "alpaca-crypto", "BTC/USD", actor=actor)
+    sub, created = await service.subscriptions.subscribe(tenant_id, "alpaca-crypto", "BTC/USD", actor=actor)
     assert created and (sub.market, sub.replicas) == ("BTC/USD", 1)
-    sub, created = await service.subscribe(tenant_id, "alpaca-crypto", "BTC/USD", 2, actor=actor)
+    sub, created = await service.subscriptions.subscribe(
+        tenant_id, "alpaca-crypto", "BTC/USD", 2, actor=actor
+    )
     assert not created and sub.replicas == 2
     with pytest.raises(LimitExceededError):
-        await service.subscribe(tenant_id, "binance.com", "BTCUSDT", actor=actor)
+        await service.subscriptions.subscribe(tenant_id, "binance.com", "BTCUSDT", actor=actor)
 
-    assert await service.is_entitled(tenant_id, "alpaca-crypto", "BTC/USD")
-    await service.unsubscribe(tenant_id, "alpaca-crypto", "BTC/USD", actor=actor)
-    assert not await service.is_entitled(tenant_id, "alpaca-crypto", "BTC/USD")
+    assert await service.subscriptions.is_entitled(tenant_id, "alpaca-crypto", "BTC/USD")
+    await service.subscriptions.unsubscribe(tenant_id, "alpaca-crypto", "BTC/USD", actor=actor)
+    assert not await service.subscriptions.is_entitled(tenant_id, "alpaca-crypto", "BTC/USD")
     with pytest.raises(NotFoundError):
-        await service.unsubscribe(tenant_id, "alpaca-crypto", "BTC/USD", actor=actor)
+        await service.subscriptions.unsubscribe(tenant_id, "alpaca-crypto", "BTC/USD", actor=actor)
 
 
 async def test_subscribe_takes_a_depth_within_the_venue_and_the_tenant_limits(
@@ -317,27 +321,35 @@ async def test_subscribe_takes_a_depth_within_the_venue_and_the_tenant_limits(
     tenant_id = await new_tenant(service, max_depth=2000)
     actor = Principal(tenant_id, "key_x", False)
 
-    sub, created = await service.subscribe(tenant_id, "binance.com", "BTCUSDT", actor=actor)
+    sub, created = await service.subscriptions.subscribe(tenant_id, "binance.com", "BTCUSDT", actor=actor)
     assert created and sub.depth == 100  # the default
-    sub, created = await service.subscribe(tenant_id, "binance.com", "BTCUSDT", 2, 2000, actor=actor)
+    sub, created = await service.subscriptions.subscribe(
+        tenant_id, "binance.com", "BTCUSDT", 2, 2000, actor=actor
+    )
     assert not created and (sub.replicas, sub.depth) == (2, 2000)
-    assert [(s.replicas, s.depth) for s in await service.subscriptions(tenant_id)] == [(2, 2000)]
-    sub, _ = await service.subscribe(tenant_id, "binance.com-futures", "BTCUSDT", depth=1000, actor=actor)
+    assert [(s.replicas, s.depth) for s in await service.subscriptions.list_for(tenant_id)] == [(2, 2000)]
+    sub, _ = await service.subscriptions.subscribe(
+        tenant_id, "binance.com-futures", "BTCUSDT", depth=1000, actor=actor
+    )
     assert sub.depth == 1000
 
     with pytest.raises(LimitExceededError, match="depth may be at most 2000 for this tenant"):
-        await service.subscribe(tenant_id, "binance.com", "BTCUSDT", depth=2001, actor=actor)
+        await service.subscriptions.subscribe(tenant_id, "binance.com", "BTCUSDT", depth=2001, actor=actor)
     with pytest.raises(InvalidRequestError, match=r"at most 1000 on binance\.com-futures"):
-        await service.subscribe(tenant_id, "binance.com-futures", "BTCUSDT", depth=1001, actor=actor)
+        await service.subscriptions.subscribe(
+            tenant_id, "binance.com-futures", "BTCUSDT", depth=1001, actor=actor
+        )
     with pytest.raises(InvalidRequestError, match="between 1 and 5000"):
-        await service.subscribe(tenant_id, "binance.com", "BTCUSDT", depth=5001, actor=actor)
+        await service.subscriptions.subscribe(tenant_id, "binance.com", "BTCUSDT", depth=5001, actor=actor)
     for bad in (0, -1, True, False, "100", 100.0, None, [100]):
         with pytest.raises(InvalidRequestError, match="depth"):
-            await service.subscribe(tenant_id, "alpaca-crypto", "BTC/USD", depth=bad, actor=actor)
+            await service.subscriptions.subscribe(
+                tenant_id, "alpaca-crypto", "BTC/USD", depth=bad, actor=actor
+            )
     with pytest.raises(UnknownExchangeError):  # an unknown exchange is named before its depth
-        await service.subscribe(tenant_id, "kraken.com", "BTCUSD", depth=4000, actor=actor)
+        await service.subscriptions.subscribe(tenant_id, "kraken.com", "BTCUSD", depth=4000, actor=actor)
     # Nothing refused was stored.
-    assert [(s.market, s.depth) for s in await service.subscriptions(tenant_id)] == [
+    assert [(s.market, s.depth) for s in await service.subscriptions.list_for(tenant_id)] == [
         ("BTCUSDT", 2000),
         ("BTCUSDT", 1000),
     ]
@@ -347,12 +359,15 @@ async def test_concurrent_subscribes_respect_max_markets(service: ControlService
     tenant_id = await new_tenant(service, max_markets=4)
     actor = Principal(tenant_id, "key_x", False)
     outcomes = await asyncio.gather(
-        *(service.subscribe(tenant_id, "binance.com", f"COIN{i}USDT", actor=actor) for i in range(16)),
+        *(
+            service.subscriptions.subscribe(tenant_id, "binance.com", f"COIN{i}USDT", actor=actor)
+            for i in range(16)
+        ),
         return_exceptions=True,
     )
     assert sum(isinstance(o, tuple) for o in outcomes) == 4
     assert all(isinstance(o, tuple | LimitExceededError) for o in outcomes)
-    assert len(await service.subscriptions(tenant_id)) == 4
+    assert len(await service.subscriptions.list_for(tenant_id)) == 4
 
 
 async def test_subscribe_many_answers_per_market_and_refuses_bad_common_fields(
@@ -360,10 +375,12 @@ async def test_subscribe_many_answers_per_market_and_refuses_bad_common_fields(
 ) -> None:
     tenant_id = await new_tenant(service, max_markets=5, max_replicas=2, max_depth=500)
     actor = Principal(tenant_id, "key_x", False)
-    await service.subscribe(tenant_id, "binance.com", "BTCUSDT", actor=actor)
+    await service.subscriptions.subscribe(tenant_id, "binance.com", "BTCUSDT", actor=actor)
 
     markets = ["BTCUSDT", "COIN1USDT", "NOSUCHUSDT", "BAD|NAME", "COIN1USDT", "COIN2USDT"]
-    outcomes = await service.subscribe_many(tenant_id, "binance.com", markets, 2, 300, actor=actor)
+    outcomes = await service.subscriptions.subscribe_many(
+        tenant_id, "binance.com", markets, 2, 300, actor=actor
+    )
 
     assert [(o.market, o.created, o.error.code if o.error else None) for o in outcomes] == [
         ("BTCUSDT", False, None),
@@ -374,12 +391,12 @@ async def test_subscribe_many_answers_per_market_and_refuses_bad_common_fields(
     ]
     assert all(o.subscription is not None and (o.subscription.replicas, o.subscription.depth) == (2, 300)
                for o in outcomes if o.error is None)  # fmt: skip
-    assert [(s.market, s.replicas) for s in await service.subscriptions(tenant_id)] == [
+    assert [(s.market, s.replicas) for s in await service.subscriptions.list_for(tenant_id)] == [
         ("BTCUSDT", 2),
         ("COIN1USDT", 2),
         ("COIN2USDT", 2),
     ]
-    assert await service.is_entitled(tenant_id, "binance.com", "COIN2USDT")
+    assert await service.subscriptions.is_entitled(tenant_id, "binance.com", "COIN2USDT")
 
     # What applies to every market refuses the whole call, before anything is written.
     refusals: list[tuple[type[Exception], object, object, object, object]] = [
@@ -395,25 +412,27 @@ async def test_subscribe_many_answers_per_market_and_refuses_bad_common_fields(
     ]
     for error, exchange, names, replicas, depth in refusals:
         with pytest.raises(error):
-            await service.subscribe_many(tenant_id, exchange, names, replicas, depth, actor=actor)
-    assert [(s.market, s.replicas) for s in await service.subscriptions(tenant_id)] == [
+            await service.subscriptions.subscribe_many(
+                tenant_id, exchange, names, replicas, depth, actor=actor
+            )
+    assert [(s.market, s.replicas) for s in await service.subscriptions.list_for(tenant_id)] == [
         ("BTCUSDT", 2),
         ("COIN1USDT", 2),
         ("COIN2USDT", 2),
     ]
-    assert await service.subscribe_many(tenant_id, "binance.com", [], actor=actor) == []
-    assert (await service.audit(1))[0].action == "subscription.put_many"
+    assert await service.subscriptions.subscribe_many(tenant_id, "binance.com", [], actor=actor) == []
+    assert (await service.audit.recent(1))[0].action == "subscription.put_many"
 
 
 async def test_unsubscribe_many_answers_per_market(service: ControlService) -> None:
     tenant_id = await new_tenant(service, max_markets=3)
     actor = Principal(tenant_id, "key_x", False)
-    await service.subscribe_many(
+    await service.subscriptions.subscribe_many(
         tenant_id, "binance.com", ["COIN1USDT", "COIN2USDT", "COIN3USDT"], actor=actor
     )
-    assert await service.is_entitled(tenant_id, "binance.com", "COIN1USDT")
+    assert await service.subscriptions.is_entitled(tenant_id, "binance.com", "COIN1USDT")
 
-    outcomes = await service.unsubscribe_many(
+    outcomes = await service.subscriptions.unsubscribe_many(
         tenant_id, "binance.com", ["COIN1USDT", "COIN9USDT", "B|D", "COIN3USDT"], actor=actor
     )
 
@@ -423,10 +442,12 @@ async def test_unsubscribe_many_answers_per_market(service: ControlService) -> N
         ("B|D", "invalid_request"),
         ("COIN3USDT", None),
     ]
-    assert [s.market for s in await service.subscriptions(tenant_id)] == ["COIN2USDT"]
-    assert not await service.is_entitled(tenant_id, "binance.com", "COIN1USDT")
+    assert [s.market for s in await service.subscriptions.list_for(tenant_id)] == ["COIN2USDT"]
+    assert not await service.subscriptions.is_entitled(tenant_id, "binance.com", "COIN1USDT")
     # The freed markets count again.
-    await service.subscribe_many(tenant_id, "binance.com", ["COIN5USDT", "COIN6USDT"], actor=actor)
+    await service.subscriptions.subscribe_many(
+        tenant_id, "binance.com", ["COIN5USDT", "COIN6USDT"], actor=actor
+    )
 
 
 # -- tenant isolation ----------------------------------------------------------------------
@@ -436,19 +457,19 @@ async def test_tenants_cannot_see_or_touch_each_other(service: ControlService) -
     alice_id, bob_id = await new_tenant(service, "Alice"), await new_tenant(service, "Bob")
     alice, alice_secret = await tenant_key(service, alice_id)
     bob, bob_secret = await tenant_key(service, bob_id)
-    await service.subscribe(bob_id, "binance.com", "ETHUSDT", actor=bob)
+    await service.subscriptions.subscribe(bob_id, "binance.com", "ETHUSDT", actor=bob)
 
     with pytest.raises(NotFoundError):
-        await service.revoke_key(alice_id, bob.key_id, actor=alice)
-    assert await service.authenticate(bob_secret) == bob
+        await service.keys.revoke(alice_id, bob.key_id, actor=alice)
+    assert await service.auth.authenticate(bob_secret) == bob
 
-    assert await service.subscriptions(alice_id) == []
-    assert not await service.is_entitled(alice_id, "binance.com", "ETHUSDT")
+    assert await service.subscriptions.list_for(alice_id) == []
+    assert not await service.subscriptions.is_entitled(alice_id, "binance.com", "ETHUSDT")
     with pytest.raises(NotFoundError):
-        await service.unsubscribe(alice_id, "binance.com", "ETHUSDT", actor=alice)
-    assert await service.is_entitled(bob_id, "binance.com", "ETHUSDT")
-    assert [k.id for k in await service.list_keys(alice_id)] == [alice.key_id]
-    assert await service.authenticate(alice_secret) == alice
+        await service.subscriptions.unsubscribe(alice_id, "binance.com", "ETHUSDT", actor=alice)
+    assert await service.subscriptions.is_entitled(bob_id, "binance.com", "ETHUSDT")
+    assert [k.id for k in await service.keys.list_for(alice_id)] == [alice.key_id]
+    assert await service.auth.authenticate(alice_secret) == alice
 
 
 # -- operator views ------------------------------------------------------------------------
@@ -457,10 +478,10 @@ async def test_tenants_cannot_see_or_touch_each_other(service: ControlService) -
 async def test_audit_names_the_actor_and_never_the_key(service: ControlService) -> None:
     tenant_id = await new_tenant(service)
     principal, secret = await tenant_key(service, tenant_id)
-    await service.subscribe(tenant_id, "binance.com", "BTCUSDT", actor=principal)
-    await service.revoke_key(tenant_id, principal.key_id, actor=principal)
+    await service.subscriptions.subscribe(tenant_id, "binance.com", "BTCUSDT", actor=principal)
+    await service.keys.revoke(tenant_id, principal.key_id, actor=principal)
 
-    events = await service.audit()
+    events = await service.audit.recent()
     assert [(e.action, e.actor) for e in events] == [
         ("key.revoke", f"key:{principal.key_id}"),
         ("subscription.put", f"key:{principal.key_id}"),
@@ -470,7 +491,7 @@ async def test_audit_names_the_actor_and_never_the_key(service: ControlService) 
     assert secret not in repr(events)
     assert events[1].detail == {"exchange": "binance.com", "market": "BTCUSDT", "replicas": 1, "depth": 100}
     with pytest.raises(InvalidRequestError):
-        await service.audit(0)
+        await service.audit.recent(0)
 
 
 async def test_nodes_view_shows_liveness_and_assignments(

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from pydantic import SecretStr
 
+from control_plane.scheduling.venue_credentials import key_pool
 from control_plane.settings import ControlSettings
-from control_plane.venue_keys import key_pool
 from ingest_nodes.settings import IngestSettings
 
 

@@ -32,7 +32,7 @@ from book_store.catalog import MarketCatalog, MarketInfo
 from book_store.codec import BookStatus, SnapshotMeta, encode_snapshot
 from book_store.keys import BookKey
 from book_store.writer import BookWriter
-from control_plane.markets import StaticMarketValidator
+from control_plane.scheduling.markets import StaticMarketValidator
 from control_plane.models import OPERATOR, Principal
 from control_plane.service import ControlService
 from book_store.connect import opened, store_client
@@ -187,11 +187,11 @@ async def seed_store(url: str) -> str:
             ADMIN_KEY,
             StaticMarketValidator({"binance.com": ["ETHBTC"]}),
         )
-        tenant = await service.create_tenant(
+        tenant = await service.tenants.create(
             {"name": "zip-test", "max_markets": 2, "rate_limit_rps": 100}, actor=OPERATOR
         )
-        record, key = await service.create_key(tenant.id, actor=OPERATOR)
-        await service.subscribe(
+        record, key = await service.keys.create(tenant.id, actor=OPERATOR)
+        await service.subscriptions.subscribe(
             tenant.id, BOOK.exchange, BOOK.market, actor=Principal(tenant.id, record.id, False)
         )
         now = time.time_ns() // 1_000_000

@@ -23,7 +23,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from ladder_process.span_queue import BoundedSpanProcessor
 from ladder_process.telemetry import LocalHistogram, Telemetry
-from control_plane.telemetry import ControlTelemetry
+from control_plane.scheduling.telemetry import ControlTelemetry
 from ingest_nodes.ops.telemetry import IngestTelemetry
 from read_functions.telemetry import ReadTelemetry
 

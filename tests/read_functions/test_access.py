@@ -43,8 +43,8 @@ async def test_revocation_elsewhere_is_seen_within_one_second(stack: Stack, clea
     other = await other_worker(stack, clean_redis_url)
     try:
         tenant_id = (await stack.deps.access.principal(headers["X-API-Key"], source="127.0.0.1")).tenant_id
-        key_id = (await other.control.list_keys(tenant_id))[0].id
-        await other.control.revoke_key(None, key_id, actor=OPERATOR)
+        key_id = (await other.control.keys.list_for(tenant_id))[0].id
+        await other.control.keys.revoke(None, key_id, actor=OPERATOR)
         assert await seconds_until(stack, headers, 401) <= 1.05
     finally:
         await other.close()
@@ -59,7 +59,7 @@ async def test_a_tenant_disabled_elsewhere_is_refused_within_one_second(
     other = await other_worker(stack, clean_redis_url)
     try:
         tenant_id = (await stack.deps.access.principal(headers["X-API-Key"], source="127.0.0.1")).tenant_id
-        await other.control.update_tenant(tenant_id, {"disabled": True}, actor=OPERATOR)
+        await other.control.tenants.update(tenant_id, {"disabled": True}, actor=OPERATOR)
         assert await seconds_until(stack, headers, 403) <= 1.05
     finally:
         await other.close()
@@ -76,7 +76,9 @@ async def test_a_subscription_dropped_behind_the_api_is_bounded_by_its_max_age(
         assert await status_of(stack, headers) == 200
         tenant_id = (await stack.deps.access.principal(headers["X-API-Key"], source="127.0.0.1")).tenant_id
         assert tenant_id is not None  # a subscriber's key belongs to a tenant
-        await other.control.unsubscribe(tenant_id, "binance.com", "ETHBTC", actor=OPERATOR)  # no announcement
+        await other.control.subscriptions.unsubscribe(
+            tenant_id, "binance.com", "ETHBTC", actor=OPERATOR
+        )  # no announcement
         assert await seconds_until(stack, headers, 403) <= 1.05
     finally:
         await other.close()
@@ -105,7 +107,7 @@ async def test_a_change_announced_by_another_worker_is_seen_at_once(
     try:
         tenant_id = (await stack.deps.access.principal(headers["X-API-Key"], source="127.0.0.1")).tenant_id
         assert tenant_id is not None  # a subscriber's key belongs to a tenant
-        await other.control.unsubscribe(tenant_id, "binance.com", "ETHBTC", actor=OPERATOR)
+        await other.control.subscriptions.unsubscribe(tenant_id, "binance.com", "ETHBTC", actor=OPERATOR)
         await other.announce(subscriptions_changed(tenant_id))
         assert await seconds_until(stack, headers, 403) < 0.2
     finally:

@@ -18,8 +18,8 @@ import pytest
 import redis.asyncio as redis
 from pydantic import SecretStr, ValidationError
 
-from control_plane.api_keys import MAX_PRESENTED_LENGTH, generate_key
-from control_plane.auth import Authenticator
+from control_plane.accounts.api_keys import MAX_PRESENTED_LENGTH, generate_key
+from control_plane.accounts.auth import Authenticator
 from control_plane.errors import ConfigurationError
 from control_plane.models import OPERATOR
 from control_plane.settings import ControlSettings

@@ -6,8 +6,8 @@ import pytest
 
 from book_store.keys import BookKey
 from control_plane.models import BookWish, NodeInfo
-from control_plane.scheduler import plan_assignments
-from control_plane.telemetry import ControlTelemetry
+from control_plane.scheduling.scheduler import plan_assignments
+from control_plane.scheduling.telemetry import ControlTelemetry
 from ladder_process.errors import StoreError
 from tests.telemetry.helpers import recorded
 

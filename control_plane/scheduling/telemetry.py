@@ -33,7 +33,7 @@ from opentelemetry.metrics import CallbackOptions, Observation
 from opentelemetry.trace import Span, StatusCode, Tracer, set_span_in_context
 
 from control_plane.models import ReplicaAssignment
-from control_plane.scheduler import Plan
+from control_plane.scheduling.scheduler import Plan
 from ladder_process.telemetry import Telemetry, counts_callback
 
 ROUND_BUCKETS_S = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)

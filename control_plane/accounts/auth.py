@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from control_plane.api_keys import MAX_PRESENTED_LENGTH, hash_key, looks_like_key, same_hash
+from control_plane.accounts.api_keys import MAX_PRESENTED_LENGTH, hash_key, looks_like_key, same_hash
 from control_plane.errors import ForbiddenError, UnauthorizedError
 from control_plane.models import OPERATOR, ApiKey, Principal, Tenant
 from control_plane.stores.base import ControlStore

@@ -52,11 +52,11 @@ from book_store.keys import BookKey
 from book_store.unplaced import UnplacedBooks
 from control_plane.bootstrap import open_control_store
 from control_plane.models import BookWish, ReplicaAssignment
-from control_plane.replica_status import ReplicaStatusSource
-from control_plane.scheduler import DEFAULT_MAX_MOVES, Plan, plan_assignments
+from control_plane.scheduling.replica_status import ReplicaStatusSource
+from control_plane.scheduling.scheduler import DEFAULT_MAX_MOVES, Plan, plan_assignments
+from control_plane.scheduling.telemetry import ControlTelemetry
 from control_plane.settings import ControlSettings
 from control_plane.stores.base import ControlStore, Generations
-from control_plane.telemetry import ControlTelemetry
 from ladder_process.clock import Clock, now_ms
 from ladder_process.errors import StoreError
 from ladder_process.telemetry import Telemetry

@@ -1,0 +1,1 @@
+"""Who may read what: tenants, API keys and how they authenticate, subscriptions, the audit trail."""
