@@ -19,8 +19,8 @@ youngest generation keeps growing, until a burst makes the next young pass walk 
 The price: an object frozen while alive that later ends up in an unreachable cycle is never
 reclaimed by a round. What this code keeps long (cache entries, snapshots, views, keys,
 replicas, lanes, books, connections) is freed by reference counting, and tests hold the ingest
-node and the read worker to it (tests/ingest_nodes/test_runtime_heap.py,
-tests/read_functions/test_worker_heap.py). Libraries are not all so careful (aiohttp's server
+node and the read worker to it (tests/ingest_nodes/runtime/test_heap.py,
+tests/read_functions/server/test_worker_heap.py). Libraries are not all so careful (aiohttp's server
 side of a closed WebSocket is a cycle), so every ``thaw_every_s`` a round first unfreezes
 everything and walks the whole heap: one long pause that bounds what such cycles can hold.
 """

@@ -271,7 +271,7 @@ def test_a_silently_stalled_stream_is_stale_within_2_s_then_resyncs(
     time.sleep(1.0)  # a rhythm of events
     stack.fault(action="withhold", venue="futures", symbol=market, seconds=4.0, resume="replay")
     stalled = time.monotonic()
-    # Stale within 2 s at the node (tests/ingest_nodes/test_stall_checks.py); here through the whole
+    # Stale within 2 s at the node (tests/ingest_nodes/runtime/test_stall_checks.py); here through the whole
     # stack, polled with truth checks, on a machine shared with other tests.
     eventually(lambda: read(stack, key, exchange, market)["http"] == 503, "a frozen book is not served", 3)
     answer = stack.call(key, "GET", path(exchange, market))

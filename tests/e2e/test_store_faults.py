@@ -32,7 +32,8 @@ pytestmark = [
     pytest.mark.single_store(
         "kills and restarts the supervised store servers and cuts components off through TCP proxies "
         "in front of one node (a cluster client connects to every primary past them); the primary "
-        "killed on a cluster is tests/e2e/test_cluster.py and tests/read_functions/test_cache_cluster.py"
+        "killed on a cluster is tests/e2e/test_cluster.py and "
+        "tests/read_functions/books/test_cache_cluster.py"
     ),
 ]
 
