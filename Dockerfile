@@ -37,7 +37,8 @@ COPY --from=build /opt/ladder /opt/ladder
 ENV PATH=/opt/ladder/bin:$PATH PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
 USER 10001:10001
 WORKDIR /tmp
-# the read API (ladder read --port 8080); ingest and control serve LADDER_METRICS_PORT if set
+# the read API (ladder read --port 8080); ingest and control serve /metrics, /livez and /readyz on
+# LADDER_METRICS_PORT if set
 EXPOSE 8080
 ENTRYPOINT ["/opt/ladder/bin/ladder"]
 CMD ["--help"]

@@ -14,6 +14,7 @@ from control_plane.scheduling.replica_status import BookStoreReplicaStatus
 from control_plane.scheduling.runtime import run_control
 from control_plane.scheduling.telemetry import ControlTelemetry
 from control_plane.settings import ControlSettings
+from ladder_process.health import ReadinessSlot
 from ladder_process.metrics_server import serve_metrics
 from ladder_process.telemetry import Telemetry
 
@@ -40,10 +41,11 @@ async def _serve(settings: ControlSettings, redis_url: str) -> None:
     client = await opened(store_client(redis_url, settings.redis_password, cluster=settings.redis_cluster))
     status = BookStoreReplicaStatus(client, max_silence_ms=settings.replica_silence_ms)
     metrics = Telemetry.from_env("ladder-control")
+    ready = ReadinessSlot()
     try:
-        async with serve_metrics(metrics.render_prometheus):
+        async with serve_metrics(metrics.render_prometheus, ready):
             rounds = ControlTelemetry(metrics)
-            await run_control(settings, status, unplaced=UnplacedBooks(client), telemetry=rounds)
+            await run_control(settings, status, unplaced=UnplacedBooks(client), telemetry=rounds, ready=ready)
     except asyncio.CancelledError:
         logging.getLogger(__name__).info("stopped")
     finally:

@@ -18,6 +18,7 @@ from book_store.connect import opened, store_client
 from ingest_nodes.ops.telemetry import IngestTelemetry
 from ingest_nodes.runtime.node import IngestNode
 from ingest_nodes.settings import IngestSettings
+from ladder_process.health import ReadinessSlot
 from ladder_process.heap import freeze_survivors
 from ladder_process.metrics_server import serve_metrics
 from ladder_process.telemetry import Telemetry
@@ -52,29 +53,33 @@ async def _serve(settings: IngestSettings) -> None:
 
     loop.add_signal_handler(signal.SIGTERM, stop.set)
     loop.add_signal_handler(signal.SIGINT, stop_now)
-    client = await opened(
-        store_client(settings.redis_url, settings.redis_password, cluster=settings.redis_cluster)
-    )
-    control = client
-    if settings.control_redis_url:
-        control = await opened(
-            store_client(settings.control_redis_url, settings.redis_password, cluster=None)
-        )
     node_ids = {"service.instance.id": settings.node_id, "ladder.node_id": settings.node_id}
     pipeline = Telemetry.from_env("ladder-ingest", resource_attributes=node_ids)
-    async with aiohttp.ClientSession() as session, serve_metrics(pipeline.render_prometheus):
-        ingest_telemetry = IngestTelemetry(pipeline)
-        node = IngestNode(settings, client, session, control_client=control, telemetry=ingest_telemetry)
-        print(f"LADDER_INGEST_NODE={settings.node_id}", flush=True)
-        gc.freeze()  # what exists now lives as long as the node: keep it out of every collection
-        heap = loop.create_task(freeze_survivors())
-        try:
-            await node.run(stop, drain=lambda: drain)
-        finally:
-            heap.cancel()
-    await client.aclose()
-    if control is not client:
-        await control.aclose()
+    ready = ReadinessSlot()
+    # The probes answer from the start: a node waiting for its store is alive, and not ready.
+    async with serve_metrics(pipeline.render_prometheus, ready):
+        client = await opened(
+            store_client(settings.redis_url, settings.redis_password, cluster=settings.redis_cluster)
+        )
+        control = client
+        if settings.control_redis_url:
+            control = await opened(
+                store_client(settings.control_redis_url, settings.redis_password, cluster=None)
+            )
+        async with aiohttp.ClientSession() as session:
+            ingest_telemetry = IngestTelemetry(pipeline)
+            node = IngestNode(settings, client, session, control_client=control, telemetry=ingest_telemetry)
+            ready.fill(node)
+            print(f"LADDER_INGEST_NODE={settings.node_id}", flush=True)
+            gc.freeze()  # what exists now lives as long as the node: keep it out of every collection
+            heap = loop.create_task(freeze_survivors())
+            try:
+                await node.run(stop, drain=lambda: drain)
+            finally:
+                heap.cancel()
+        await client.aclose()
+        if control is not client:
+            await control.aclose()
     pipeline.shutdown()
 
 

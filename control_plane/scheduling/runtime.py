@@ -34,6 +34,8 @@ before anyone's replicas are moved; a node that really died is moved one timeout
 
 Nodes silent for ``FORGET_AFTER_TIMEOUTS`` timeouts are removed from the registry (their
 replicas were reassigned long before). A store failure skips a round; it never kills the loop.
+The loop is ready (``readiness``, what ``/readyz`` reports) while its last round reached the store
+within a lease's time, as leader or standby.
 Cancellation (SIGTERM handled by the caller cancelling the task) releases the lease so a
 standby takes over at once.
 """
@@ -59,6 +61,7 @@ from control_plane.settings import ControlSettings
 from control_plane.stores.base import ControlStore, Generations
 from ladder_process.clock import Clock, now_ms
 from ladder_process.errors import StoreError
+from ladder_process.health import Check, ReadinessSlot
 from ladder_process.telemetry import Telemetry
 
 log = logging.getLogger(__name__)
@@ -127,6 +130,8 @@ class ControlLoop:
         self._current: _Kept[list[ReplicaAssignment]] = _Kept(store.list_assignments)
         self._settled: tuple[_Inputs, Plan] | None = None
         """The last round's inputs and plan, when that plan changed nothing and read no snapshot."""
+        self._last_round: tuple[int, str] | None = None
+        """When the last round ended, and as what: ``leader``, ``standby``, or why it failed."""
 
     async def step(self) -> Plan | None:
         """Plan and write one round; None while another control process holds the lease."""
@@ -134,10 +139,32 @@ class ControlLoop:
         if self._store_since is None:
             self._store_since = now
         try:
-            return await self._step(now, grace=now - self._store_since <= self._node_timeout_ms)
-        except StoreError:
+            plan = await self._step(now, grace=now - self._store_since <= self._node_timeout_ms)
+        except StoreError as exc:
             self._store_since = None
+            self._last_round = (self._clock(), f"the store did not answer ({type(exc).__name__})")
             raise
+        self._last_round = (self._clock(), "standby" if plan is None else "leader")
+        return plan
+
+    def readiness(self) -> list[Check]:
+        """Whether the last round reached the store, within a lease's time, and in which role."""
+        if self._last_round is None:
+            return [Check("store", False, "no scheduling round yet")]
+        ended_at, outcome = self._last_round
+        ago_s = (self._clock() - ended_at) / 1000
+        reached = outcome in ("leader", "standby")
+        if not reached:
+            store = Check("store", False, f"{outcome} {ago_s:.1f} s ago")
+        elif ago_s * 1000 > self._lease_ttl_ms:
+            store = Check("store", False, f"no round has ended for {ago_s:.1f} s")
+        else:
+            store = Check("store", True, f"reached by the last round, {ago_s:.1f} s ago")
+        role = {
+            "leader": "leader: holds the scheduler lease and plans",
+            "standby": "standby: another control process holds the scheduler lease",
+        }.get(outcome, "unknown until a round reaches the store")
+        return [store, Check("role", store.ok, role)]
 
     async def _step(self, now: int, *, grace: bool) -> Plan | None:
         if not await self._store.try_lease(SCHEDULER_LEASE, self.owner, now, self._lease_ttl_ms):
@@ -210,9 +237,11 @@ async def run_control(
     store: ControlStore | None = None,
     unplaced: UnplacedBooks | None = None,
     telemetry: ControlTelemetry | None = None,
+    ready: ReadinessSlot | None = None,
 ) -> None:
     """Run scheduling rounds until cancelled. ``store`` defaults to the one settings describe;
-    ``telemetry`` (a disabled one if None) is told what each round did."""
+    ``telemetry`` (a disabled one if None) is told what each round did; ``ready`` is filled with
+    the loop, for ``/readyz``."""
     rounds = telemetry or ControlTelemetry(Telemetry.disabled("ladder-control"))
     interval_s = settings.scheduler_interval_ms / 1000
     async with AsyncExitStack() as stack:
@@ -227,6 +256,8 @@ async def run_control(
             keyed=settings.keyed_exchanges,
             unplaced=unplaced,
         )
+        if ready is not None:
+            ready.fill(loop)
         log.info("control loop %s running every %d ms", loop.owner, settings.scheduler_interval_ms)
         try:
             while True:

@@ -129,6 +129,11 @@ class StreamConnection:
     def __len__(self) -> int:
         return len(self._routes)
 
+    @property
+    def connected(self) -> bool:
+        """Connected, and the session accepted by the venue (where it has a handshake)."""
+        return self._ready.is_set()
+
     def routes(self) -> list[tuple[str, Route]]:
         """The routes carried now (a copy: handing over changes them)."""
         return list(self._routes.items())

@@ -6,7 +6,8 @@ The control plane decides which book replicas each node keeps; the node only fol
 heartbeats every ``heartbeat_ms``, and reconciles its running replicas with its assignment set
 whenever that set changes (starting what is new, stopping what was taken away). A node that stops
 heartbeating loses its assignments to other nodes within a few seconds, so a crash costs no reads
-where a book has a second replica. A node cut off from the control store for half a node timeout
+where a book has a second replica. A node that cannot reach the control store when it starts tries to
+register again until it can. A node cut off from the control store for half a node timeout
 (it may be declared dead and its replicas moved) fences its book writer: it keeps its books but
 publishes nothing until a heartbeat gets through and it has re-read its assignments, so a node
 that comes back never republishes a replica that was taken from it. On SIGTERM the node asks to be
@@ -58,6 +59,7 @@ from ingest_nodes.venues.registry import exchange_specs
 from ingest_nodes.venues.rest import VenueRequestError
 from ladder_process.clock import now_ms
 from ladder_process.errors import StoreError
+from ladder_process.health import Check
 from ladder_process.sweeps import in_slices
 from ladder_process.telemetry import Telemetry
 
@@ -68,6 +70,8 @@ SHUTDOWN_STEP_S = 5.0
 HEARTBEATS_KEPT_MS = 3_600_000
 """A starting node removes heartbeats older than this (of nodes that crashed: ids are per process)."""
 CATALOG_CHECK_S = 5.0
+REGISTER_RETRY_S = 1.0
+"""A node whose control store does not answer at start tries to register again this often."""
 RESNAPSHOT_SPREAD = (0.9, 0.2)
 """A replica is re-snapshotted between 0.9 and 1.1 of ``resnapshot_interval_s`` after it synced."""
 
@@ -101,6 +105,9 @@ class IngestNode:
         self._assignments = AssignmentClient(control_client or client)
         self._reached_at = 0.0
         """When the last heartbeat that got through was sent (loop time)."""
+        self._unregistered = "not registered with the control store yet"
+        """Why the node is not registered (empty once it is)."""
+        self._assignments_read = False
         self.telemetry = telemetry or IngestTelemetry(Telemetry.disabled("ladder-ingest"))
         self._heartbeat_stored = False
         self.node_tag = secrets.randbits(63) | 1
@@ -162,7 +169,8 @@ class IngestNode:
 
     async def run(self, stop: asyncio.Event, drain: Callable[[], bool] = lambda: True) -> None:
         """Serve assignments until ``stop`` is set, then (if ``drain()``) drain, and leave."""
-        await self._assignments.register(self.node_id, address="", capacity=self.settings.capacity)
+        if not await self._register(stop):
+            return
         with contextlib.suppress(RedisError, StoreError):
             await prune_heartbeats(self._client, now_ms() - HEARTBEATS_KEPT_MS)
         loops: dict[str, Coroutine[Any, Any, None]] = {
@@ -184,6 +192,23 @@ class IngestNode:
                 await self._drain()
         finally:
             await self._shut_down(background)
+
+    async def _register(self, stop: asyncio.Event) -> bool:
+        """Register with the control store, again every ``REGISTER_RETRY_S`` while it does not
+        answer; False when ``stop`` comes first (nothing was started, so nothing is left to undo)."""
+        while not stop.is_set():
+            register = self._assignments.register(self.node_id, address="", capacity=self.settings.capacity)
+            try:
+                await asyncio.wait_for(register, self.settings.node_timeout_ms / 1000)
+            except (StoreError, TimeoutError) as exc:
+                self._unregistered = f"the control store does not answer ({type(exc).__name__})"
+                log.warning("not registered: %s; trying again", self._unregistered)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), REGISTER_RETRY_S)
+            else:
+                self._unregistered = ""
+                return True
+        return False
 
     async def _shut_down(self, background: list[asyncio.Task[None]]) -> None:
         """Stop everything, each step bounded: a cancellation that meets a completing store call can
@@ -328,6 +353,7 @@ class IngestNode:
             wanted.keys() - self.replicas.keys(), key=lambda k: (k[0].exchange, k[0].market, k[1])
         ):
             self._start_replica(*key, depth=wanted[key])
+        self._assignments_read = True
 
     async def _hold_keys(self) -> None:
         """Lease (and renew) the venue keys the assigned replicas need; hand them to the feeds."""
@@ -403,6 +429,34 @@ class IngestNode:
             spread = low + width * (zlib.crc32(f"{book.tag}{index}".encode()) % 1000) / 1000
             if now - since >= interval * spread:
                 replica.resnapshot()
+
+    # -- readiness ------------------------------------------------------------------------------
+
+    def readiness(self) -> list[Check]:
+        """Registered (and not cut off from the control store), assignments read, venue connections
+        up (``ladder_process.health``; read from memory, so a probe costs the stores nothing)."""
+        return [self._registration(), self._assignments_check(), *map(self._venue_check, self.exchanges)]
+
+    def _registration(self) -> Check:
+        if self._unregistered:
+            return Check("registered", False, self._unregistered)
+        silent = asyncio.get_running_loop().time() - self._reached_at
+        if self._writer.fenced:
+            return Check("registered", False, f"the control store not reached for {silent:.1f} s")
+        return Check("registered", True, f"heartbeat reached the control store {silent:.1f} s ago")
+
+    def _assignments_check(self) -> Check:
+        if not self._assignments_read:
+            return Check("assignments", False, "assignments not read yet")
+        return Check("assignments", True, f"{len(self.replicas)} replicas assigned")
+
+    def _venue_check(self, exchange_id: str) -> Check:
+        connections = [c for c in self.exchanges[exchange_id].feed.connections if not c.retiring]
+        down = sum(1 for c in connections if not c.connected)
+        name = f"venue:{exchange_id}"
+        if not connections:
+            return Check(name, True, "no books, no connections")
+        return Check(name, not down, f"{len(connections) - down} of {len(connections)} connections up")
 
     # -- counters -------------------------------------------------------------------------------
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import aiohttp
 from opentelemetry.metrics import CallbackOptions, Observation
 
+from ladder_process.health import ReadinessSlot
 from ladder_process.metrics_server import MetricsSettings, serve_metrics
 from ladder_process.telemetry import Telemetry, counts_callback
 
@@ -54,14 +55,15 @@ def test_per_book_gauges_are_not_cut_at_the_default_cardinality_limit() -> None:
 
 
 async def test_the_endpoint_serves_the_rendering_and_is_off_by_default() -> None:
-    async with serve_metrics(lambda: b"ladder_up 1\n", MetricsSettings()) as url:
+    ready = ReadinessSlot()
+    async with serve_metrics(lambda: b"ladder_up 1\n", ready, MetricsSettings()) as url:
         assert url is None
-    async with serve_metrics(lambda: b"ladder_up 1\n", MetricsSettings(metrics_port=0)) as url:
+    async with serve_metrics(lambda: b"ladder_up 1\n", ready, MetricsSettings(metrics_port=0)) as url:
         assert url is not None
         async with aiohttp.ClientSession() as http, http.get(url) as response:
             assert response.status == 200
             assert response.headers["Content-Type"].startswith("text/plain; version=0.0.4")
             assert await response.read() == b"ladder_up 1\n"
         taken = MetricsSettings(metrics_port=int(url.split(":")[2].split("/")[0]))
-        async with serve_metrics(lambda: b"", taken) as second:
+        async with serve_metrics(lambda: b"", ready, taken) as second:
             assert second is None  # the port is in use: no endpoint, and no crash

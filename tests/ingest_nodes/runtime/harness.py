@@ -47,6 +47,18 @@ def venue_config(**overrides: Any) -> VenueConfig:
     return VenueConfig(**settings)
 
 
+def spot_node_settings(venue: FakeVenue, redis_url: str, node_id: str, **settings: Any) -> IngestSettings:
+    """A whole node's settings, serving the fake venue's spot market only."""
+    return IngestSettings(
+        redis_url=redis_url,
+        node_id=node_id,
+        exchanges="binance.com",
+        binance_spot_rest_url=venue.spot_rest_url,
+        binance_spot_ws_url=venue.spot_ws_url,
+        **settings,
+    )
+
+
 class Harness:
     """One node's worth of runtime (without the control plane) against one fake venue."""
 

@@ -20,9 +20,9 @@ from control_plane.models import ReplicaAssignment
 from control_plane.stores.redis import RedisControlStore
 from fake_venue import FakeVenue
 from ingest_nodes.runtime.node import IngestNode
-from ingest_nodes.settings import IngestSettings
 from tests.fake_venue.conftest import small_config
 from tests.heap import cyclic_garbage_of
+from tests.ingest_nodes.runtime.harness import spot_node_settings
 from tests.waiting import wait_until
 
 NODE = "heap-node"
@@ -34,12 +34,10 @@ async def test_stopped_replicas_replaced_lanes_and_resyncs_leave_no_cyclic_garba
 ) -> None:
     venue = FakeVenue(small_config(rate=20.0))
     await venue.start()
-    settings = IngestSettings(
-        redis_url=clean_redis_url,
-        node_id=NODE,
-        exchanges="binance.com",
-        binance_spot_rest_url=venue.spot_rest_url,
-        binance_spot_ws_url=venue.spot_ws_url,
+    settings = spot_node_settings(
+        venue,
+        clean_redis_url,
+        NODE,
         heartbeat_ms=2000,
         resnapshot_interval_s=1.0,  # every synced book gets re-snapshots: lanes are replaced
     )
