@@ -207,6 +207,7 @@ class IngestNode:
                     await asyncio.wait_for(stop.wait(), REGISTER_RETRY_S)
             else:
                 self._unregistered = ""
+                self._reached_at = asyncio.get_running_loop().time()  # before the first heartbeat
                 return True
         return False
 
