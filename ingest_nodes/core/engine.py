@@ -108,7 +108,13 @@ class BookEngine:
 
     def _apply(self, update: DepthUpdate) -> None:
         if update.reset:
-            self.book.load(update.bids, update.asks, bids_complete=True, asks_complete=True)
+            limit = update.limit
+            self.book.load(
+                update.bids,
+                update.asks,
+                bids_complete=not limit or len(update.bids) < limit,
+                asks_complete=not limit or len(update.asks) < limit,
+            )
         else:
             self.book.apply(update.bids, update.asks)
         self.event_time = update.event_time

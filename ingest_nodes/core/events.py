@@ -15,20 +15,21 @@ Level = tuple[str, str]
 
 @dataclass(frozen=True, slots=True)
 class DepthUpdate:
-    """One diff event: a Binance ``depthUpdate`` or an Alpaca ``"o"`` message.
+    """One diff event: a Binance ``depthUpdate``, an Alpaca ``"o"`` message, an OKX or Bybit book
+    message.
 
     Quantities are absolute (the level's new size, not a delta); a quantity that is numerically
-    zero removes the level. Alpaca has no update ids, so its ids are 0 and ``reset`` marks a
-    message that carries the whole book.
+    zero removes the level. Alpaca has no update ids, so its ids are 0. ``reset`` marks a message
+    that carries the venue's book (Alpaca ``r: true``, an OKX or Bybit snapshot) instead of changes.
     """
 
     symbol: str
     first_update_id: int
-    """``U``: the first update id folded into this event (Alpaca: 0)."""
+    """``U``: the first update id folded into this event (Alpaca: 0; OKX ``seqId``, Bybit ``u``)."""
     final_update_id: int
-    """``u``: the last update id folded into this event (Alpaca: 0)."""
+    """``u``: the last update id folded into this event (Alpaca: 0; OKX ``seqId``, Bybit ``u``)."""
     prev_final_update_id: int | None
-    """``pu``: ``u`` of the previous event of the symbol; Binance futures only."""
+    """``pu``: ``u`` of the previous event of the symbol; Binance futures (and OKX ``prevSeqId``)."""
     event_time: int
     """Venue time of the event, ms since the epoch."""
     ingest_time: int
@@ -36,7 +37,10 @@ class DepthUpdate:
     bids: tuple[Level, ...]
     asks: tuple[Level, ...]
     reset: bool = False
-    """Alpaca ``r: true``: the levels are the venue's whole book, replacing ours."""
+    """The levels are the venue's book, replacing ours (Alpaca ``r: true``, an OKX or Bybit snapshot)."""
+    limit: int = 0
+    """A reset's depth: the channel carries the venue's best ``limit`` levels a side (0: all of
+    them). A side that came back shorter is the venue's whole side; a full one is cut off there."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,23 +6,29 @@ Each machine takes events (``receive_update``, ``receive_snapshot``, ``receive_d
 
 from __future__ import annotations
 
+from ingest_nodes.core.sync._stream_chain import StreamChainMachine
 from ingest_nodes.core.sync.actions import Action, ApplyUpdate, FetchSnapshot, LoadSnapshot, ResyncRequired
 from ingest_nodes.core.sync.alpaca import AlpacaSyncMachine
+from ingest_nodes.core.sync.bybit import BybitSyncMachine
 from ingest_nodes.core.sync.futures import FuturesSyncMachine
+from ingest_nodes.core.sync.okx import OkxSyncMachine
 from ingest_nodes.core.sync.spot import SpotSyncMachine
 from ingest_nodes.core.sync.state import SyncState
 
-SyncMachine = SpotSyncMachine | FuturesSyncMachine | AlpacaSyncMachine
+SyncMachine = SpotSyncMachine | FuturesSyncMachine | AlpacaSyncMachine | StreamChainMachine
 
 __all__ = [
     "Action",
     "AlpacaSyncMachine",
     "ApplyUpdate",
+    "BybitSyncMachine",
     "FetchSnapshot",
     "FuturesSyncMachine",
     "LoadSnapshot",
+    "OkxSyncMachine",
     "ResyncRequired",
     "SpotSyncMachine",
+    "StreamChainMachine",
     "SyncMachine",
     "SyncState",
 ]

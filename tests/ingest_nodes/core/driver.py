@@ -92,6 +92,56 @@ def alpaca(
     )
 
 
+def okx(
+    prev: int,
+    seq: int,
+    *,
+    bids: Sequence[Level] = (),
+    asks: Sequence[Level] = (),
+    limit: int = 400,
+    symbol: str = "BTC-USDT",
+    event_time: int = 0,
+) -> DepthUpdate:
+    """An OKX ``books`` message: ``prevSeqId`` -1 makes it a snapshot, anything else an update."""
+    return DepthUpdate(
+        symbol=symbol,
+        first_update_id=seq,
+        final_update_id=seq,
+        prev_final_update_id=prev,
+        event_time=event_time,
+        ingest_time=event_time,
+        bids=tuple(bids),
+        asks=tuple(asks),
+        reset=prev == -1,
+        limit=limit if prev == -1 else 0,
+    )
+
+
+def bybit(
+    u: int,
+    *,
+    snapshot: bool = False,
+    bids: Sequence[Level] = (),
+    asks: Sequence[Level] = (),
+    limit: int = 1000,
+    symbol: str = "BTCUSDT",
+    event_time: int = 0,
+) -> DepthUpdate:
+    """A Bybit ``orderbook`` message with update id ``u``, a ``snapshot`` or a ``delta``."""
+    return DepthUpdate(
+        symbol=symbol,
+        first_update_id=u,
+        final_update_id=u,
+        prev_final_update_id=None,
+        event_time=event_time,
+        ingest_time=event_time,
+        bids=tuple(bids),
+        asks=tuple(asks),
+        reset=snapshot,
+        limit=limit if snapshot else 0,
+    )
+
+
 def feed(machine: SyncMachine, item: Input) -> list[Action]:
     """Hand one input to the machine through the matching entry point."""
     if isinstance(item, DepthUpdate):
