@@ -43,9 +43,9 @@ from bench.report import Report
 from ladder_cli.supervisor import Child, child_env
 from read_functions.app.dispatch import Dispatcher
 from read_functions.app.messages import JSON, Request, Response
-from read_functions.app.routes import ROUTES
 from read_functions.app.routing import Router
 from read_functions.deps import Deps
+from read_functions.routes import ROUTES
 from read_functions.server.http1 import Core, Http1Connection, Http1Server
 from read_functions.settings import load_settings
 
@@ -165,7 +165,9 @@ async def main(args: argparse.Namespace) -> None:
         deps = await Deps.open(load_settings())
         try:
             raw = request_bytes(path, key)
-            full = connections_to(Http1Server.for_api(Dispatcher(Router(ROUTES), deps), deps, secure=False))
+            full = connections_to(
+                Http1Server.for_api(Dispatcher(Router(ROUTES), deps), deps.settings, secure=False)
+            )
             body = await _hot_body(full, raw)
             max_body = deps.settings.max_body_bytes
 

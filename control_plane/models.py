@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from book_store.keys import BookKey
-from control_plane.scheduling.depth import DEFAULT_DEPTH, DEFAULT_MAX_DEPTH
+from control_plane.depth import DEFAULT_DEPTH, DEFAULT_MAX_DEPTH
 
 JsonScalar = str | int | float | bool | None
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 import re
 
+from control_plane.depth import MAX_DEPTH_LIMIT, venue_max_depth
 from control_plane.errors import InvalidRequestError, NotFoundError
-from control_plane.scheduling.depth import MAX_DEPTH_LIMIT, venue_max_depth
 
 _EXCHANGE = re.compile(r"[a-z0-9][a-z0-9.\-]{0,63}")
 # Venue symbols are mostly ASCII (``BTCUSDT``, ``BTC/USD``) but some venues list non-ASCII ones;

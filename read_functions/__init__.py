@@ -1,6 +1,6 @@
 """Ladder's read API: books, markets, subscriptions, keys, usage, operator routes, UBDCC routes.
 
-A request core of plain functions (:mod:`read_functions.app.dispatch`, :mod:`read_functions.app.routes`)
+A request core of plain functions (:mod:`read_functions.app.dispatch`, :mod:`read_functions.routes`)
 sits behind thin front ends: the server's own HTTP/1.1 protocol (:mod:`read_functions.server.http1`, run
 with ``python -m read_functions``), which hands WebSocket upgrades to an aiohttp adapter
 (:mod:`read_functions.server.aiohttp_app`), and an AWS Lambda handler

@@ -21,10 +21,10 @@ from control_plane.bootstrap import open_control_store, resolve_pepper
 from control_plane.service import ControlService
 from ladder_process.clock import now_ms
 from ladder_process.errors import StoreError
+from read_functions.app.load_shedding import Load
 from read_functions.books.cache import BookCache
 from read_functions.books.read_memo import ReadMemos
-from read_functions.server.load_shedding import Load
-from read_functions.server.readiness import StoreReadiness
+from read_functions.books.readiness import StoreReadiness
 from read_functions.settings import ReadSettings
 from read_functions.telemetry import ReadTelemetry
 from read_functions.tenancy.access import CHANGES, Access

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Literal
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
@@ -120,3 +121,13 @@ def load_settings(**overrides: object) -> ReadSettings:
             for err in exc.errors()
         )
         raise ConfigurationError(problems) from None
+
+
+def is_loopback(host: str) -> bool:
+    """True for ``localhost`` and loopback addresses (where keyless changes may be allowed)."""
+    if host.casefold() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False

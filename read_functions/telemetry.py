@@ -38,13 +38,9 @@ from opentelemetry.trace import SpanKind, StatusCode
 from book_store.codec import Snapshot
 from ladder_process import telemetry as otel
 from read_functions.app.messages import Request
+from read_functions.books.cache import book_cache_hit
 
 LATENCY_BUCKETS_S = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)
-
-book_cache_hit: ContextVar[bool | None] = ContextVar("ladder_book_cache_hit", default=None)
-"""Set by the book cache while it serves a request; the request span reports it, then clears it
-(a pipelined request's task starts from the context of the one before it). Without tracing nobody
-reads it, so it is neither cleared nor set again to the value it holds."""
 
 served_book: ContextVar[tuple[Snapshot, int] | None] = ContextVar("ladder_served_book", default=None)
 """The snapshot a book read answered with, and the answer's age in ms; set only when tracing is on,

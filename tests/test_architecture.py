@@ -3,7 +3,9 @@
 Every import counts: module level, inside functions and under ``TYPE_CHECKING`` alike, because a
 type-only import that points the wrong way still inverts the layers for a reader. The test fails
 when a package imports one it must not (the table below), when any import circle appears, when
-the ingest core reaches for I/O, or when a folder grows past what a newcomer can take in at once.
+the ingest core reaches for I/O, when a read-side folder imports a layer it must not, when two
+folders of a package import each other (through however many others), or when a folder grows past
+what a newcomer can take in at once.
 """
 
 from __future__ import annotations
@@ -51,12 +53,28 @@ INGEST_LAYERS: dict[str, set[str]] = {
 }
 """Within ``ingest_nodes``, what each folder may import of it (``runtime`` may import all)."""
 
+READ_LAYERS: dict[str, set[str]] = {
+    "tenancy": {"tenancy"},
+    "books": {"books", "tenancy"},
+    "app": {"app", "tenancy"},
+    "handlers": {"handlers", "app", "books", "tenancy", "deps", "settings", "telemetry"},
+    "server": {"server", "app", "settings", "wiring"},
+}
+"""Within ``read_functions``, what each folder may import of it: ``app/`` is the request core and
+knows no ``Deps``; only ``handlers/`` see ``Deps``; ``server/`` drives ``app/`` (and gets it built
+by ``wiring``); ``books/`` and ``tenancy/`` know nothing of HTTP. The top-level modules (``deps``,
+``routes``, ``wiring``, ``settings``, ``telemetry``) are where the folders are wired together."""
+
 CORE_FORBIDDEN = {"asyncio", "aiohttp", "websockets", "redis", "socket", "time", "opentelemetry"}
 """The ingest core is pure: no sockets, no event loop, no clock."""
 
 CORE_MAY_IMPORT = ("ingest_nodes.core", "ladder_process.errors")
 
 MAX_MODULES_PER_FOLDER = 10
+
+CHECKED_FOLDERS = sorted(set(PACKAGES) - {"bench"})
+"""Packages whose folders are held to the size limit and to no circle between folders (``bench/``
+is a set of scripts, ``tests/`` mirrors the tree)."""
 
 
 def module_name(path: Path, package: str) -> str:
@@ -129,17 +147,29 @@ def test_a_package_imports_only_what_its_arrows_allow(package: str) -> None:
     assert not wrong, "imports against the arrows of docs/architecture.md:\n" + "\n".join(wrong)
 
 
-def test_ingest_folders_import_only_their_layers() -> None:
+def layer_breaches(package: str, layers: dict[str, set[str]]) -> list[str]:
+    """Imports from a folder of ``package`` named in ``layers`` to a part of ``package`` (a folder
+    or a top-level module) that its entry does not name."""
     wrong = []
     for source, targets in GRAPH.items():
         parts = source.split(".")
-        if parts[0] != "ingest_nodes" or len(parts) < 2 or parts[1] not in INGEST_LAYERS:
+        if parts[0] != package or len(parts) < 2 or parts[1] not in layers:
             continue
         for target in targets:
             inner = target.split(".")
-            if inner[0] == "ingest_nodes" and inner[1] not in INGEST_LAYERS[parts[1]]:
+            if inner[0] == package and len(inner) > 1 and inner[1] not in layers[parts[1]]:
                 wrong.append(f"{source} -> {target}")
-    assert not wrong, "\n".join(sorted(wrong))
+    return sorted(wrong)
+
+
+def test_ingest_folders_import_only_their_layers() -> None:
+    wrong = layer_breaches("ingest_nodes", INGEST_LAYERS)
+    assert not wrong, "\n".join(wrong)
+
+
+def test_read_folders_import_only_their_layers() -> None:
+    wrong = layer_breaches("read_functions", READ_LAYERS)
+    assert not wrong, "\n".join(wrong)
 
 
 def test_the_ingest_core_does_no_io() -> None:
@@ -160,7 +190,7 @@ def test_no_import_circle_type_imports_included() -> None:
     assert not circles, "import circles:\n" + "\n".join(" <-> ".join(c) for c in circles)
 
 
-@pytest.mark.parametrize("package", ["read_functions", "ingest_nodes", "fake_venue", "control_plane"])
+@pytest.mark.parametrize("package", CHECKED_FOLDERS)
 def test_no_folder_holds_more_modules_than_a_newcomer_can_take_in(package: str) -> None:
     crowded = {
         str(folder.relative_to(ROOT)): count
@@ -170,6 +200,38 @@ def test_no_folder_holds_more_modules_than_a_newcomer_can_take_in(package: str) 
         > MAX_MODULES_PER_FOLDER
     }
     assert not crowded, crowded
+
+
+def folder_of(name: str, path: Path) -> str:
+    return name if path.name == "__init__.py" else name.rpartition(".")[0]
+
+
+def sibling_folder_edges(package: str) -> dict[str, set[str]]:
+    """Between the subfolders of each folder of ``package`` (each subfolder with all below it): which
+    imports which. The modules directly in a folder are where its subfolders are wired together
+    and what they share, so they take no part."""
+    known = modules()
+    edges: dict[str, set[str]] = {}
+    for source, targets in GRAPH.items():
+        if source.split(".")[0] != package:
+            continue
+        here = folder_of(source, known[source]).split(".")
+        for target in targets:
+            there = folder_of(target, known[target]).split(".")
+            common = 0
+            while common < min(len(here), len(there)) and here[common] == there[common]:
+                common += 1
+            if 0 < common < len(here) and common < len(there):
+                a, b = ".".join(here[: common + 1]), ".".join(there[: common + 1])
+                edges.setdefault(a, set()).add(b)
+                edges.setdefault(b, set())
+    return edges
+
+
+@pytest.mark.parametrize("package", CHECKED_FOLDERS)
+def test_no_circle_between_folders(package: str) -> None:
+    circles = [sorted(group) for group in strongly_connected(sibling_folder_edges(package)) if len(group) > 1]
+    assert not circles, "folders that import each other:\n" + "\n".join(" <-> ".join(c) for c in circles)
 
 
 def strongly_connected(edges: dict[str, set[str]]) -> list[set[str]]:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from book_store.keys import BookKey
 from control_plane.accounts.audit import AuditLog
 from control_plane.accounts.tenants import MAX_REPLICAS_LIMIT
+from control_plane.depth import DEFAULT_DEPTH
 from control_plane.errors import (
     ApiError,
     InvalidRequestError,
@@ -29,7 +30,6 @@ from control_plane.errors import (
 )
 from control_plane.ids import TENANT_ID_PREFIX
 from control_plane.models import Principal, Subscription, Tenant
-from control_plane.scheduling.depth import DEFAULT_DEPTH
 from control_plane.scheduling.markets import MarketValidator
 from control_plane.stores.base import ControlStore
 from control_plane.validation import (

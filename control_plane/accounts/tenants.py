@@ -20,10 +20,10 @@ from collections.abc import Callable, Mapping
 from typing import cast
 
 from control_plane.accounts.audit import AuditLog
+from control_plane.depth import DEFAULT_MAX_DEPTH, MAX_DEPTH_LIMIT
 from control_plane.errors import InvalidRequestError, NotFoundError
 from control_plane.ids import TENANT_ID_PREFIX, new_id
 from control_plane.models import Principal, Tenant
-from control_plane.scheduling.depth import DEFAULT_MAX_DEPTH, MAX_DEPTH_LIMIT
 from control_plane.stores.base import ControlStore
 from control_plane.validation import require_bool, require_id, require_int, require_name, require_number
 from ladder_process.clock import Clock

@@ -1,1 +1,1 @@
-"""Which node keeps which replica: the scheduler, its process, replica status, depth, venues."""
+"""Which node keeps which replica: the scheduler, its process, replica status, venues."""

@@ -13,9 +13,9 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from typing import Any, ParamSpec, TypeVar
 
 from book_store.keys import BookKey
+from control_plane.depth import DEFAULT_DEPTH
 from control_plane.errors import LimitExceededError
 from control_plane.models import BookWish, ReplicaAssignment, Tenant
-from control_plane.scheduling.depth import DEFAULT_DEPTH
 from ladder_process.errors import StoreError, StoreUnavailableError
 
 SEPARATOR = "|"

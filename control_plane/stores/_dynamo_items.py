@@ -3,7 +3,7 @@
 Attribute values are written in DynamoDB's typed JSON (``{"S": ...}``, ``{"N": ...}``) by hand:
 the few types used here do not need boto3's serializer, and ints stay ints on the way back.
 Items written before depth existed lack ``depth`` (subscriptions) and ``max_depth`` (tenants);
-they read as the defaults of control_plane.scheduling.depth.
+they read as the defaults of control_plane.depth.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from control_plane.depth import DEFAULT_DEPTH, DEFAULT_MAX_DEPTH
 from control_plane.models import ApiKey, AuditEvent, NodeInfo, Subscription, Tenant
-from control_plane.scheduling.depth import DEFAULT_DEPTH, DEFAULT_MAX_DEPTH
 from control_plane.stores._common import name_key
 
 Item = dict[str, Any]

@@ -40,7 +40,7 @@ comes back. Node records are not covered: the loop reads them every round anyway
 
 Values written before depth existed lack it (``"replicas:created_at"``, ``"replicas"``,
 ``"exchange|market|replica"``, a tenant without ``max_depth``) and read as the defaults of
-control_plane.scheduling.depth.
+control_plane.depth.
 
 The store borrows a ``redis.asyncio.Redis`` (bytes or decoded responses) that its owner closes.
 """
@@ -61,6 +61,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from book_store.connect import StoreClient
 from book_store.keys import BookKey
+from control_plane.depth import DEFAULT_DEPTH, DEFAULT_MAX_DEPTH
 from control_plane.errors import (
     ConfigurationError,
     ConflictError,
@@ -77,7 +78,6 @@ from control_plane.models import (
     Subscription,
     Tenant,
 )
-from control_plane.scheduling.depth import DEFAULT_DEPTH, DEFAULT_MAX_DEPTH
 from control_plane.stores import _redis_scripts as lua
 from control_plane.stores._common import (
     book_id,

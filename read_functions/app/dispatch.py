@@ -6,11 +6,15 @@ Every exception ends here and nowhere else: :func:`read_functions.app.errors.err
 into a status and an error body. Every response gets ``X-Request-ID``; a tenant's responses also
 get its ``RateLimit-*`` headers.
 
+The dispatcher knows nothing of what a process is built from: it is given a :class:`Context`, the
+few parts it uses itself (the load, access, the rate limiter, usage, telemetry), and hands that
+same object to the handler it routes to, without looking into it.
+
 Load shedding: a worker counts the requests it holds (every listener's together) and times them.
 A request that waits for anything (the store, a lease of rate-limit tokens, a key's first
 look-up) is held until its answer; one served from memory is done within its event-loop turn.
 Past ``max_in_flight`` held requests, or while held requests wait longer than ``max_queue_ms``
-(see :mod:`read_functions.server.load_shedding`), a new one on a route that needs a key is answered 503
+(see :mod:`read_functions.app.load_shedding`), a new one on a route that needs a key is answered 503
 ``overloaded`` with ``Retry-After`` before it is authenticated, so a worker whose store slowed
 down, or that is asked more than it can answer, refuses quickly instead of queueing requests
 into their clients' timeouts. Probes and public routes, answered from memory, are never shed.
@@ -24,17 +28,46 @@ import os
 import re
 import time
 from collections.abc import Awaitable, Callable
+from typing import Any, Generic, Protocol, TypeVar
 
 from control_plane.errors import ForbiddenError
 from control_plane.models import Principal
+from read_functions.app.api_key import presented_key
 from read_functions.app.errors import OverloadedError, error_response
+from read_functions.app.load_shedding import Load
 from read_functions.app.messages import Request, Response
 from read_functions.app.routing import Audience, Route, Router
-from read_functions.deps import Deps
-from read_functions.tenancy.access import presented_key
-from read_functions.tenancy.rate_limit import Quota, TenantRateLimitedError
+from read_functions.tenancy.access import Access
+from read_functions.tenancy.rate_limit import Quota, RateLimiter, TenantRateLimitedError
+from read_functions.tenancy.usage import UsageCounter
 
-PrincipalSource = Callable[[Request, Route], Awaitable[Principal]]
+PrincipalSource = Callable[[Request, Route[Any]], Awaitable[Principal]]
+
+
+class RequestTelemetry(Protocol):
+    def request_done(self, request: Request, route: str, status: int, seconds: float) -> None: ...
+
+
+class Context(Protocol):
+    """What dispatch itself uses of the process's dependencies."""
+
+    @property
+    def load(self) -> Load: ...
+
+    @property
+    def access(self) -> Access: ...
+
+    @property
+    def limiter(self) -> RateLimiter: ...
+
+    @property
+    def usage(self) -> UsageCounter: ...
+
+    @property
+    def telemetry(self) -> RequestTelemetry: ...
+
+
+C = TypeVar("C", bound=Context)
 
 _SAFE_REQUEST_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
 
@@ -61,10 +94,10 @@ def reset_request_ids() -> None:
     _id_prefix = _new_prefix()
 
 
-class Dispatcher:
+class Dispatcher(Generic[C]):
     """Answers core requests for one listener (the main API, or the UBDCC compat listener)."""
 
-    def __init__(self, router: Router, deps: Deps, principal_source: PrincipalSource | None = None) -> None:
+    def __init__(self, router: Router[C], deps: C, principal_source: PrincipalSource | None = None) -> None:
         self.router = router
         self.deps = deps
         self._principal_source = principal_source or self._from_key
@@ -107,6 +140,6 @@ class Dispatcher:
         deps.telemetry.request_done(request, route_name, response.status, elapsed)
         return response
 
-    async def _from_key(self, request: Request, route: Route) -> Principal:
+    async def _from_key(self, request: Request, route: Route[Any]) -> Principal:
         key = presented_key(request, query_allowed=route.query_key)
         return await self.deps.access.principal(key, source=request.peer)

@@ -135,3 +135,11 @@ def error_response(exc: BaseException, request_id: str) -> Response:
     if isinstance(exc, MethodNotAllowedError):
         headers["Allow"] = ", ".join(exc.allowed)
     return Response(status, error_body(exc.code, message, request_id), JSON, headers)
+
+
+WEBSOCKET_CLOSE_BASE = 4000
+
+
+def close_code(exc: BaseException) -> int:
+    """The WebSocket close code of an error: 4000 + its HTTP status."""
+    return WEBSOCKET_CLOSE_BASE + status_for(exc)

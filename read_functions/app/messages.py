@@ -11,13 +11,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 from urllib.parse import parse_qsl
 
 import orjson
 
 if TYPE_CHECKING:
-    from book_store.keys import BookKey
     from control_plane.models import Principal
 
 JSON = "application/json"
@@ -66,7 +65,7 @@ class Response:
     body: bytes = b""
     content_type: str | None = JSON
     headers: dict[str, str] = field(default_factory=dict)
-    stream: StreamPlan | None = None
+    stream: Stream | None = None
 
 
 NO_QUERY: Mapping[str, str] = MappingProxyType({})
@@ -108,12 +107,15 @@ def empty_response(status: int = 204) -> Response:
     return Response(status, b"", None, {})
 
 
-@dataclass(frozen=True, slots=True)
-class StreamPlan:
-    """An authorized stream, handed from the core to an adapter that can speak WebSocket."""
+class Stream(Protocol):
+    r"""A stream a handler accepted, for an adapter that speaks WebSocket to run: it starts the
+    stream once the connection is upgraded, sends each message until ``next_message`` returns
+    None, ``close``\ s it when the client goes away and ``stop``\ s it at the end."""
 
-    book: BookKey
-    depth: int
-    principal: Principal
-    key: str | None
-    source: str  # the client's address, for the key's recheck
+    def start(self) -> None: ...
+
+    async def next_message(self) -> bytes | None: ...
+
+    def close(self) -> None: ...
+
+    def stop(self) -> None: ...

@@ -31,7 +31,7 @@ _ERROR_TEXT = {
 _NO_STORE = frozenset({"/healthz", "/openapi.json", "/metrics", "/test"})
 
 
-def document(routes: Sequence[Route]) -> dict[str, Any]:
+def document(routes: Sequence[Route[Any]]) -> dict[str, Any]:
     paths: dict[str, dict[str, Any]] = {}
     for route in routes:
         paths.setdefault(route.path, {})[route.method.lower()] = _operation(route)
@@ -53,7 +53,7 @@ def document(routes: Sequence[Route]) -> dict[str, Any]:
     }
 
 
-def _operation(route: Route) -> dict[str, Any]:
+def _operation(route: Route[Any]) -> dict[str, Any]:
     operation: dict[str, Any] = {
         "operationId": route.operation_id or _operation_id(route),
         "summary": route.summary,
@@ -85,7 +85,7 @@ def _operation(route: Route) -> dict[str, Any]:
     return operation
 
 
-def _replies(route: Route) -> dict[int, Reply]:
+def _replies(route: Route[Any]) -> dict[int, Reply]:
     replies = dict(route.replies)
     errors: set[int] = set()
     if route.params or route.path_params or route.body is not None:
@@ -107,7 +107,7 @@ def _replies(route: Route) -> dict[int, Reply]:
     return replies
 
 
-def _reply(reply: Reply, route: Route) -> dict[str, Any]:
+def _reply(reply: Reply, route: Route[Any]) -> dict[str, Any]:
     headers: dict[str, Schema] = {"X-Request-ID": {"schema": {"type": "string"}, "required": True}}
     for name in reply.headers:
         headers[name] = {"schema": {"type": "string"}}
@@ -117,6 +117,6 @@ def _reply(reply: Reply, route: Route) -> dict[str, Any]:
     return out
 
 
-def _operation_id(route: Route) -> str:
+def _operation_id(route: Route[Any]) -> str:
     words = [s for s in route.path.replace("{", "").replace("}", "").split("/") if s and s != "v1"]
     return "_".join([route.method.lower(), *words])

@@ -16,17 +16,18 @@ import enum
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any, Generic, TypeVar
 from urllib.parse import unquote
 
 from control_plane.errors import ApiError, InvalidRequestError, NotFoundError
 from read_functions.app.errors import MethodNotAllowedError
 from read_functions.app.messages import Request, Response
 
-if TYPE_CHECKING:
-    from read_functions.deps import Deps
+C = TypeVar("C")
+"""What a route's handler is given beside the request: the process's dependencies, which the core
+never looks into (``read_functions.deps.Deps`` where the app is wired together)."""
 
-Handler = Callable[[Request, "Deps"], Awaitable[Response]]
+Handler = Callable[[Request, C], Awaitable[Response]]
 JsonSchema = Mapping[str, Any]
 
 
@@ -59,10 +60,10 @@ class Reply:
 
 
 @dataclass(frozen=True, slots=True)
-class Route:
+class Route(Generic[C]):
     method: str
     path: str
-    handler: Handler
+    handler: Handler[C]
     access: Audience
     summary: str
     tag: str
@@ -96,14 +97,14 @@ MATCHES_KEPT = 16_384
 _KEPT_PATH_LENGTH = 160  # a longer path is matched every time, so the memory kept stays small
 
 
-class Router:
+class Router(Generic[C]):
     """Finds the route of a method and raw path, and the decoded path parameters."""
 
-    def __init__(self, routes: Sequence[Route]) -> None:
+    def __init__(self, routes: Sequence[Route[C]]) -> None:
         self.routes = tuple(routes)
-        self._static: dict[str, dict[str, Route]] = {}
-        self._templated: dict[tuple[int, str], list[Route]] = {}
-        self._matched: dict[tuple[str, str], tuple[Route, PathParams]] = {}
+        self._static: dict[str, dict[str, Route[C]]] = {}
+        self._templated: dict[tuple[int, str], list[Route[C]]] = {}
+        self._matched: dict[tuple[str, str], tuple[Route[C], PathParams]] = {}
         for route in self.routes:
             if "{" in route.path:
                 group = self._templated.setdefault(_group(route.segments), [])
@@ -116,7 +117,7 @@ class Router:
                     raise ValueError(f"duplicate route {route.method} {route.path}")
                 methods[route.method] = route
 
-    def match(self, method: str, raw_path: str) -> tuple[Route, PathParams]:
+    def match(self, method: str, raw_path: str) -> tuple[Route[C], PathParams]:
         """The route and its (read-only) path parameters; NotFoundError or MethodNotAllowedError.
 
         HEAD is answered by the GET route (RFC 9110 section 9.3.2): the adapter drops the body.
@@ -133,7 +134,7 @@ class Router:
                 raise _not_allowed(methods)
             return route, _NO_PARAMS
         parts = raw_path.split("/")
-        allowed: dict[str, Route] = {}
+        allowed: dict[str, Route[C]] = {}
         for route in self._templated.get(_group(parts), ()):
             params = _bind(route.segments, parts)
             if params is None:
@@ -183,7 +184,7 @@ def _decode(segment: str) -> str:
         raise InvalidRequestError("a path segment is not valid UTF-8 after percent-decoding") from exc
 
 
-def _not_allowed(methods: Mapping[str, Route]) -> MethodNotAllowedError:
+def _not_allowed(methods: Mapping[str, Route[Any]]) -> MethodNotAllowedError:
     allowed = set(methods)
     if "GET" in allowed:
         allowed.add("HEAD")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from control_plane.accounts.subscriptions import MAX_BULK_MARKETS
-from control_plane.scheduling.depth import DEFAULT_DEPTH, DEFAULT_MAX_DEPTH, MAX_DEPTH_LIMIT, VENUE_MAX_DEPTH
+from control_plane.depth import DEFAULT_DEPTH, DEFAULT_MAX_DEPTH, MAX_DEPTH_LIMIT, VENUE_MAX_DEPTH
 
 Schema = dict[str, Any]
 

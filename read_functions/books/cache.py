@@ -37,6 +37,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Collection, Coroutine, Iterable, Mapping, Sequence
+from contextvars import ContextVar
 from typing import Any, cast
 
 from redis.asyncio.cluster import RedisCluster
@@ -50,7 +51,11 @@ from ladder_process.errors import StoreError
 from read_functions.books.change_feed import ChangeFeed
 from read_functions.books.entry import Entry, Watcher
 from read_functions.books.sharded_feed import ShardedChangeFeed
-from read_functions.telemetry import book_cache_hit
+
+book_cache_hit: ContextVar[bool | None] = ContextVar("ladder_book_cache_hit", default=None)
+"""Set by the book cache while it serves a request; the request span reports it, then clears it
+(a pipelined request's task starts from the context of the one before it). Without tracing nobody
+reads it, so it is neither cleared nor set again to the value it holds."""
 
 log = logging.getLogger(__name__)
 

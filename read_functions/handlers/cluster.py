@@ -21,9 +21,9 @@ from book_store.liveness import Heartbeats
 from book_store.reader import BookReader, heard, store_errors
 from ladder_process.clock import now_ms
 from read_functions.app.messages import Request, Response, json_response
-from read_functions.books.read import best_status
 from read_functions.deps import Deps
-from read_functions.handlers.book_info import COUNTERS
+from read_functions.handlers.reads.book_info import COUNTERS
+from read_functions.handlers.reads.rules import best_status
 
 WINDOW_MS = 60_000
 """The venue's weight window (one minute, on the store's clock; see ingest_nodes.venues.budget)."""

@@ -82,7 +82,7 @@ async def serve(request: Request, deps: Deps) -> Response:
     return Response(200, asset.body, asset.content_type, headers)
 
 
-def routes() -> tuple[Route, ...]:
+def routes() -> tuple[Route[Deps], ...]:
     """One static route per file, so the router finds each with one dict look-up."""
     return tuple(
         Route(

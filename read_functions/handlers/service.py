@@ -1,7 +1,7 @@
 """Service routes: liveness, readiness, the OpenAPI document and Prometheus metrics.
 
 The probes are public and answer from memory (readiness is kept by a background ping, see
-:mod:`read_functions.server.readiness`), so probing costs the store nothing; metrics name tenants, so
+:mod:`read_functions.books.readiness`), so probing costs the store nothing; metrics name tenants, so
 they need the admin key (a Prometheus scrape job sends it as a bearer token).
 """
 

@@ -15,14 +15,14 @@ from book_store.keys import BookKey
 from book_store.unplaced import UnplacedBooks
 from control_plane.accounts.auth import require_tenant
 from control_plane.accounts.subscriptions import BulkOutcome
+from control_plane.depth import DEFAULT_DEPTH
 from control_plane.errors import InvalidRequestError
-from control_plane.scheduling.depth import DEFAULT_DEPTH
 from control_plane.validation import require_exchange
 from ladder_process.clock import now_ms
 from read_functions.app.messages import Request, Response, empty_response, json_response
 from read_functions.app.params import json_object, require_fields
-from read_functions.books.read import best_status
 from read_functions.deps import Deps
+from read_functions.handlers.reads.rules import best_status
 from read_functions.tenancy.access import subscriptions_changed
 
 _FIELDS = frozenset({"exchange", "market", "replicas", "depth"})

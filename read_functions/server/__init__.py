@@ -1,3 +1,3 @@
-"""Servers around the application core: HTTP/1.1 and WebSocket, the Lambda adapter, worker processes,
-load shedding.
+"""Servers that drive the request core: HTTP/1.1 and WebSocket, the Lambda adapter, worker
+processes, huge pages.
 """

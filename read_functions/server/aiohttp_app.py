@@ -3,7 +3,8 @@
 It uses aiohttp's low-level server (no application router or middleware): the core already
 routes, and the read path is too short to pay for a second layer. The one thing only this
 adapter can do is the WebSocket stream: when the core accepts ``/v1/stream`` it returns a plan,
-and this adapter upgrades the connection and runs :class:`read_functions.books.stream.BookStream`.
+and this adapter upgrades the connection and runs the stream the handler made
+(:class:`read_functions.app.messages.Stream`).
 :mod:`read_functions.server.http1` hands it a connection for exactly that one request, so any other
 answer (a refusal, a failed handshake) closes the connection: aiohttp's own limits, timeouts and
 error pages never serve a second request. No access log is kept, so a key sent as ``?api_key=``
@@ -14,17 +15,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from typing import Any
 
 from aiohttp import WSMsgType, web
 
 from control_plane.errors import InvalidRequestError
 from ladder_process.errors import LadderError
+from read_functions.app.api_key import STREAM_PROTOCOL
 from read_functions.app.dispatch import Dispatcher, request_id
-from read_functions.app.errors import PayloadTooLargeError, error_response
-from read_functions.app.messages import Request, Response, StreamPlan, parse_query
-from read_functions.books.stream import BookStream, close_code
-from read_functions.deps import Deps
-from read_functions.tenancy.access import STREAM_PROTOCOL
+from read_functions.app.errors import PayloadTooLargeError, close_code, error_response
+from read_functions.app.messages import Request, Response, Stream, parse_query
 
 _CLOSE_REASON_MAX = 120
 
@@ -33,11 +33,15 @@ class AiohttpAdapter:
     """The request handler of one listener (``secure``: it serves HTTPS)."""
 
     def __init__(
-        self, dispatcher: Dispatcher, deps: Deps, *, secure: bool = False, max_head_bytes: int = 8190
+        self,
+        dispatcher: Dispatcher[Any],
+        max_body_bytes: int,
+        *,
+        secure: bool = False,
+        max_head_bytes: int = 8190,
     ) -> None:
         self._dispatch = dispatcher
-        self._deps = deps
-        self._max_body = deps.settings.max_body_bytes
+        self._max_body = max_body_bytes
         self._max_head = max_head_bytes
         self._scheme = "https://" if secure else "http://"
 
@@ -88,10 +92,9 @@ class AiohttpAdapter:
         return body
 
     async def _stream(
-        self, http: web.BaseRequest, socket: web.WebSocketResponse, plan: StreamPlan
+        self, http: web.BaseRequest, socket: web.WebSocketResponse, stream: Stream
     ) -> web.StreamResponse:
         await socket.prepare(http)
-        stream = BookStream(self._deps, plan)
         stream.start()
         incoming = asyncio.get_running_loop().create_task(_discard_incoming(socket))
         incoming.add_done_callback(lambda _: stream.close())  # the client went away

@@ -50,7 +50,7 @@ from collections.abc import Awaitable, Callable
 from email.utils import formatdate
 from http import HTTPStatus
 from socket import SO_LINGER, SOL_SOCKET, socket
-from typing import NamedTuple, cast
+from typing import Any, NamedTuple, cast
 from urllib.parse import urlsplit
 
 import httptools
@@ -66,8 +66,8 @@ from read_functions.app.errors import (
     error_response,
 )
 from read_functions.app.messages import Request, Response, parse_query
-from read_functions.deps import Deps
 from read_functions.server.aiohttp_app import AiohttpAdapter
+from read_functions.settings import ReadSettings
 
 Core = Callable[[Request], Awaitable[Response]]
 Upgradable = Callable[[str, str], bool]  # (method, raw path): may this request leave for WebSocket?
@@ -152,10 +152,13 @@ class Http1Server:
         self._drained: asyncio.Event | None = None  # set at shutdown, once no connection is left
 
     @classmethod
-    def for_api(cls, dispatcher: Dispatcher, deps: Deps, *, secure: bool, **timeouts: float) -> Http1Server:
+    def for_api(
+        cls, dispatcher: Dispatcher[Any], settings: ReadSettings, *, secure: bool, **timeouts: float
+    ) -> Http1Server:
         """The read API's server: the core answers requests, aiohttp runs WebSocket streams."""
-        settings = deps.settings
-        adapter = AiohttpAdapter(dispatcher, deps, secure=secure, max_head_bytes=MAX_HEAD_BYTES)
+        adapter = AiohttpAdapter(
+            dispatcher, settings.max_body_bytes, secure=secure, max_head_bytes=MAX_HEAD_BYTES
+        )
         configured = {
             "keepalive_timeout_s": settings.keepalive_timeout_s,
             "request_timeout_s": settings.request_timeout_s,

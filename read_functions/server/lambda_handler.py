@@ -17,14 +17,12 @@ import os
 from typing import Any
 
 from control_plane.errors import InvalidRequestError
-from read_functions.app.dispatch import Dispatcher, request_id
+from read_functions.app.dispatch import request_id
 from read_functions.app.errors import PayloadTooLargeError, error_response
 from read_functions.app.messages import Request, Response, parse_query
-from read_functions.app.routes import ROUTES
-from read_functions.app.routing import Router
-from read_functions.deps import Deps
 from read_functions.server.aws_secrets import resolve_secret_arns
 from read_functions.settings import load_settings
+from read_functions.wiring import ReadApp
 
 
 def _new_loop() -> asyncio.AbstractEventLoop:
@@ -38,7 +36,7 @@ def _new_loop() -> asyncio.AbstractEventLoop:
 _LOOP = _new_loop()
 
 _TEXT_TYPES = ("application/json", "text/")
-_state: dict[str, Dispatcher] = {}
+_state: dict[str, ReadApp] = {}
 
 
 def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
@@ -47,26 +45,25 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
 
 
 async def _handle(event: dict[str, Any]) -> dict[str, Any]:
-    dispatcher = _state.get("dispatcher") or await _start()
+    app = _state.get("app") or await _start()
     try:
-        request = to_request(event, dispatcher.deps.settings.max_body_bytes)
+        request = to_request(event, app.settings.max_body_bytes)
     except PayloadTooLargeError as exc:
         return to_lambda(error_response(exc, request_id(None)))
-    response = await dispatcher(request)
+    response = await app.api(request)
     if response.stream is not None:
         response = error_response(
             InvalidRequestError("WebSocket streaming is served by the server deployment, not Lambda"),
             request.request_id,
         )
-    await dispatcher.deps.flush_if_due()
+    await app.flush_if_due()
     return to_lambda(response)
 
 
-async def _start() -> Dispatcher:
+async def _start() -> ReadApp:
     resolve_secret_arns(os.environ)
-    deps = await Deps.open(load_settings(), follow_changes=False)
-    dispatcher = _state["dispatcher"] = Dispatcher(Router(ROUTES), deps)
-    return dispatcher
+    app = _state["app"] = await ReadApp.open(load_settings(), follow_changes=False)
+    return app
 
 
 def to_request(event: dict[str, Any], max_body_bytes: int) -> Request:

@@ -33,14 +33,11 @@ from multiprocessing.process import BaseProcess
 from control_plane.errors import ConfigurationError
 from ladder_process.embedded_valkey import die_with_parent
 from ladder_process.heap import freeze_survivors
-from read_functions.app.dispatch import Dispatcher, reset_request_ids
-from read_functions.app.routes import COMPAT_ROUTES, ROUTES
-from read_functions.app.routing import Router
-from read_functions.deps import Deps
+from read_functions.app.dispatch import reset_request_ids
 from read_functions.server.http1 import LISTEN_BACKLOG, Http1Server
 from read_functions.server.huge_pages import restart_with_huge_pages
-from read_functions.settings import ReadSettings, load_settings
-from read_functions.ubdcc.tenant import CompatTenant, is_loopback
+from read_functions.settings import ReadSettings, is_loopback, load_settings
+from read_functions.wiring import ReadApp
 
 log = logging.getLogger("read_functions")
 
@@ -105,16 +102,15 @@ async def serve_worker(
     settings: ReadSettings, main: Listener, compat: Listener | None, worker: int, ready: Callable[[], None]
 ) -> None:
     """Serve both listeners in this process until cancelled."""
-    deps = await Deps.open(settings)
+    app = await ReadApp.open(settings, compat=compat is not None)
     servers: list[Http1Server] = []
     heap: asyncio.Task[None] | None = None
     try:
-        dispatchers = [(main, Dispatcher(Router(ROUTES), deps))]
-        if compat is not None:
-            compat_source = CompatTenant(deps, settings.compat_tenant)
-            dispatchers.append((compat, Dispatcher(Router(COMPAT_ROUTES), deps, compat_source)))
+        dispatchers = [(main, app.api)]
+        if compat is not None and app.compat is not None:
+            dispatchers.append((compat, app.compat))
         for listener, dispatcher in dispatchers:
-            server = Http1Server.for_api(dispatcher, deps, secure=listener.tls is not None)
+            server = Http1Server.for_api(dispatcher, settings, secure=listener.tls is not None)
             servers.append(server)
             await server.start(listener.socket_for(worker), listener.tls)
         gc.freeze()  # what exists now lives as long as the worker: keep it out of every collection
@@ -126,7 +122,7 @@ async def serve_worker(
             heap.cancel()
         for server in servers:
             await server.close()
-        await deps.close()
+        await app.close()
 
 
 def run_worker(

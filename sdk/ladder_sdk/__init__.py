@@ -8,13 +8,15 @@
         print(book.best_bid, book.best_ask, book.spread)
 
 `AsyncLadder` is the same API for asyncio; `LadderAdmin` / `AsyncLadderAdmin` are the operator's.
-Every error is a `LadderError`; the tree is drawn in `ladder_sdk._errors`.
+Every error is a `LadderError`; the tree is drawn in `ladder_sdk._wire.errors`.
 """
 
-from ._async_client import AsyncLadder, AsyncLadderAdmin
-from ._book import Book, BookRead, Level, Top
-from ._config import Timeout
-from ._errors import (
+from ._client.async_client import AsyncLadder, AsyncLadderAdmin
+from ._client.config import Timeout
+from ._client.sync_client import Ladder, LadderAdmin
+from ._version import VERSION as __version__
+from ._wire.book import Book, BookRead, Level, Top
+from ._wire.errors import (
     APIConnectionError,
     APIResponseError,
     APIStatusError,
@@ -33,7 +35,7 @@ from ._errors import (
     PermissionDeniedError,
     RateLimitError,
 )
-from ._models import (
+from ._wire.models import (
     Account,
     ApiKey,
     AuditEntry,
@@ -52,9 +54,7 @@ from ._models import (
     UsageLimits,
     UsageMinute,
 )
-from ._retry import RetryPolicy
-from ._sync_client import Ladder, LadderAdmin
-from ._version import VERSION as __version__
+from ._wire.retry import RetryPolicy
 
 __all__ = [
     "APIConnectionError",

@@ -21,8 +21,8 @@ from ladder_sdk import (
     PermissionDeniedError,
     RateLimitError,
 )
-from ladder_sdk._answer import status_error
-from ladder_sdk._errors import redact, status_error_class
+from ladder_sdk._wire.answer import status_error
+from ladder_sdk._wire.errors import redact, status_error_class
 
 
 @pytest.mark.parametrize(
@@ -61,7 +61,7 @@ def test_the_book_errors_share_a_parent_and_every_error_the_root() -> None:
 
 
 def test_the_module_docstring_draws_every_exception_class() -> None:
-    tree = ladder_sdk._errors.__doc__ or ""
+    tree = ladder_sdk._wire.errors.__doc__ or ""
     for name in ladder_sdk.__all__:
         value = getattr(ladder_sdk, name)
         if isinstance(value, type) and issubclass(value, Exception):

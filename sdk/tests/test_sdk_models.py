@@ -8,7 +8,7 @@ from decimal import Decimal
 
 import pytest
 from ladder_sdk import APIResponseError, Book, CreatedKey, Level, NodeAssignment, UsageLimits
-from ladder_sdk import _parse as parse
+from ladder_sdk._wire import parse
 
 BOOK = """{"exchange": "binance.com", "market": "ETHBTC", "update_id": 7281945,
  "event_time": 1764500000123, "ingest_time": 1764500000125, "publish_time": 1764500000126,

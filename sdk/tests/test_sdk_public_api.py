@@ -96,7 +96,7 @@ def test_the_async_clients_are_twins_of_the_sync_ones() -> None:
 
 def test_the_sdk_imports_nothing_of_the_server() -> None:
     package = Path(ladder_sdk.__file__).parent
-    for source in package.glob("*.py"):
+    for source in package.rglob("*.py"):
         for node in ast.walk(ast.parse(source.read_text())):
             if isinstance(node, ast.Import):
                 roots = {alias.name.split(".")[0] for alias in node.names}

@@ -19,7 +19,7 @@ from ladder_sdk import (
     RateLimitError,
     RetryPolicy,
 )
-from ladder_sdk._retry import may_retry, parse_retry_after
+from ladder_sdk._wire.retry import may_retry, parse_retry_after
 
 
 def policy(draw: float, **overrides: float) -> RetryPolicy:

@@ -14,7 +14,7 @@ from ladder_sdk import (
     PermissionDeniedError,
     RetryPolicy,
 )
-from ladder_sdk._stream import StreamSession, stream_url
+from ladder_sdk._client.stream import StreamSession, stream_url
 from websockets.datastructures import Headers
 from websockets.exceptions import ConnectionClosedError, InvalidStatus
 from websockets.http11 import Response

@@ -35,8 +35,8 @@ from ingest_nodes.settings import IngestSettings
 from ladder_process.embedded_valkey import free_port, valkey_binary
 from ladder_process.metrics_server import ROUTES as OPS_ROUTES
 from ladder_process.metrics_server import MetricsSettings
-from read_functions.app.routes import COMPAT_ROUTES, ROUTES
 from read_functions.app.routing import Audience, Route, Router
+from read_functions.routes import COMPAT_ROUTES, ROUTES
 from read_functions.server.workers import parse_args
 from read_functions.settings import ReadSettings
 from tests.deploy.helm import CHART, NAMESPACE, Manifest, Rendered, Values, documented_value_sets, render
@@ -196,7 +196,7 @@ def port_number(container: dict[str, Any], port: int | str) -> int:
     return int(numbers[0])
 
 
-def read_routes(container: dict[str, Any], port: int) -> tuple[Route, ...] | None:
+def read_routes(container: dict[str, Any], port: int) -> tuple[Route[Any], ...] | None:
     """What ``ladder read`` with the container's arguments serves on ``port`` (None: nothing)."""
     args = parse_args(container["args"][1:])
     return {args.port: ROUTES, args.compat_port: COMPAT_ROUTES}.get(port)

@@ -24,8 +24,8 @@ from typing import Any, TypeVar
 
 import pytest
 
-from read_functions.app.routes import ROUTES
 from read_functions.app.routing import Audience
+from read_functions.routes import ROUTES
 from tests.e2e.stack import ADMIN_KEY, Stack, start_stack
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("console")]

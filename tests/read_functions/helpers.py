@@ -20,15 +20,15 @@ from book_store.keys import BookKey
 from book_store.writer import BookWriter
 from ladder_process.clock import now_ms
 from read_functions.app.dispatch import Dispatcher
-from read_functions.app.routes import COMPAT_ROUTES, ROUTES
 from read_functions.app.routing import Route, Router
 from read_functions.app.schemas import COMPONENTS
 from read_functions.deps import Deps
+from read_functions.handlers.ubdcc.tenant import CompatTenant
+from read_functions.routes import COMPAT_ROUTES, ROUTES
 from read_functions.server.http1 import Http1Server
 from read_functions.server.huge_pages import environment_with_huge_pages, thp_mode
 from read_functions.server.workers import bind
 from read_functions.settings import ReadSettings
-from read_functions.ubdcc.tenant import CompatTenant
 from tests.stores import kill_subscribers
 
 ADMIN_KEY = "ldr_admin_test_key_0123456789"
@@ -150,11 +150,11 @@ async def open_stack(redis_url: str, store: StoreClient, **overrides: Any) -> St
 
 
 async def serve(
-    deps: Deps, routes: tuple[Route, ...], source: CompatTenant | None = None
+    deps: Deps, routes: tuple[Route[Deps], ...], source: CompatTenant | None = None
 ) -> tuple[Http1Server, str]:
     """A listener on a free loopback port answering ``routes`` (as ``source``'s caller); its URL."""
     listener = bind("test", "127.0.0.1", 0, 1, None)
-    server = Http1Server.for_api(Dispatcher(Router(routes), deps, source), deps, secure=False)
+    server = Http1Server.for_api(Dispatcher(Router(routes), deps, source), deps.settings, secure=False)
     await server.start(listener.sockets[0], None)
     return server, listener.url
 

@@ -7,8 +7,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
 from book_store.keys import BookKey
+from control_plane.depth import DEFAULT_DEPTH
 from control_plane.models import BookWish, NodeInfo, ReplicaAssignment
-from control_plane.scheduling.depth import DEFAULT_DEPTH
 from control_plane.scheduling.scheduler import Plan, plan_assignments
 from tests.control_plane.helpers import make_node
 

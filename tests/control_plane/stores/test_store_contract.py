@@ -8,9 +8,9 @@ import dataclasses
 import pytest
 
 from book_store.keys import BookKey
+from control_plane.depth import DEFAULT_DEPTH
 from control_plane.errors import ConflictError, LimitExceededError, NotFoundError, UnauthorizedError
 from control_plane.models import ApiKey, AuditEvent, BookWish, ReplicaAssignment, Subscription
-from control_plane.scheduling.depth import DEFAULT_DEPTH
 from control_plane.stores.base import ControlStore, Generations
 from control_plane.stores.dynamodb import DynamoControlStore
 from ladder_process.clock import now_ms

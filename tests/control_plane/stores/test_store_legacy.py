@@ -11,8 +11,8 @@ import boto3
 import pytest
 
 from book_store.keys import BookKey
+from control_plane.depth import DEFAULT_DEPTH, DEFAULT_MAX_DEPTH
 from control_plane.models import BookWish, ReplicaAssignment, Subscription
-from control_plane.scheduling.depth import DEFAULT_DEPTH, DEFAULT_MAX_DEPTH
 from control_plane.stores.dynamodb import DynamoControlStore, create_table
 from control_plane.stores.redis import HASH_TAG, RedisControlStore
 from tests.control_plane.helpers import make_tenant

@@ -24,7 +24,7 @@ from schemathesis.core.result import Ok
 from book_store.codec import BookStatus, encode_message
 from book_store.keys import CATALOG_INDEX, catalog_key
 from read_functions.app import openapi
-from read_functions.app.routes import ROUTES
+from read_functions.routes import ROUTES
 from tests.read_functions.helpers import ADMIN_KEY, ETH, MARKETS, PEPPER, ServerProcess, snapshot
 from tests.stores import SyncClient, TestStore
 

@@ -22,10 +22,10 @@ from read_functions.app import routing
 from read_functions.app.dispatch import request_id
 from read_functions.app.errors import MethodNotAllowedError, error_response, status_for
 from read_functions.app.messages import parse_query
-from read_functions.app.routes import COMPAT_ROUTES, ROUTES
 from read_functions.app.routing import Router
 from read_functions.books.render import Side, names_json, render
-from read_functions.ubdcc.wire import levels_as_numbers
+from read_functions.handlers.ubdcc.wire import levels_as_numbers
+from read_functions.routes import COMPAT_ROUTES, ROUTES
 from tests.read_functions.helpers import ETH, levels, snapshot
 
 ROUTER = Router(ROUTES)

@@ -21,9 +21,9 @@ from book_store.keys import node_stats_key, weight_key_prefix
 from control_plane.models import NodeInfo, ReplicaAssignment
 from control_plane.stores.redis import RedisControlStore
 from ladder_process.clock import now_ms
-from read_functions.app.routes import ROUTES
 from read_functions.app.routing import Audience
 from read_functions.handlers.console import ASSETS, CONTENT_SECURITY_POLICY
+from read_functions.routes import ROUTES
 from tests.read_functions.helpers import ETH, Stack, snapshot, validate
 
 OWN_SCRIPTS = sorted(p for p in ASSETS.glob("*.js"))

@@ -10,7 +10,7 @@ import aiohttp
 import orjson
 import pytest
 
-from read_functions.books.stream import BookStream
+from read_functions.handlers.reads.stream import BookStream
 from tests.read_functions.helpers import ETH, Stack, levels, snapshot, validate
 from tests.waiting import wait_until
 

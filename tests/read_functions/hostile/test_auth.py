@@ -24,8 +24,8 @@ from control_plane.errors import ConfigurationError
 from control_plane.models import OPERATOR
 from control_plane.settings import ControlSettings
 from control_plane.stores.redis import RedisControlStore
-from read_functions.server.load_shedding import MIN_EVIDENCE, Load
-from read_functions.server.readiness import StoreReadiness
+from read_functions.app.load_shedding import MIN_EVIDENCE, Load
+from read_functions.books.readiness import StoreReadiness
 from read_functions.settings import load_settings
 from read_functions.tenancy.auth_failures import AuthenticationsLimitedError, FailedAuthentications
 from tests.read_functions.helpers import ETH, PEPPER, Stack, open_stack, snapshot

@@ -18,7 +18,7 @@ from schemathesis.checks import not_a_server_error
 from schemathesis.core.result import Ok
 
 from read_functions.app import openapi
-from read_functions.app.routes import COMPAT_ROUTES, ROUTES
+from read_functions.routes import COMPAT_ROUTES, ROUTES
 from tests.read_functions.hostile.attacks import Target
 
 Operation = schemathesis.APIOperation[Any, Any, Any, Any]

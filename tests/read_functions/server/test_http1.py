@@ -20,8 +20,8 @@ import redis.asyncio as redis
 
 from read_functions.app.dispatch import Dispatcher
 from read_functions.app.messages import Request, Response
-from read_functions.app.routes import ROUTES
 from read_functions.app.routing import Router
+from read_functions.routes import ROUTES
 from read_functions.server.http1 import MAX_HEAD_BYTES, MAX_PIPELINED, Http1Server, encode_response
 from read_functions.server.workers import bind
 from tests.read_functions.helpers import ADMIN_KEY, ETH, Stack, snapshot
@@ -63,7 +63,9 @@ async def running(server: Http1Server) -> AsyncIterator[str]:
 @contextlib.asynccontextmanager
 async def serving(stack: Stack, **timeouts: float) -> AsyncIterator[tuple[Http1Server, str]]:
     """A main-API server of its own on a free port, over the stack's dependencies."""
-    server = Http1Server.for_api(Dispatcher(Router(ROUTES), stack.deps), stack.deps, secure=False, **timeouts)
+    server = Http1Server.for_api(
+        Dispatcher(Router(ROUTES), stack.deps), stack.deps.settings, secure=False, **timeouts
+    )
     async with running(server) as url:
         yield server, url
 

@@ -144,9 +144,9 @@ def lambda_env(test_store: TestStore, monkeypatch: pytest.MonkeyPatch) -> Iterat
 
     run(seed())
     yield url
-    dispatcher = lambda_handler._state.pop("dispatcher", None)
-    if dispatcher is not None:
-        run(dispatcher.deps.close())
+    app = lambda_handler._state.pop("app", None)
+    if app is not None:
+        run(app.close())
 
 
 def publish(url: str, *items: tuple[Any, int, bytes]) -> None:

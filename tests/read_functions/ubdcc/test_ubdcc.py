@@ -10,8 +10,8 @@ import orjson
 from unicorn_binance_local_depth_cache.cluster import Cluster
 
 from book_store.codec import BookStatus
-from read_functions.app.routes import COMPAT_ROUTES
-from read_functions.ubdcc.tenant import CompatTenant
+from read_functions.handlers.ubdcc.tenant import CompatTenant
+from read_functions.routes import COMPAT_ROUTES
 from tests.read_functions.helpers import BTC, ETH, Stack, levels, serve, snapshot, validate
 
 BIDS = levels(["0.03512000", "0.03511000", "0.03510000"], "2.00000000")

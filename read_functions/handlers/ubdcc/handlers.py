@@ -32,10 +32,9 @@ from ladder_process.errors import StoreError
 from ladder_process.telemetry import ladder_version
 from read_functions.app.messages import Request, Response
 from read_functions.app.params import json_object
-from read_functions.books.read import authorize_book, cached_entry, deepest
 from read_functions.deps import Deps
-from read_functions.tenancy.access import subscriptions_changed
-from read_functions.ubdcc.wire import (
+from read_functions.handlers.reads.rules import authorize_book, cached_entry, deepest
+from read_functions.handlers.ubdcc.wire import (
     APP_NAME,
     UBDCC_DEPTH,
     Call,
@@ -43,6 +42,7 @@ from read_functions.ubdcc.wire import (
     UbdccError,
     levels_as_numbers,
 )
+from read_functions.tenancy.access import subscriptions_changed
 
 UbdccHandler = Callable[[Call, Deps], Awaitable[Response]]
 MAX_LEVELS = 1_000_000

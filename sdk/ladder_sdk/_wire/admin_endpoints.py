@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from . import _parse as parse
-from ._call import Call, params, path
-from ._errors import ConfigurationError
-from ._models import ApiKey, AuditEntry, ClusterBook, CreatedKey, EgressBudget, Node, Tenant, Usage
+from . import parse as parse
+from .call import Call, params, path
+from .errors import ConfigurationError
+from .models import ApiKey, AuditEntry, ClusterBook, CreatedKey, EgressBudget, Node, Tenant, Usage
 
 TENANT_FIELDS = frozenset(
     {"name", "max_markets", "max_replicas", "max_depth", "rate_limit_rps", "burst", "disabled"}

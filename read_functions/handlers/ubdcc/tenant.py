@@ -24,24 +24,15 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+from typing import Any
 
 from control_plane.errors import ConflictError, ForbiddenError, UnauthorizedError
 from control_plane.models import OPERATOR, Principal
+from read_functions.app.api_key import presented_key
 from read_functions.app.messages import Request
 from read_functions.app.routing import Route
 from read_functions.deps import Deps
-from read_functions.tenancy.access import presented_key
-from read_functions.ubdcc.wire import UBDCC_DEPTH
-
-
-def is_loopback(host: str) -> bool:
-    """True for ``localhost`` and loopback addresses (where keyless changes may be allowed)."""
-    if host.casefold() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
+from read_functions.handlers.ubdcc.wire import UBDCC_DEPTH
 
 
 def _host_name(host_header: str) -> str:
@@ -72,7 +63,7 @@ class CompatTenant:
         self._principal: Principal | None = None
         self._lock = asyncio.Lock()
 
-    async def __call__(self, request: Request, route: Route) -> Principal:
+    async def __call__(self, request: Request, route: Route[Any]) -> Principal:
         self._refuse_browsers(request)
         key = presented_key(request)
         if key is not None:

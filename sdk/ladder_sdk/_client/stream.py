@@ -1,7 +1,7 @@
 """The reconnect-and-resume rules of `stream()`, as a state object with no I/O.
 
 Theory of operation: the server sends one JSON book per published snapshot on `/v1/stream`. A
-client loop (sync or async, in `_sync_client` / `_async_client`) opens the WebSocket with
+client loop (sync or async, in `_client.sync_client` / `_client.async_client`) opens the WebSocket with
 `url`/`headers()`, hands every message to `accept`, and when the connection ends hands the
 failure to `failed` (an exception) or `closed` (a close frame). Those return how long to wait
 before reconnecting, or raise when reconnecting cannot help.
@@ -24,12 +24,12 @@ from urllib.parse import urlencode
 
 import websockets.exceptions
 
-from ._answer import status_error
-from ._book import Book
-from ._errors import APIConnectionError, APIStatusError, LadderError, redact, status_error_class
-from ._foreign import from_stream
-from ._parse import book, decode_json
-from ._retry import RetryPolicy, may_retry
+from .._wire.answer import status_error
+from .._wire.book import Book
+from .._wire.errors import APIConnectionError, APIStatusError, LadderError, redact, status_error_class
+from .._wire.parse import book, decode_json
+from .._wire.retry import RetryPolicy, may_retry
+from .foreign import from_stream
 
 # Close codes 4000-4999 are the application's; the stream endpoint sends 4000 + an HTTP status.
 APP_CLOSE_BASE = 4000

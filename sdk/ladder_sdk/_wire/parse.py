@@ -20,9 +20,9 @@ from datetime import datetime
 from decimal import Decimal, InvalidOperation
 from types import MappingProxyType
 
-from ._book import Book, BookRead, Level, Top, datetime_from_ms
-from ._errors import APIResponseError
-from ._models import (
+from .book import Book, BookRead, Level, Top, datetime_from_ms
+from .errors import APIResponseError
+from .models import (
     Account,
     ApiKey,
     AuditEntry,

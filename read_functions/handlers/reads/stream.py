@@ -10,27 +10,38 @@ flag again, so the client receives the newest snapshot next and the ones in betw
 (conflated). Memory per stream is one flag and one reference, whatever the publish rate.
 
 The caller's key and entitlement are checked again every ``recheck_s``: a revoked key or a
-dropped subscription ends the stream with close code 4000 + the HTTP status (4401, 4403).
+dropped subscription ends the stream with close code 4000 + the HTTP status (4401, 4403;
+:func:`read_functions.app.errors.close_code`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import dataclass
 
+from book_store.keys import BookKey
 from control_plane.errors import InvalidRequestError
+from control_plane.models import Principal
 from ladder_process.clock import now_ms
-from ladder_process.errors import LadderError
-from read_functions.app.errors import status_for
-from read_functions.app.messages import Request, Response, StreamPlan
+from read_functions.app.api_key import presented_key
+from read_functions.app.messages import Request, Response
 from read_functions.app.params import int_param
 from read_functions.books.entry import Entry
-from read_functions.books.read import authorize_book, deeper_view
 from read_functions.books.render import BookView, Side
 from read_functions.deps import Deps
-from read_functions.tenancy.access import presented_key
+from read_functions.handlers.reads.rules import authorize_book, deeper_view
 
-CLOSE_BASE = 4000
+
+@dataclass(frozen=True, slots=True)
+class StreamPlan:
+    """What an authorized stream serves, and whom, for the rechecks."""
+
+    book: BookKey
+    depth: int
+    principal: Principal
+    key: str | None
+    source: str  # the client's address, for the key's recheck
 
 
 async def open_stream(request: Request, deps: Deps) -> Response:
@@ -46,7 +57,7 @@ async def open_stream(request: Request, deps: Deps) -> Response:
         raise InvalidRequestError("this route needs a WebSocket upgrade (Upgrade: websocket)")
     key = presented_key(request, query_allowed=True)
     plan = StreamPlan(book, depth, request.principal, key, request.peer)
-    return Response(101, b"", None, {}, stream=plan)
+    return Response(101, b"", None, {}, stream=BookStream(deps, plan))
 
 
 class BookStream:
@@ -148,8 +159,3 @@ class BookStream:
 def _resolve(waiter: asyncio.Future[None]) -> None:
     if not waiter.done():
         waiter.set_result(None)
-
-
-def close_code(exc: LadderError) -> int:
-    """The WebSocket close code of an error: 4000 + its HTTP status."""
-    return CLOSE_BASE + status_for(exc)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 
-from ._errors import (
+from .errors import (
     APIConnectionError,
     BookUnavailableError,
     ConfigurationError,

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from . import _parse as parse
-from ._book import Book, BookRead, Top
-from ._call import Call, params, path
-from ._models import Account, ApiKey, BulkResult, CreatedKey, Market, Subscription, Usage
+from . import parse as parse
+from .book import Book, BookRead, Top
+from .call import Call, params, path
+from .models import Account, ApiKey, BulkResult, CreatedKey, Market, Subscription, Usage
 
 
 def book(

@@ -14,15 +14,11 @@ from typing import Self, TypeVar, cast
 import httpx
 import websockets.sync.client
 
-from . import _admin_endpoints as admin
-from . import _endpoints as tenant
-from ._base_client import DEFAULT_TIMEOUT, Outcome, _BaseClient
-from ._book import Book, BookRead, Top
-from ._call import Call
-from ._config import ADMIN_KEY_ENV, Timeout, Verify
-from ._foreign import STREAM_ERRORS
-from ._logging import STREAM_LOGGER
-from ._models import (
+from .._wire import admin_endpoints as admin
+from .._wire import endpoints as tenant
+from .._wire.book import Book, BookRead, Top
+from .._wire.call import Call
+from .._wire.models import (
     Account,
     ApiKey,
     AuditEntry,
@@ -36,8 +32,12 @@ from ._models import (
     Tenant,
     Usage,
 )
-from ._retry import RetryPolicy
-from ._stream import StreamSession
+from .._wire.retry import RetryPolicy
+from .base_client import DEFAULT_TIMEOUT, Outcome, _BaseClient
+from .config import ADMIN_KEY_ENV, Timeout, Verify
+from .foreign import STREAM_ERRORS
+from .logging import STREAM_LOGGER
+from .stream import StreamSession
 
 T = TypeVar("T")
 

@@ -1,4 +1,4 @@
-"""The typed answers of the account, key and operator endpoints (the book lives in `_book`)."""
+"""The typed answers of the account, key and operator endpoints (the book lives in `_wire.book`)."""
 
 from __future__ import annotations
 

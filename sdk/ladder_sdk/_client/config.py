@@ -11,8 +11,8 @@ import ssl
 from dataclasses import dataclass, field, replace
 from urllib.parse import urlsplit
 
-from ._errors import ConfigurationError
-from ._retry import RetryPolicy
+from .._wire.errors import ConfigurationError
+from .._wire.retry import RetryPolicy
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8080"
 BASE_URL_ENV = "LADDER_BASE_URL"

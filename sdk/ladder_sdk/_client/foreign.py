@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import httpx
 import websockets.exceptions
 
-from ._errors import APIConnectionError, APIResponseError, APITimeoutError, LadderError, redact
+from .._wire.errors import APIConnectionError, APIResponseError, APITimeoutError, LadderError, redact
 
 # (foreign class, our class, may the request have reached the server), first match wins.
 HTTPX_ERRORS: tuple[tuple[type[httpx.RequestError], type[LadderError], bool], ...] = (
@@ -25,7 +25,7 @@ HTTPX_ERRORS: tuple[tuple[type[httpx.RequestError], type[LadderError], bool], ..
     (httpx.RequestError, APIConnectionError, True),
 )
 
-# What a WebSocket connection can fail with, short of an HTTP answer (see `_stream`).
+# What a WebSocket connection can fail with, short of an HTTP answer (see `_client.stream`).
 STREAM_ERRORS: tuple[type[Exception], ...] = (websockets.exceptions.WebSocketException, OSError)
 
 

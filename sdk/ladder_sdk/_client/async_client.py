@@ -1,6 +1,6 @@
 """The asyncio clients: `AsyncLadder` for tenants, `AsyncLadderAdmin` for operators.
 
-The twins of `_sync_client` with `await` in the three places where waiting happens: an
+The twins of `_client.sync_client` with `await` in the three places where waiting happens: an
 `httpx.AsyncClient` to send, `asyncio.sleep` to back off, websockets' asyncio client to stream.
 Every method takes the same arguments and gives the same result as its `Ladder` namesake.
 """
@@ -15,15 +15,11 @@ from typing import Self, TypeVar, cast
 import httpx
 import websockets.asyncio.client
 
-from . import _admin_endpoints as admin
-from . import _endpoints as tenant
-from ._base_client import DEFAULT_TIMEOUT, Outcome, _BaseClient
-from ._book import Book, BookRead, Top
-from ._call import Call
-from ._config import ADMIN_KEY_ENV, Timeout, Verify
-from ._foreign import STREAM_ERRORS
-from ._logging import STREAM_LOGGER
-from ._models import (
+from .._wire import admin_endpoints as admin
+from .._wire import endpoints as tenant
+from .._wire.book import Book, BookRead, Top
+from .._wire.call import Call
+from .._wire.models import (
     Account,
     ApiKey,
     AuditEntry,
@@ -37,8 +33,12 @@ from ._models import (
     Tenant,
     Usage,
 )
-from ._retry import RetryPolicy
-from ._stream import StreamSession
+from .._wire.retry import RetryPolicy
+from .base_client import DEFAULT_TIMEOUT, Outcome, _BaseClient
+from .config import ADMIN_KEY_ENV, Timeout, Verify
+from .foreign import STREAM_ERRORS
+from .logging import STREAM_LOGGER
+from .stream import StreamSession
 
 T = TypeVar("T")
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ._errors import APIResponseError, APIStatusError, redact, status_error_class
-from ._parse import decode_json
-from ._retry import parse_retry_after
+from .errors import APIResponseError, APIStatusError, redact, status_error_class
+from .parse import decode_json
+from .retry import parse_retry_after
 
 
 def status_error(status: int, headers: Mapping[str, str], body: bytes, *secrets: str) -> APIStatusError:

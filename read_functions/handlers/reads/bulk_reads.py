@@ -20,9 +20,9 @@ from ladder_process.errors import LadderError
 from read_functions.app.messages import JSON, Request, Response
 from read_functions.app.params import int_param
 from read_functions.books.entry import Entry
-from read_functions.books.read import authorize_book, best_status, deeper_view, synced_replica
 from read_functions.books.render import Side
 from read_functions.deps import Deps
+from read_functions.handlers.reads.rules import authorize_book, best_status, deeper_view, synced_replica
 
 MAX_BOOKS_PER_READ = 100
 """The most markets one ``GET /v1/books?markets=`` names (an answer of 100 books 100 deep is ~0.6 MB)."""

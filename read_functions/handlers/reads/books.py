@@ -13,15 +13,15 @@ from ladder_process.clock import now_ms
 from read_functions.app.messages import JSON, Request, Response
 from read_functions.app.negotiation import accepts_gzip, etag_matches
 from read_functions.app.params import int_param
-from read_functions.books.read import (
+from read_functions.books.render import Side
+from read_functions.deps import Deps
+from read_functions.handlers.reads.rules import (
     authorize_book,
     cached_entry,
     deeper_view,
     raise_if_unplaced,
     synced_replica,
 )
-from read_functions.books.render import Side
-from read_functions.deps import Deps
 
 MAX_AGE_LIMIT_MS = 86_400_000
 

@@ -12,21 +12,11 @@ from read_functions.app import openapi
 from read_functions.app.messages import JSON, Request, Response
 from read_functions.app.routing import Audience, Handler, Param, Reply, Route
 from read_functions.app.schemas import ref
-from read_functions.books.stream import open_stream
 from read_functions.deps import Deps
-from read_functions.handlers import (
-    account,
-    admin,
-    book_info,
-    books,
-    bulk_reads,
-    catalog,
-    cluster,
-    console,
-    service,
-    subscriptions,
-)
-from read_functions.ubdcc import handlers as ubdcc
+from read_functions.handlers import account, admin, catalog, cluster, console, service, subscriptions
+from read_functions.handlers.reads import book_info, books, bulk_reads
+from read_functions.handlers.reads.stream import open_stream
+from read_functions.handlers.ubdcc import handlers as ubdcc
 
 PUBLIC, TENANT, ADMIN = Audience.PUBLIC, Audience.TENANT, Audience.ADMIN
 
@@ -43,7 +33,7 @@ def _ok(schema: str, status: int = 200, description: str = "OK.") -> dict[int, R
     return {status: Reply(description, ref(schema))}
 
 
-def _book_route(suffix: str, handler: Handler, schema: str, what: str) -> Route:
+def _book_route(suffix: str, handler: Handler[Deps], schema: str, what: str) -> Route[Deps]:
     return Route(
         "GET",
         f"/v1/books/{{exchange}}/{{market}}{suffix}",
@@ -104,12 +94,12 @@ _UBDCC_REPLY = {200: Reply("UBDCC envelope (application errors too: result ERROR
 def _ubdcc(
     method: str,
     name: str,
-    handler: Handler,
+    handler: Handler[Deps],
     params: tuple[Param, ...],
     summary: str,
     *,
     mutates: bool = False,
-) -> Route:
+) -> Route[Deps]:
     body = ref("UbdccCreate") if method == "POST" else None
     return Route(
         method,
@@ -126,7 +116,7 @@ def _ubdcc(
     )
 
 
-UBDCC_ROUTES: tuple[Route, ...] = (
+UBDCC_ROUTES: tuple[Route[Deps], ...] = (
     Route(
         "GET",
         "/test",
@@ -177,12 +167,12 @@ UBDCC_ROUTES: tuple[Route, ...] = (
     ),
 )
 
-HEALTH_ROUTES: tuple[Route, ...] = (
+HEALTH_ROUTES: tuple[Route[Deps], ...] = (
     Route("GET", "/healthz", service.healthz, PUBLIC, "The process is up", "service", replies=_ok("Status")),
     Route("GET", "/readyz", service.readyz, PUBLIC, "The store answers", "service", replies=_ok("Status")),
 )
 
-ROUTES: tuple[Route, ...] = (
+ROUTES: tuple[Route[Deps], ...] = (
     _book_route("", books.get_book, "Book", "both sides"),
     _book_route("/bids", books.get_bids, "BookBids", "the bids"),
     _book_route("/asks", books.get_asks, "BookAsks", "the asks"),
@@ -491,4 +481,4 @@ ROUTES: tuple[Route, ...] = (
     *UBDCC_ROUTES,
 )
 
-COMPAT_ROUTES: tuple[Route, ...] = (*UBDCC_ROUTES, *HEALTH_ROUTES)
+COMPAT_ROUTES: tuple[Route[Deps], ...] = (*UBDCC_ROUTES, *HEALTH_ROUTES)

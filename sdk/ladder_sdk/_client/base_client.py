@@ -1,6 +1,6 @@
 """The I/O-free core that the sync and the async clients share.
 
-Theory of operation: an endpoint function (`_endpoints`, `_admin_endpoints`) describes a call as
+Theory of operation: an endpoint function (`_wire.endpoints`, `_wire.admin_endpoints`) describes a call as
 a `Call`. `_BaseClient._flow(call)` is a generator that yields `Attempt`s ("wait this long, then
 send this request") and is sent back what happened: the `httpx.Response`, or the
 `httpx.RequestError` that sending raised. It reads the answer, decides with the RetryPolicy
@@ -24,16 +24,16 @@ from typing import ClassVar, TypeVar
 
 import httpx
 
-from ._answer import status_error
-from ._call import Call
-from ._config import API_KEY_ENV, ClientConfig, Timeout, Verify, resolve_config
-from ._errors import APIStatusError, LadderError
-from ._foreign import from_httpx
-from ._parse import decode_json
-from ._retry import RetryPolicy, may_retry
-from ._stream import StreamSession, stream_url
-from ._tracing import trace_headers
-from ._version import VERSION
+from .._version import VERSION
+from .._wire.answer import status_error
+from .._wire.call import Call
+from .._wire.errors import APIStatusError, LadderError
+from .._wire.parse import decode_json
+from .._wire.retry import RetryPolicy, may_retry
+from .config import API_KEY_ENV, ClientConfig, Timeout, Verify, resolve_config
+from .foreign import from_httpx
+from .stream import StreamSession, stream_url
+from .tracing import trace_headers
 
 T = TypeVar("T")
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from control_plane.depth import DEFAULT_DEPTH, MAX_DEPTH_LIMIT, VENUE_MAX_DEPTH, venue_max_depth
 from control_plane.errors import InvalidRequestError
-from control_plane.scheduling.depth import DEFAULT_DEPTH, MAX_DEPTH_LIMIT, VENUE_MAX_DEPTH, venue_max_depth
 from control_plane.validation import require_depth
 from ingest_nodes.venues.registry import KNOWN_EXCHANGES
 

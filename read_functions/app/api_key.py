@@ -1,0 +1,40 @@
+"""The API key a request presents, and the places it may present it.
+
+Headers everywhere (``X-API-Key``, ``Authorization: Bearer``); on the stream route only, where
+browsers cannot set headers on a WebSocket, also a ``ladder.key.<key>`` subprotocol or
+``?api_key=``.
+"""
+
+from __future__ import annotations
+
+from read_functions.app.messages import Request
+
+STREAM_PROTOCOL = "ladder.v1"
+"""The WebSocket subprotocol a stream answers with; a browser offers it beside its key."""
+KEY_PROTOCOL_PREFIX = "ladder.key."
+"""A browser's key, offered as the WebSocket subprotocol ``ladder.key.<key>`` (never echoed)."""
+
+
+def presented_key(request: Request, *, query_allowed: bool = False) -> str | None:
+    """The API key in ``X-API-Key`` or ``Authorization: Bearer`` (or, where allowed, a
+    ``ladder.key.<key>`` WebSocket subprotocol or ``?api_key=``).
+
+    Only the stream route allows the last two: browsers cannot set headers on a WebSocket, and
+    the subprotocol keeps the key out of the URL (the console uses it). A key in a URL is never
+    logged here (the server keeps no access log).
+    """
+    key = request.headers.get("x-api-key")
+    if key:
+        return key.strip()
+    authorization = request.headers.get("authorization")
+    if authorization:
+        scheme, _, credentials = authorization.partition(" ")
+        if scheme.lower() == "bearer" and credentials.strip():
+            return credentials.strip()
+    if query_allowed:
+        for protocol in (request.headers.get("sec-websocket-protocol") or "").split(","):
+            offered = protocol.strip()
+            if offered.startswith(KEY_PROTOCOL_PREFIX) and len(offered) > len(KEY_PROTOCOL_PREFIX):
+                return offered.removeprefix(KEY_PROTOCOL_PREFIX)
+        return request.query.get("api_key") or None
+    return None
