@@ -24,6 +24,11 @@ turns within a round, and each layer's best of ``--rounds`` rounds counts (proce
 work on the machine still shares its caches and cores, so figures wander by tens of percent). It
 also runs under ``valgrind --tool=cachegrind`` with a small ``--requests``: the layers' figures are
 then CPU time under valgrind's simulation, and ``cg_annotate`` shows which functions it went to.
+
+``--instructions`` counts instead of timing, so it holds on a busy machine: the full layer alone
+runs twice under ``valgrind --tool=callgrind``, with ``--requests`` and with three times as many,
+and the difference of the two runs' instruction totals, divided by the requests between them, is
+what one request costs (start-up, seeding and warm-up cancel out).
 """
 
 from __future__ import annotations
@@ -31,8 +36,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from aiohttp import web
@@ -190,9 +199,13 @@ async def main(args: argparse.Namespace) -> None:
                 ("ladder + the six book headers", ladder(ladder_headers)),
                 ("full: Ladder's protocol and core, one hot cached book", full),
             ]
+            if args.full_only:
+                steps = steps[-1:]
             costs = await cpu_us_per_request([p for _, p in steps], raw, args.requests, args.rounds)
         finally:
             await deps.close()
+    if args.full_only:
+        return
     aiohttp_static_us, ladder_static_us, full_us = costs[0], costs[1], costs[-1]
     rows = []
     for (name, _protocol), cost, previous in zip(steps, costs, [None, *costs], strict=False):
@@ -234,13 +247,53 @@ async def _hot_body(protocol: ProtocolFactory, raw: bytes) -> bytes:
     return body
 
 
+def instructions_per_request(args: argparse.Namespace) -> float:
+    """Instructions one full read costs: two callgrind runs of the full layer, differenced."""
+    totals: list[int] = []
+    for requests in (args.requests, 3 * args.requests):
+        with tempfile.TemporaryDirectory() as scratch:
+            out = Path(scratch) / "callgrind.out"
+            command = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable,
+                       "-m", "bench.read_cost", "--full-only", "--rounds", "1", "--requests", str(requests),
+                       "--markets", str(args.markets)]  # fmt: skip
+            subprocess.run(command, check=True, env={**os.environ, "PYTHONHASHSEED": "0"})
+            totals.append(_instructions(out))
+    requests_between: int = 2 * args.requests
+    return (totals[1] - totals[0]) / requests_between
+
+
+def _instructions(callgrind_out: Path) -> int:
+    for line in callgrind_out.read_text().splitlines():
+        if line.startswith(("summary:", "totals:")):
+            return int(line.split()[1])
+    raise SystemExit(f"no instruction total in {callgrind_out}")
+
+
+def report_instructions(args: argparse.Namespace) -> None:
+    report = Report("read_cost_instructions", "Read API: instructions per hot read, full layer, callgrind")
+    report.figure("instructions per request (full layer)", instructions_per_request(args), "instructions")
+    report.note(
+        f"valgrind --tool=callgrind, the full layer alone, {args.requests} and {3 * args.requests} requests "
+        "(after 200 of warm-up), the two instruction totals differenced; PYTHONHASHSEED=0."
+    )
+    print(report.write().read_text())
+
+
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="ladder bench read_cost", description=__doc__.split("\n")[0])
     parser.add_argument("--requests", type=int, default=5000, help="requests per round")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--markets", type=int, default=50, help="markets seeded (one is read)")
+    parser.add_argument(
+        "--instructions", action="store_true", help="count instructions per full read under callgrind"
+    )
+    parser.add_argument("--full-only", action="store_true", help=argparse.SUPPRESS)  # a counted child
     return parser.parse_args()
 
 
 if __name__ == "__main__":
-    run(main(parse_args()))
+    arguments = parse_args()
+    if arguments.instructions:
+        report_instructions(arguments)
+    else:
+        run(main(arguments))
