@@ -62,7 +62,7 @@ from bench.harness import EXCHANGES, Bench, cpu_seconds, run
 from bench.report import Report, at_least, below, percentiles
 from bench.stack import VENUE_OF, Stack
 from bench.sync import rss_kib, venue_stats
-from book_store.keys import node_stats_key
+from book_store.schema import node_stats_key
 
 DEPTH = 20
 STREAMS_PER_EXCHANGE = 25

@@ -49,7 +49,7 @@ from redis.crc import key_slot
 from bench.harness import cpu_seconds
 from bench.report import Report, percentiles
 from book_store.codec import BookStatus, SnapshotMeta, encode_snapshot
-from book_store.keys import BookKey
+from book_store.schema import BookKey
 from ladder_process.embedded_valkey import EmbeddedValkey
 from tests.valkey_cluster import HOST, ValkeyCluster
 

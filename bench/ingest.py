@@ -53,8 +53,8 @@ from bench.harness import (
 from bench.replay import Recording, ReplayVenue, record
 from bench.report import Report, at_least, median
 from book_store.codec import BookStatus
-from book_store.keys import BookKey
 from book_store.reader import BookReader
+from book_store.schema import BookKey
 from ingest_nodes.venues.binance.parse import parse_spot_frame
 from ladder_cli.main import fake_venue_env
 

@@ -59,7 +59,7 @@ from bench.harness import (
 )
 from bench.report import Report, below, median, percentiles
 from book_store.codec import BookStatus, Snapshot, decode_message
-from book_store.keys import BookKey
+from book_store.schema import BookKey
 
 EXCHANGE = "binance.com"
 ALPACA = "alpaca-crypto"

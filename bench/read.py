@@ -50,7 +50,7 @@ from bench.harness import Bench, cpu_seconds, huge_page_mb
 from bench.report import Report, at_least, below, median, percentiles
 from book_store.catalog import MarketCatalog, MarketInfo
 from book_store.codec import BookStatus, SnapshotMeta, encode_snapshot
-from book_store.keys import BookKey
+from book_store.schema import BookKey
 from book_store.writer import BookWriter
 from ladder_cli.supervisor import Child, child_env
 from read_functions.app.messages import Request, Response

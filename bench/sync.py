@@ -47,8 +47,8 @@ from bench.harness import EXCHANGES, Bench, Node, cpu_seconds
 from bench.report import Report, below
 from book_store.catalog import MarketCatalog
 from book_store.codec import BookStatus
-from book_store.keys import BookKey, node_stats_key
 from book_store.reader import BookReader
+from book_store.schema import BookKey, node_stats_key
 from control_plane.models import ReplicaAssignment
 from control_plane.stores.redis import RedisControlStore
 from ingest_nodes.core.trusted_window import snapshot_limit

@@ -15,7 +15,7 @@ from typing import cast
 import orjson
 
 from book_store.connect import StoreClient
-from book_store.keys import CATALOG_INDEX, catalog_digest_key, catalog_key
+from book_store.schema import CATALOG_INDEX, catalog_digest_key, catalog_key
 
 TRADING = "TRADING"
 

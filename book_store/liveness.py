@@ -6,7 +6,7 @@ A reader must tell a quiet book from a book whose ingest node died. Republishing
 replica every second would tell it, at the price of a store write, a change message and a decode
 in every reader per quiet book and second; with thousands of quiet books that is most of a node's
 work. So each ingest node writes one heartbeat instead, every ``keepalive_ms``, through its book
-writer (keys in :mod:`book_store.keys`: ``NODES_ALIVE`` is both a hash, node id -> its latest
+writer (keys in :mod:`book_store.schema`: ``NODES_ALIVE`` is both a hash, node id -> its latest
 heartbeat, and a channel on which every heartbeat is published):
 
     <B Q q q> + node id   version, the node's tag, time, since; then the node id in UTF-8
@@ -40,7 +40,7 @@ from collections.abc import Iterable
 from typing import NamedTuple, cast
 
 from book_store.connect import StoreClient
-from book_store.keys import NODES_ALIVE
+from book_store.schema import NODES_ALIVE
 from ladder_process.errors import StoreError
 
 VERSION = 1

@@ -20,8 +20,8 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from book_store.codec import BookStatus, Snapshot
 from book_store.connect import StoreClient
-from book_store.keys import NODES_ALIVE, BookKey
 from book_store.liveness import Heartbeats
+from book_store.schema import NODES_ALIVE, BookKey
 from ladder_process.errors import StoreError, StoreUnavailableError
 
 

@@ -1,6 +1,6 @@
 """Why a book's replicas are not placed: the scheduler writes it, readers answer with it.
 
-A book nobody keeps (its venue keys are all in use, no node has room) would otherwise look like
+A book nobody keeps (its venue credentials are all in use, no node has room) would otherwise look like
 one that is starting; its status and its 503 say why instead. The control loop replaces the whole
 set after each plan that changes it.
 """
@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from redis.exceptions import RedisError
 
 from book_store.connect import StoreClient
-from book_store.keys import UNPLACED_KEY, BookKey
+from book_store.schema import UNPLACED_KEY, BookKey
 from ladder_process.errors import StoreUnavailableError
 
 

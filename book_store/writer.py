@@ -54,12 +54,13 @@ from redis.exceptions import RedisClusterException, RedisError
 
 from book_store.codec import encode_message, tombstone
 from book_store.connect import StoreClient
-from book_store.keys import NODES_ALIVE, BookKey, snapshot_field
 from book_store.liveness import NodeHeartbeat, encode_heartbeat
+from book_store.schema import NODES_ALIVE, BookKey, ReplicaId, snapshot_field
+from ladder_process import clock
 
 log = logging.getLogger(__name__)
 
-_Batch = dict[tuple[BookKey, int], bytes | None]
+_Batch = dict[ReplicaId, bytes | None]
 
 # KEYS: the snapshots hash, the change channel. ARGV: field, change message. Stores the message's
 # snapshot (past its 2-byte replica) and publishes the message: a deep snapshot of 5000 levels a
@@ -197,7 +198,7 @@ class BookWriter:
             if not queue.deep:
                 heartbeat, self._heartbeat = self._heartbeat, None
             started = time.perf_counter()  # loop.time() has 1 ms resolution under uvloop
-            now_ms = time.time_ns() // 1_000_000
+            now_ms = clock.now_ms()
             queue.sending = True
             failure: Exception | None = None
             lost = False

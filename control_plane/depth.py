@@ -2,8 +2,8 @@
 
 A subscription asks for ``depth`` levels per side and a book is kept as deep as its deepest
 subscriber asks. Ladder can only vouch for levels a REST snapshot told it about, so a venue's
-limit is the most levels one of its snapshots holds (docs/venues.md): ``/api/v3/depth`` takes
-``limit`` up to 5000 on Binance's spot venues, ``/fapi/v1/depth`` up to 1000 on USD-M futures.
+limit is the most levels one of its snapshots holds (the venues' REST references): ``/api/v3/depth``
+takes ``limit`` up to 5000 on Binance's spot venues, ``/fapi/v1/depth`` up to 1000 on USD-M futures.
 Alpaca sends whole books; 5000 bounds what Ladder keeps of one. A tenant's ``max_depth`` bounds
 its own subscriptions below that.
 """

@@ -12,6 +12,8 @@
     │   ├── LimitExceededError         limit_exceeded    max_markets / max_replicas / max_depth
     │   ├── RateLimitedError           rate_limited      carries ``retry_after_s``
     │   ├── BookNotSyncedError         book_not_synced   carries ``retry_after_s``
+    │   │   ├── BookUnplacedError      book_unplaced     no replica of the book could be placed
+    │   │   └── VenueRefusedError      venue_refused     the venue refuses Ladder's credential
     │   └── BookTooOldError            book_too_old
     └── ConfigurationError             configuration     a process was started with missing settings
 

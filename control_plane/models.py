@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from book_store.keys import BookKey
+from book_store.schema import BookKey
 from control_plane.depth import DEFAULT_DEPTH, DEFAULT_MAX_DEPTH
 
 JsonScalar = str | int | float | bool | None

@@ -15,7 +15,7 @@ from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from control_plane.accounts.api_keys import MAX_PRESENTED_LENGTH
-from control_plane.scheduling.venue_credentials import key_pool
+from control_plane.scheduling.venue_credentials import credential_pool
 
 MIN_SECRET_LENGTH = 16
 
@@ -76,10 +76,10 @@ class ControlSettings(BaseSettings):
 
     @property
     def keyed_exchanges(self) -> dict[str, int]:
-        """Exchanges whose connections each take a venue key, and how many keys there are."""
+        """Exchanges whose connections each take a venue credential, and how many keys there are."""
         return {
             "alpaca-crypto": len(
-                key_pool(self.alpaca_key_id, self.alpaca_secret_key, self.alpaca_credentials)
+                credential_pool(self.alpaca_key_id, self.alpaca_secret_key, self.alpaca_credentials)
             )
         }
 

@@ -10,7 +10,7 @@ from typing import Literal
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from control_plane.scheduling.venue_credentials import key_pool
+from control_plane.scheduling.venue_credentials import credential_pool
 from ingest_nodes.core.stall_watch import StallPolicy
 from ingest_nodes.venues.credentials import Credential
 
@@ -163,7 +163,7 @@ class IngestSettings(BaseSettings):
     @property
     def alpaca_keys(self) -> list[Credential]:
         """Every configured Alpaca key (see ``control_plane.scheduling.venue_credentials``)."""
-        pool = key_pool(self.alpaca_key_id, self.alpaca_secret_key, self.alpaca_credentials)
+        pool = credential_pool(self.alpaca_key_id, self.alpaca_secret_key, self.alpaca_credentials)
         return [Credential(key_id, secret) for key_id, secret in pool]
 
     @property

@@ -11,6 +11,7 @@ what a newcomer can take in at once.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Collection, Iterator
 from pathlib import Path
 
@@ -232,6 +233,43 @@ def sibling_folder_edges(package: str) -> dict[str, set[str]]:
 def test_no_circle_between_folders(package: str) -> None:
     circles = [sorted(group) for group in strongly_connected(sibling_folder_edges(package)) if len(group) > 1]
     assert not circles, "folders that import each other:\n" + "\n".join(" <-> ".join(c) for c in circles)
+
+
+SERVER_PACKAGES = (
+    "ladder_process",
+    "book_store",
+    "control_plane",
+    "ingest_nodes",
+    "read_functions",
+    "ladder_cli",
+)
+
+EPOCH_MS_BY_HAND = re.compile(r"time_ns\(\)\s*//\s*1_?000_?000\b|time\(\)\s*\*\s*1_?000\b")
+
+
+def test_the_clock_in_milliseconds_is_read_in_one_place() -> None:
+    """``ladder_process.clock.now_ms`` is Ladder's clock (a ``Clock`` where a test injects one); a
+    module that computes epoch milliseconds itself bypasses it."""
+    wrong = sorted(
+        name
+        for name, path in modules().items()
+        if name.startswith(SERVER_PACKAGES)
+        and name != "ladder_process.clock"
+        and EPOCH_MS_BY_HAND.search(path.read_text())
+    )
+    assert not wrong, f"epoch milliseconds computed outside ladder_process.clock: {wrong}"
+
+
+def test_every_docs_page_the_code_cites_exists() -> None:
+    cited = {
+        (str(path.relative_to(ROOT)), page)
+        for path in [*modules().values(), *(ROOT / "tests").rglob("*.py")]
+        for page in re.findall(r"\bdocs/([\w.-]+\.md)\b", path.read_text())
+    }
+    missing = sorted(
+        f"{source} cites docs/{page}" for source, page in cited if not (ROOT / "docs" / page).is_file()
+    )
+    assert not missing, "\n".join(missing)
 
 
 def strongly_connected(edges: dict[str, set[str]]) -> list[set[str]]:

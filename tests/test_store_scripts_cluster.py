@@ -13,10 +13,10 @@ from redis.asyncio.cluster import RedisCluster
 
 from book_store.catalog import MarketCatalog, MarketInfo
 from book_store.connect import opened, store_client
-from book_store.keys import BookKey
+from book_store.schema import BookKey
 from book_store.unplaced import UnplacedBooks
 from control_plane.models import Tenant
-from ingest_nodes.runtime.key_leases import KeyLeases
+from ingest_nodes.runtime.credential_leases import CredentialLeases
 from ingest_nodes.venues.budget import WeightBudget
 from ingest_nodes.venues.credentials import Credential
 from read_functions.tenancy.rate_limit import RateLimiter
@@ -75,10 +75,10 @@ async def test_rate_limit_buckets_and_usage_counters_stay_in_their_tenants_slot(
     assert [r["requests_total"] for r in reports] == [2] * 6
 
 
-async def test_venue_key_leases_and_unplaced_books(cluster: RedisCluster) -> None:
+async def test_venue_credential_leases_and_unplaced_books(cluster: RedisCluster) -> None:
     keys = [Credential(SecretStr(f"key{i}"), SecretStr("secret")) for i in range(4)]
-    first = KeyLeases(cluster, "alpaca-crypto", "node-a", keys)
-    second = KeyLeases(cluster, "alpaca-crypto", "node-b", keys)
+    first = CredentialLeases(cluster, "alpaca-crypto", "node-a", keys)
+    second = CredentialLeases(cluster, "alpaca-crypto", "node-b", keys)
     assert len(await first.hold(3)) == 3
     assert len(await second.hold(3)) == 1, "a key leased by one node is not handed to another"
     unplaced = UnplacedBooks(cluster)

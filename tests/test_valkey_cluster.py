@@ -8,7 +8,7 @@ import time
 import redis
 from redis.cluster import RedisCluster
 
-from book_store.keys import BookKey
+from book_store.schema import BookKey
 from tests.valkey_cluster import SLOTS, ValkeyCluster, slot_ranges
 
 

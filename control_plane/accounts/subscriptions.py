@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from book_store.keys import BookKey
+from book_store.schema import BookKey
 from control_plane.accounts.audit import AuditLog
 from control_plane.accounts.tenants import MAX_REPLICAS_LIMIT
 from control_plane.depth import DEFAULT_DEPTH

@@ -13,16 +13,14 @@ from typing import Protocol
 
 from book_store.codec import BookStatus
 from book_store.connect import StoreClient
-from book_store.keys import BookKey
 from book_store.liveness import Heartbeats
 from book_store.reader import BookReader, heard
+from book_store.schema import BookKey, ReplicaId
 from ladder_process.clock import Clock, now_ms
-
-ReplicaRef = tuple[BookKey, int]
 
 
 class ReplicaStatusSource(Protocol):
-    async def synced_replicas(self, replicas: Collection[ReplicaRef]) -> set[ReplicaRef]:
+    async def synced_replicas(self, replicas: Collection[ReplicaId]) -> set[ReplicaId]:
         """The subset of ``replicas`` whose snapshots are synced and fresh."""
 
 
@@ -34,13 +32,13 @@ class BookStoreReplicaStatus:
         self._max_silence_ms = max_silence_ms
         self._clock = clock
 
-    async def synced_replicas(self, replicas: Collection[ReplicaRef]) -> set[ReplicaRef]:
+    async def synced_replicas(self, replicas: Collection[ReplicaId]) -> set[ReplicaId]:
         wanted = set(replicas)
         books = sorted({book for book, _ in wanted})
         heartbeats = Heartbeats()
         stored = await self._reader.many([BookKey(b.exchange, b.market) for b in books], heartbeats)
         now = self._clock()
-        synced: set[ReplicaRef] = set()
+        synced: set[ReplicaId] = set()
         for book in books:
             for replica, snapshot in stored[BookKey(book.exchange, book.market)].items():
                 fresh = now - heard(snapshot, heartbeats) <= self._max_silence_ms

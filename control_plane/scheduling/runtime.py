@@ -50,7 +50,7 @@ from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from typing import Generic, TypeVar
 
-from book_store.keys import BookKey
+from book_store.schema import BookKey, ReplicaId
 from book_store.unplaced import UnplacedBooks
 from control_plane.bootstrap import open_control_store
 from control_plane.models import BookWish, ReplicaAssignment
@@ -112,7 +112,7 @@ class ControlLoop:
         keyed: dict[str, int] | None = None,
         unplaced: UnplacedBooks | None = None,
     ) -> None:
-        """``keyed``: exchanges whose connections each take a venue key, with their pool sizes;
+        """``keyed``: exchanges whose connections each take a venue credential, with their pool sizes;
         ``unplaced``: where to say why books are unplaced, for readers."""
         self._store = store
         self._keyed = keyed or {}
@@ -183,7 +183,7 @@ class ControlLoop:
         if kept_desired and kept_current and settled is not None and settled[0] == inputs:
             self._settled = settled
             return settled[1]
-        synced: set[tuple[BookKey, int]] = set()
+        synced: set[ReplicaId] = set()
         read: set[BookKey] = set()
         while True:
             plan = await asyncio.to_thread(

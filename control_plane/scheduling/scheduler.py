@@ -47,7 +47,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
-from book_store.keys import BookKey
+from book_store.schema import BookKey, ReplicaId
 from control_plane.models import BookWish, NodeInfo, ReplicaAssignment
 
 DEFAULT_MAX_MOVES = 16
@@ -151,7 +151,7 @@ def plan_assignments(
     desired: Mapping[BookKey, BookWish],
     nodes: Sequence[NodeInfo],
     current: Sequence[ReplicaAssignment],
-    synced: Set[tuple[BookKey, int]],
+    synced: Set[ReplicaId],
     *,
     max_moves: int = DEFAULT_MAX_MOVES,
     keyed: Mapping[str, int] | None = None,
@@ -222,7 +222,7 @@ def _books(
     by_book: Mapping[BookKey, list[ReplicaAssignment]],
     live: Set[str],
     fleet: _Fleet,
-    synced: Set[tuple[BookKey, int]],
+    synced: Set[ReplicaId],
 ) -> list[_Book]:
     books = []
     for ref, (wanted, depth) in sorted(desired.items()):
@@ -307,7 +307,7 @@ def _move_one(books: Sequence[_Book], fleet: _Fleet) -> bool:
     return False
 
 
-def _still_needed(book: _Book, synced: Set[tuple[BookKey, int]]) -> list[ReplicaAssignment]:
+def _still_needed(book: _Book, synced: Set[ReplicaId]) -> list[ReplicaAssignment]:
     """The surplus replicas that must stay until the book's targets are synced (phase 7)."""
     synced_targets = sum(1 for r in book.targets if (book.ref, r.replica) in synced)
     synced_surplus = [r for r in book.surplus() if (book.ref, r.replica) in synced]

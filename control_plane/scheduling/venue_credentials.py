@@ -1,4 +1,5 @@
-"""The pool of venue API keys (Alpaca's): read from settings, counted by the scheduler, used by nodes.
+"""The pool of venue credentials (Alpaca's API keys): read from settings, counted by the scheduler,
+used by nodes.
 
 Alpaca allows one stream connection per key, so the scheduler must know how many keys there are
 to place replicas on at most that many nodes; the nodes need the secrets to connect. Both read the
@@ -11,14 +12,16 @@ from __future__ import annotations
 
 from pydantic import SecretStr
 
-KeyPair = tuple[SecretStr, SecretStr]
+CredentialPair = tuple[SecretStr, SecretStr]
 
 
-def key_pool(key_id: SecretStr | None, secret: SecretStr | None, pool: SecretStr | None) -> list[KeyPair]:
+def credential_pool(
+    key_id: SecretStr | None, secret: SecretStr | None, pool: SecretStr | None
+) -> list[CredentialPair]:
     """Every configured key, the single pair first, each key id once."""
     if (key_id is None) != (secret is None):
         raise ValueError("set both LADDER_ALPACA_KEY_ID and LADDER_ALPACA_SECRET_KEY, or neither")
-    keys: dict[str, KeyPair] = {}
+    keys: dict[str, CredentialPair] = {}
     if key_id is not None and secret is not None:
         keys[key_id.get_secret_value()] = (key_id, secret)
     text = "" if pool is None else pool.get_secret_value()

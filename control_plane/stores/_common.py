@@ -2,7 +2,7 @@
 that turns subscriptions into what each book should be (how many replicas, how deep).
 
 ``|`` separates the parts: neither an exchange id nor a market may contain it (see
-control_plane.validation and book_store.keys). A replica is ``exchange|market|replica|depth``;
+control_plane.validation and book_store.schema). A replica is ``exchange|market|replica|depth``;
 one written before depth existed (``exchange|market|replica``) reads as the default depth.
 """
 
@@ -12,7 +12,7 @@ import functools
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from typing import Any, ParamSpec, TypeVar
 
-from book_store.keys import BookKey
+from book_store.schema import BookKey
 from control_plane.depth import DEFAULT_DEPTH
 from control_plane.errors import LimitExceededError
 from control_plane.models import BookWish, ReplicaAssignment, Tenant

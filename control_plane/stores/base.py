@@ -29,7 +29,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from book_store.keys import BookKey
+from book_store.schema import BookKey
 from control_plane.models import (
     ApiKey,
     AuditEvent,

@@ -52,7 +52,7 @@ from typing import Any, TypeVar
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
 
-from book_store.keys import BookKey
+from book_store.schema import BookKey
 from control_plane.errors import ConflictError, LimitExceededError, NotFoundError, UnauthorizedError
 from control_plane.models import (
     ApiKey,

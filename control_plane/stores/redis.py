@@ -60,7 +60,7 @@ from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from book_store.connect import StoreClient
-from book_store.keys import BookKey
+from book_store.schema import BookKey
 from control_plane.depth import DEFAULT_DEPTH, DEFAULT_MAX_DEPTH
 from control_plane.errors import (
     ConfigurationError,

@@ -42,14 +42,6 @@ class SymbolSpec:
     contract_type: str = ""
     delivery_date_ms: int = 0
 
-    @property
-    def tick_size(self) -> Decimal:
-        return Decimal(self.tick_mult).scaleb(-self.price_decimals)
-
-    @property
-    def step_size(self) -> Decimal:
-        return Decimal(1).scaleb(-self.qty_decimals)
-
 
 @dataclass(frozen=True, slots=True)
 class _Shape:

@@ -35,7 +35,7 @@ import orjson
 from redis.exceptions import RedisError
 
 from book_store.connect import StoreClient
-from book_store.keys import BookKey
+from book_store.schema import BookKey
 from ingest_nodes.core.book import OrderBook
 from ingest_nodes.core.engine import BookEngine
 from ingest_nodes.ops.stats import ReplicaStats

@@ -21,8 +21,9 @@ import orjson
 from redis.exceptions import RedisError
 
 from book_store.connect import StoreClient
-from book_store.keys import BookKey, node_stats_key
+from book_store.schema import BookKey, node_stats_key
 from ingest_nodes.ops.stats import ReplicaStats
+from ladder_process.clock import now_ms
 from ladder_process.sweeps import in_slices
 
 log = logging.getLogger(__name__)
@@ -47,7 +48,7 @@ def process_usage() -> dict[str, float | int | None]:
             rss = int(statm.read().split()[1]) * _PAGE_SIZE
     except (OSError, ValueError, IndexError):
         rss = None
-    return {"cpu_s": round(time.process_time(), 3), "rss_bytes": rss, "at_ms": time.time_ns() // 1_000_000}
+    return {"cpu_s": round(time.process_time(), 3), "rss_bytes": rss, "at_ms": now_ms()}
 
 
 class StatsReporter:

@@ -66,14 +66,13 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import Span, StatusCode, set_span_in_context, use_span
 
 from book_store.codec import BookStatus
-from book_store.keys import BookKey
+from book_store.schema import BookKey, ReplicaId
 from ingest_nodes.core.engine import BookEngine
 from ingest_nodes.ops.stats import ReplicaStats, SnapshotStats
+from ladder_process.clock import now_ms
 from ladder_process.telemetry import HistogramSeries, Telemetry, bucket_quantile
 
 LATENCY_BUCKETS_S = (0.0005, 0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
-
-ReplicaKey = tuple[BookKey, int]
 LATENCY_WINDOW_S = 60.0
 """The node's reported publish-latency percentiles cover about this much recent time."""
 LATENCY_QUANTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99}
@@ -131,7 +130,7 @@ class NodeFacts(Protocol):
     """The node, as the observable instruments read it."""
 
     @property
-    def replicas(self) -> Mapping[ReplicaKey, ReplicaFacts]: ...
+    def replicas(self) -> Mapping[ReplicaId, ReplicaFacts]: ...
 
     @property
     def retired(self) -> Mapping[str, ReplicaStats]:
@@ -153,11 +152,11 @@ class IngestTelemetry:
         self._enabled = telemetry.enabled
         self.batches = 0
         self.snapshots = 0
-        self._pending: dict[ReplicaKey, tuple[int, HistogramSeries]] = {}
+        self._pending: dict[ReplicaId, tuple[int, HistogramSeries]] = {}
         self._exchange_latency: dict[str, HistogramSeries] = {}
         self._latency_marks: dict[str, deque[tuple[float, list[int]]]] = {}
-        self._resync_spans: dict[ReplicaKey, Span] = {}
-        self._resync_weight: dict[ReplicaKey, int] = {}
+        self._resync_spans: dict[ReplicaId, Span] = {}
+        self._resync_weight: dict[ReplicaId, int] = {}
         self._node: NodeFacts | None = None
 
         meter = telemetry.meter
@@ -388,7 +387,7 @@ class IngestTelemetry:
             series = self._exchange_latency[exchange] = self._latency.series({"exchange": exchange})
         return series
 
-    def _fetched_in_resync(self, key: ReplicaKey, resync: Span, fetch: ReadableSpan) -> None:
+    def _fetched_in_resync(self, key: ReplicaId, resync: Span, fetch: ReadableSpan) -> None:
         """The resync's span sums its snapshots' weight and keeps the venue's last status."""
         attributes = fetch.attributes or {}
         weight = attributes.get("ladder.weight")
@@ -399,7 +398,7 @@ class IngestTelemetry:
         if isinstance(status, int):
             resync.set_attribute("ladder.venue_status", status)
 
-    def _end_resync(self, key: ReplicaKey, outcome: str, update_id: int | None = None) -> None:
+    def _end_resync(self, key: ReplicaId, outcome: str, update_id: int | None = None) -> None:
         span = self._resync_spans.pop(key, None)
         self._resync_weight.pop(key, None)
         if span is not None:
@@ -491,7 +490,7 @@ class IngestTelemetry:
         if self._node is None:
             return []
         counts: dict[tuple[str, str], int] = {}
-        for replica, status in self._node.statuses(time.time_ns() // 1_000_000):
+        for replica, status in self._node.statuses(now_ms()):
             key = (replica.book.exchange, status.label)
             counts[key] = counts.get(key, 0) + 1
         return [Observation(n, {"exchange": e, "status": s}) for (e, s), n in counts.items()]
@@ -533,14 +532,14 @@ class IngestTelemetry:
                 int(status is BookStatus.SYNCED),
                 {"exchange": book.exchange, "market": book.market, "replica": replica.replica},
             )
-            for replica, status in self._node.statuses(time.time_ns() // 1_000_000)
+            for replica, status in self._node.statuses(now_ms())
             for book in (replica.book,)
         ]
 
     def _observe_age(self, _options: CallbackOptions) -> Iterable[Observation]:
         if self._node is None:
             return []
-        now = time.time_ns() // 1_000_000
+        now = now_ms()
         return [
             Observation(
                 max(0, now - replica.last_event_ms) / 1000,

@@ -39,8 +39,8 @@ from redis.exceptions import RedisError
 from book_store.catalog import MarketCatalog
 from book_store.codec import BookStatus
 from book_store.connect import StoreClient
-from book_store.keys import BookKey
 from book_store.liveness import prune_heartbeats
+from book_store.schema import BookKey, ReplicaId
 from book_store.writer import BookWriter
 from control_plane.models import ReplicaAssignment
 from control_plane.scheduling.assignments import AssignmentClient
@@ -50,8 +50,8 @@ from ingest_nodes.ops.checkpoints import CheckpointLog, ReplicaChecker
 from ingest_nodes.ops.reporting import StatsReporter, process_usage
 from ingest_nodes.ops.stats import NodeTally, ReplicaStats
 from ingest_nodes.ops.telemetry import IngestTelemetry
+from ingest_nodes.runtime.credential_leases import CredentialLeases
 from ingest_nodes.runtime.exchange import ExchangeRuntime, build_exchange
-from ingest_nodes.runtime.key_leases import KeyLeases
 from ingest_nodes.runtime.publisher import Publisher
 from ingest_nodes.runtime.replica import BookReplica
 from ingest_nodes.settings import IngestSettings
@@ -65,7 +65,6 @@ from ladder_process.telemetry import Telemetry
 
 log = logging.getLogger(__name__)
 
-ReplicaId = tuple[BookKey, int]
 SHUTDOWN_STEP_S = 5.0
 HEARTBEATS_KEPT_MS = 3_600_000
 """A starting node removes heartbeats older than this (of nodes that crashed: ids are per process)."""
@@ -79,10 +78,6 @@ RESNAPSHOT_SPREAD = (0.9, 0.2)
 def _count(tally: NodeTally, replicas: Iterable[tuple[ReplicaId, BookReplica]]) -> None:
     for (book, _index), replica in replicas:
         tally.count(book.exchange, replica.stats, replica.engine.synced)
-
-
-def _replica_order(key: ReplicaId) -> tuple[str, str, int]:
-    return key[0].exchange, key[0].market, key[1]
 
 
 class IngestNode:
@@ -145,7 +140,7 @@ class IngestNode:
             for exchange, spec in specs.items()
         }
         self._leases = {
-            exchange: KeyLeases(client, exchange, self.node_id, alpaca_keys)
+            exchange: CredentialLeases(client, exchange, self.node_id, alpaca_keys)
             for exchange, spec in specs.items()
             if spec.needs_credentials
         }
@@ -287,7 +282,7 @@ class IngestNode:
                     )
                 else:
                     self._reached_at = sent_at
-                    await self._hold_keys()  # renew the venue key leases with the heartbeat
+                    await self._hold_credentials()  # renew the venue credential leases with the heartbeat
                     if self._writer.fenced:
                         await self._confirm_assignments()
                 if not await self._pause(period):
@@ -347,7 +342,7 @@ class IngestNode:
             # One key per connection, and two replicas of a book never share one.
             per_book = Counter(book.market for book, _replica in wanted if book.exchange == exchange)
             self._keys_needed[exchange] = max(per_book.values(), default=0)
-        await self._hold_keys()
+        await self._hold_credentials()
         for key, runner in self.replicas.items():
             runner.set_depth(wanted[key])
         for key in sorted(
@@ -356,22 +351,26 @@ class IngestNode:
             self._start_replica(*key, depth=wanted[key])
         self._assignments_read = True
 
-    async def _hold_keys(self) -> None:
-        """Lease (and renew) the venue keys the assigned replicas need; hand them to the feeds."""
+    async def _hold_credentials(self) -> None:
+        """Lease (and renew) the venue credentials the assigned replicas need; hand them to the feeds."""
         for exchange, leases in self._leases.items():
             needed = self._keys_needed[exchange]
             before = len(leases.held)
             try:
                 held = await leases.hold(needed)
             except RedisError as exc:
-                log.warning("%s: venue key leases not renewed (%s)", exchange, type(exc).__name__)
+                log.warning("%s: venue credential leases not renewed (%s)", exchange, type(exc).__name__)
                 continue
             if len(held) != before or len(held) < needed:
                 self.exchanges[exchange].feed.set_credentials(held)
             short = (len(held), needed) if len(held) < needed else None
             if short is not None and self._keys_short.get(exchange) != short:
-                log.error("%s: %d venue key(s) needed, %d free in the pool: books wait", exchange, needed,
-                          len(held))  # fmt: skip
+                log.error(
+                    "%s: %d venue credential(s) needed, %d free in the pool: books wait",
+                    exchange,
+                    needed,
+                    len(held),
+                )
             if short is None:
                 self._keys_short.pop(exchange, None)
             else:

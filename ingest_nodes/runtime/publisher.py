@@ -67,7 +67,7 @@ from book_store.codec import (
     encode_side,
     encode_snapshot,
 )
-from book_store.keys import BookKey
+from book_store.schema import BookKey, ReplicaId
 from book_store.writer import BookWriter
 from ingest_nodes.core.book import OrderBook, SideWindow
 from ingest_nodes.core.engine import BookEngine
@@ -77,8 +77,6 @@ from ingest_nodes.ops.telemetry import IngestTelemetry
 from ingest_nodes.venues.stream import Refused
 from ladder_process.clock import now_ms
 from ladder_process.sweeps import in_slices
-
-ReplicaKey = tuple[BookKey, int]
 
 _ONE_TURN_LEVELS = 1000
 """A deep snapshot of up to this many levels a side is taken and encoded in one loop turn."""
@@ -126,7 +124,7 @@ class _DeepEncode:
 
     def __init__(
         self,
-        key: ReplicaKey,
+        key: ReplicaId,
         replica: Publishable,
         meta: SnapshotMeta,
         levels: tuple[list[bytes], list[bytes], int],
@@ -165,11 +163,11 @@ class Publisher:
         self._keepalive = keepalive_ms
         self._stale_after = stale_after_ms
         self._resyncing_keepalive = max(keepalive_ms, resyncing_keepalive_ms)
-        self._dirty: dict[ReplicaKey, Publishable] = {}
+        self._dirty: dict[ReplicaId, Publishable] = {}
         self._scheduled = False
-        self._replicas: dict[ReplicaKey, Publishable] = {}
-        self._deep: dict[ReplicaKey, _DeepState] = {}
-        self._deep_waiting: dict[ReplicaKey, Publishable] = {}
+        self._replicas: dict[ReplicaId, Publishable] = {}
+        self._deep: dict[ReplicaId, _DeepState] = {}
+        self._deep_waiting: dict[ReplicaId, Publishable] = {}
         # uvloop's call_at answers a plain Handle (no ``when()``) for a time already past, so the
         # time the drain is due is kept beside its handle.
         self._deep_timer: asyncio.Handle | None = None
@@ -266,7 +264,7 @@ class Publisher:
 
     # -- deep snapshots ----------------------------------------------------------------------
 
-    def _publish_deep(self, key: ReplicaKey, replica: Publishable, meta: SnapshotMeta, now: int) -> None:
+    def _publish_deep(self, key: ReplicaId, replica: Publishable, meta: SnapshotMeta, now: int) -> None:
         """The head was just published as ``meta``: bring the deep snapshot along when it is due."""
         state = self._deep.get(key)
         if state is None:
@@ -289,7 +287,7 @@ class Publisher:
             return 0  # newly synced: as soon as the loop has a turn for it
         return state.published_ms + 1000 * replica.depth // self._deep_rate
 
-    def _start_deep(self, key: ReplicaKey, replica: Publishable, now: int) -> None:
+    def _start_deep(self, key: ReplicaId, replica: Publishable, now: int) -> None:
         """Take the synced replica's deep levels now; encode them now or over the next turns."""
         meta = _meta(replica, BookStatus.SYNCED, now, self._node)
         state = self._deep[key]
@@ -320,7 +318,7 @@ class Publisher:
         if self._deep_waiting:
             self._arm_deep_timer(0)  # the next turn looks again
 
-    def _drop_encoding(self, key: ReplicaKey) -> None:
+    def _drop_encoding(self, key: ReplicaId) -> None:
         if self._encoding is not None and self._encoding.key == key:
             self._encoding = None
             if self._deep_waiting:
@@ -343,7 +341,7 @@ class Publisher:
         if self._encoding is not None:
             return  # the one on its way re-arms the timer when it is written
         now = now_ms()
-        chosen: tuple[int, ReplicaKey] | None = None  # (due, key) of the most overdue
+        chosen: tuple[int, ReplicaId] | None = None  # (due, key) of the most overdue
         soonest: int | None = None  # when the next one falls due, if none is due now
         for key, replica in list(self._deep_waiting.items()):
             state = self._deep.get(key)

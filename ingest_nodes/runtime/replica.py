@@ -58,7 +58,7 @@ from collections.abc import Callable
 from typing import Final
 
 from book_store.codec import BookStatus
-from book_store.keys import BookKey
+from book_store.schema import BookKey
 from ingest_nodes.core.book import SideWindow
 from ingest_nodes.core.engine import BookEngine, EngineResult
 from ingest_nodes.core.events import DepthUpdate

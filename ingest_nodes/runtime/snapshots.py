@@ -54,6 +54,7 @@ from ingest_nodes.core.events import DepthSnapshot
 from ingest_nodes.ops.stats import SnapshotStats
 from ingest_nodes.venues.budget import DEFAULT_MARGIN_MS, WINDOW_MS, WeightBudget
 from ingest_nodes.venues.rest import VenueRequestError, VenueRest
+from ladder_process.clock import now_ms
 
 log = logging.getLogger(__name__)
 
@@ -296,7 +297,7 @@ class SnapshotScheduler:
                 return
         share = self._background_share if priority is Priority.BACKGROUND else 1.0
         if priority is Priority.CHECK:
-            window, into_ms = divmod(int(time.time() * 1000), WINDOW_MS)
+            window, into_ms = divmod(now_ms(), WINDOW_MS)
             spent = self._checks_spent[1] if self._checks_spent[0] == window else 0
             wanted = min(wanted, (int(self._budget.limit * self._check_share) - spent) // weight)
             if wanted <= 0:
@@ -314,7 +315,7 @@ class SnapshotScheduler:
                 pace.spend(granted * weight)
             if priority is Priority.CHECK:
                 self.stats.check_weight += granted * weight
-                window = int(time.time() * 1000) // WINDOW_MS
+                window = now_ms() // WINDOW_MS
                 spent = self._checks_spent[1] if self._checks_spent[0] == window else 0
                 self._checks_spent = (window, spent + granted * weight)
         elif priority is Priority.BACKGROUND:

@@ -29,7 +29,7 @@ from collections.abc import Iterable
 from contextlib import AbstractContextManager, nullcontext
 from typing import Final, Protocol
 
-from book_store.keys import BookKey
+from book_store.schema import BookKey
 from ingest_nodes.core.engine import BookEngine
 from ingest_nodes.core.events import DepthSnapshot
 from ingest_nodes.core.stall_watch import Rhythm, Verdict, judge

@@ -21,7 +21,7 @@ import logging
 from typing import Final
 
 from book_store.connect import StoreClient
-from book_store.keys import weight_key_prefix
+from book_store.schema import weight_key_prefix
 
 log = logging.getLogger(__name__)
 

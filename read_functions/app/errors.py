@@ -15,7 +15,7 @@ from collections.abc import Iterable
 
 import orjson
 
-from book_store.keys import InvalidBookIdError
+from book_store.schema import InvalidBookIdError
 from control_plane.errors import (
     ApiError,
     BookNotSyncedError,

@@ -44,9 +44,9 @@ from redis.asyncio.cluster import RedisCluster
 
 from book_store.codec import Snapshot, decode_message
 from book_store.connect import StoreClient
-from book_store.keys import NODES_ALIVE, BookKey
 from book_store.liveness import Heartbeats, decode_heartbeat
 from book_store.reader import BookReader, StoredBook
+from book_store.schema import NODES_ALIVE, BookKey
 from ladder_process.errors import StoreError
 from read_functions.books.change_feed import ChangeFeed
 from read_functions.books.entry import Entry, Watcher

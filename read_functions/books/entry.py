@@ -12,9 +12,9 @@ import asyncio
 from typing import Protocol
 
 from book_store.codec import BookStatus, Snapshot
-from book_store.keys import BookKey
 from book_store.liveness import Heartbeats
 from book_store.reader import choose_replica, heard
+from book_store.schema import BookKey
 from read_functions.books.render import (
     BookView,
     Side,

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import weakref
 
-from book_store.keys import BookKey
+from book_store.schema import BookKey
 from read_functions.books.entry import Entry
 from read_functions.tenancy.catalog_cache import MarketListing
 

@@ -23,7 +23,7 @@ from typing import NamedTuple
 import orjson
 
 from book_store.codec import BookStatus, Snapshot
-from book_store.keys import BookKey
+from book_store.schema import BookKey
 
 
 class Side(enum.IntEnum):

@@ -16,9 +16,9 @@ import orjson
 
 from book_store.codec import Snapshot
 from book_store.connect import get_many
-from book_store.keys import BookKey, node_stats_key, weight_key_prefix
 from book_store.liveness import Heartbeats
 from book_store.reader import BookReader, heard, store_errors
+from book_store.schema import BookKey, node_stats_key, weight_key_prefix
 from ladder_process.clock import now_ms
 from read_functions.app.messages import Request, Response, json_response
 from read_functions.deps import Deps

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from book_store.catalog import TRADING, MarketInfo
-from book_store.keys import BookKey
+from book_store.schema import BookKey
 from book_store.unplaced import UnplacedBooks
 from control_plane.accounts.auth import require_tenant
 from control_plane.accounts.subscriptions import BulkOutcome

@@ -9,11 +9,10 @@ totals are exact to within one flush interval.
 
 from __future__ import annotations
 
-import time
-
 from redis.exceptions import RedisError
 
 from book_store.connect import StoreClient
+from ladder_process.clock import now_ms
 from ladder_process.errors import StoreUnavailableError
 
 MINUTE_MS = 60_000
@@ -44,7 +43,7 @@ class UsageCounter:
         if not self._counts:
             return
         batch, self._counts = self._counts, {}
-        minute = time.time_ns() // 1_000_000 // MINUTE_MS * MINUTE_MS
+        minute = now_ms() // MINUTE_MS * MINUTE_MS
         pipe = self._client.pipeline(transaction=False)
         for tenant_id, n in batch.items():
             pipe.incrby(minute_key(tenant_id, minute), n)

@@ -9,7 +9,7 @@ import redis.asyncio as redis
 from redis.asyncio.cluster import RedisCluster
 
 from book_store.connect import StoreClient, get_many, is_cluster, store_client
-from book_store.keys import BookKey, node_stats_key
+from book_store.schema import BookKey, node_stats_key
 from ladder_process.embedded_valkey import free_port
 from tests.valkey_cluster import ValkeyCluster
 

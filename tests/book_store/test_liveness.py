@@ -6,7 +6,6 @@ import pytest
 import redis.asyncio as redis
 
 from book_store.codec import BookStatus, Snapshot, SnapshotMeta, encode_snapshot
-from book_store.keys import NODES_ALIVE, BookKey
 from book_store.liveness import (
     Heartbeats,
     NodeHeartbeat,
@@ -15,6 +14,7 @@ from book_store.liveness import (
     prune_heartbeats,
 )
 from book_store.reader import BookReader, choose_replica
+from book_store.schema import NODES_ALIVE, BookKey
 from book_store.writer import BookWriter
 from ladder_process.errors import StoreError
 

@@ -13,8 +13,8 @@ import redis.asyncio as redis
 
 from book_store.catalog import MarketCatalog, MarketInfo
 from book_store.codec import DEEP, BookStatus, Snapshot, SnapshotMeta, decode_message, encode_snapshot
-from book_store.keys import BookKey, InvalidBookIdError
 from book_store.reader import BookReader, choose_replica
+from book_store.schema import BookKey, InvalidBookIdError
 from book_store.writer import BookWriter
 from ladder_process.errors import StoreError
 from tests.stores import ChangeMessages

@@ -10,8 +10,8 @@ from redis.asyncio.cluster import ClusterPubSub, RedisCluster
 
 from book_store.codec import DEEP, BookStatus, Snapshot, SnapshotMeta, decode_message, encode_snapshot
 from book_store.connect import store_client
-from book_store.keys import BookKey
 from book_store.reader import BookReader
+from book_store.schema import BookKey
 from book_store.writer import BookWriter
 
 BOOKS = [BookKey("binance.com", f"COIN{i}USDT") for i in range(9)]

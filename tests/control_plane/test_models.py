@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from book_store.keys import BookKey
+from book_store.schema import BookKey
 from control_plane.models import (
     OPERATOR,
     ApiKey,

@@ -18,7 +18,7 @@ import pytest
 import redis
 from redis.cluster import RedisCluster
 
-from book_store.keys import BookKey
+from book_store.schema import BookKey
 from tests.e2e.stack import Stack, start_stack
 from tests.e2e.test_store_faults import BOOKS, RECOVERY_S, Load, all_synced, wait_until
 from tests.valkey_cluster import ValkeyCluster

@@ -101,8 +101,8 @@ def synced_replica_ids(stack: Stack) -> set[tuple[str, str, int]]:
     """Replicas whose snapshot in the store says synced and that were heard from in the last second
     (published, or vouched for by their node's heartbeat)."""
     from book_store.codec import BookStatus, Snapshot
-    from book_store.keys import NODES_ALIVE, BookKey
     from book_store.liveness import Heartbeats
+    from book_store.schema import NODES_ALIVE, BookKey
 
     client = stack.store(stack.redis_url)
     now_ms = int(time.time() * 1000)

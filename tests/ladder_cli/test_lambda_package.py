@@ -30,7 +30,7 @@ import pytest
 from book_store.catalog import MarketCatalog, MarketInfo
 from book_store.codec import BookStatus, SnapshotMeta, encode_snapshot
 from book_store.connect import opened, store_client
-from book_store.keys import BookKey
+from book_store.schema import BookKey
 from book_store.writer import BookWriter
 from control_plane.models import OPERATOR, Principal
 from control_plane.scheduling.markets import StaticMarketValidator

@@ -16,7 +16,7 @@ from pydantic import SecretStr
 from book_store.catalog import MarketCatalog, MarketInfo
 from book_store.codec import BookStatus, SnapshotMeta, encode_snapshot
 from book_store.connect import StoreClient
-from book_store.keys import BookKey
+from book_store.schema import BookKey
 from book_store.writer import BookWriter
 from ladder_process.clock import now_ms
 from read_functions.app.dispatch import Dispatcher

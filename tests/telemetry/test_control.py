@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from book_store.keys import BookKey
+from book_store.schema import BookKey
 from control_plane.models import BookWish, NodeInfo
 from control_plane.scheduling.scheduler import plan_assignments
 from control_plane.scheduling.telemetry import ControlTelemetry

@@ -12,8 +12,8 @@ import redis.asyncio as redis
 from opentelemetry.sdk.trace import ReadableSpan
 
 from book_store.codec import BookStatus, Snapshot
-from book_store.keys import BookKey
 from book_store.reader import BookReader
+from book_store.schema import BookKey
 from control_plane.models import ReplicaAssignment
 from control_plane.stores.redis import RedisControlStore
 from fake_venue import FakeVenue

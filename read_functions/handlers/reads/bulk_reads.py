@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import orjson
 
-from book_store.keys import BookKey, InvalidBookIdError
+from book_store.schema import BookKey, InvalidBookIdError
 from control_plane.accounts.auth import require_tenant
 from control_plane.errors import ApiError, BookNotSyncedError, InvalidRequestError
 from control_plane.validation import require_exchange

@@ -20,7 +20,7 @@ import asyncio
 import time
 from dataclasses import dataclass
 
-from book_store.keys import BookKey
+from book_store.schema import BookKey
 from control_plane.errors import InvalidRequestError
 from control_plane.models import Principal
 from ladder_process.clock import now_ms

@@ -14,9 +14,9 @@ import time
 from collections.abc import Awaitable, Callable
 
 from book_store.codec import Snapshot
-from book_store.keys import BookKey, InvalidBookIdError
 from book_store.liveness import Heartbeats
 from book_store.reader import choose_replica
+from book_store.schema import BookKey, InvalidBookIdError
 from control_plane.accounts.auth import require_tenant
 from control_plane.errors import (
     ForbiddenError,

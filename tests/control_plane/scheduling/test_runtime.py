@@ -14,12 +14,12 @@ import pytest
 import redis.asyncio as redis
 
 from book_store.codec import BookStatus, SnapshotMeta, encode_snapshot
-from book_store.keys import NODES_ALIVE, BookKey
 from book_store.liveness import NodeHeartbeat, encode_heartbeat
+from book_store.schema import NODES_ALIVE, BookKey, ReplicaId
 from control_plane.models import Subscription, Tenant
 from control_plane.scheduling import runtime
 from control_plane.scheduling.assignments import AssignmentClient
-from control_plane.scheduling.replica_status import BookStoreReplicaStatus, ReplicaRef
+from control_plane.scheduling.replica_status import BookStoreReplicaStatus
 from control_plane.scheduling.runtime import (
     FORGET_AFTER_TIMEOUTS,
     REREAD_AFTER_MS,
@@ -43,7 +43,7 @@ ETH = BookKey("binance.com", "ETHUSDT")
 class EverythingSynced:
     """Replica status as if every assigned replica had synced at once."""
 
-    async def synced_replicas(self, replicas: Collection[ReplicaRef]) -> set[ReplicaRef]:
+    async def synced_replicas(self, replicas: Collection[ReplicaId]) -> set[ReplicaId]:
         return set(replicas)
 
 
@@ -175,10 +175,10 @@ class RecordedStatus:
     """Replica status with a set of synced replicas the test decides, recording what was asked."""
 
     def __init__(self) -> None:
-        self.synced: set[ReplicaRef] = set()
-        self.asked: list[set[ReplicaRef]] = []
+        self.synced: set[ReplicaId] = set()
+        self.asked: list[set[ReplicaId]] = []
 
-    async def synced_replicas(self, replicas: Collection[ReplicaRef]) -> set[ReplicaRef]:
+    async def synced_replicas(self, replicas: Collection[ReplicaId]) -> set[ReplicaId]:
         self.asked.append(set(replicas))
         return self.synced & set(replicas)
 

@@ -6,7 +6,7 @@ import random
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
-from book_store.keys import BookKey
+from book_store.schema import BookKey, ReplicaId
 from control_plane.depth import DEFAULT_DEPTH
 from control_plane.models import BookWish, NodeInfo, ReplicaAssignment
 from control_plane.scheduling.scheduler import Plan, plan_assignments
@@ -26,7 +26,7 @@ def wants(replicas: Mapping[BookKey, int], depth: int = DEFAULT_DEPTH) -> dict[B
     return {b: BookWish(count, depth) for b, count in replicas.items()}
 
 
-def synced_all(assignments: Iterable[ReplicaAssignment]) -> set[tuple[BookKey, int]]:
+def synced_all(assignments: Iterable[ReplicaAssignment]) -> set[ReplicaId]:
     return {(a.book, a.replica) for a in assignments}
 
 
@@ -387,7 +387,7 @@ def test_moves_of_multi_replica_books_stick() -> None:
     _check_invariants(state, desired, nodes)
 
 
-# -- venue keys (Alpaca: one stream connection per key) --------------------------------------
+# -- venue credentials (Alpaca: one stream connection per key) --------------------------------------
 
 
 def pair(i: int) -> BookKey:

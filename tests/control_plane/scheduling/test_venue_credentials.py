@@ -5,19 +5,19 @@ from __future__ import annotations
 import pytest
 from pydantic import SecretStr
 
-from control_plane.scheduling.venue_credentials import key_pool
+from control_plane.scheduling.venue_credentials import credential_pool
 from control_plane.settings import ControlSettings
 from ingest_nodes.settings import IngestSettings
 
 
 def test_the_single_pair_and_the_pool_make_one_list() -> None:
-    pool = key_pool(SecretStr("AK1"), SecretStr("s1"), SecretStr("AK2:s2, AK1:other ,AK3:s:3"))
+    pool = credential_pool(SecretStr("AK1"), SecretStr("s1"), SecretStr("AK2:s2, AK1:other ,AK3:s:3"))
     assert [(k.get_secret_value(), s.get_secret_value()) for k, s in pool] == [
         ("AK1", "s1"),
         ("AK2", "s2"),
         ("AK3", "s:3"),
     ]
-    assert key_pool(None, None, None) == []
+    assert credential_pool(None, None, None) == []
 
 
 @pytest.mark.parametrize(
@@ -31,7 +31,7 @@ def test_bad_settings_name_the_problem_not_the_secret(
     key_id: SecretStr | None, secret: SecretStr | None, pool: SecretStr | None, message: str
 ) -> None:
     with pytest.raises(ValueError, match=message) as raised:
-        key_pool(key_id, secret, pool)
+        credential_pool(key_id, secret, pool)
     assert "hunter2" not in str(raised.value)
 
 

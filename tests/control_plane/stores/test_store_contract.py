@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from book_store.keys import BookKey
+from book_store.schema import BookKey
 from control_plane.depth import DEFAULT_DEPTH
 from control_plane.errors import ConflictError, LimitExceededError, NotFoundError, UnauthorizedError
 from control_plane.models import ApiKey, AuditEvent, BookWish, ReplicaAssignment, Subscription

@@ -10,7 +10,7 @@ from typing import Any
 import boto3
 import pytest
 
-from book_store.keys import BookKey
+from book_store.schema import BookKey
 from control_plane.depth import DEFAULT_DEPTH, DEFAULT_MAX_DEPTH
 from control_plane.models import BookWish, ReplicaAssignment, Subscription
 from control_plane.stores.dynamodb import DynamoControlStore, create_table

@@ -5,7 +5,7 @@ from __future__ import annotations
 import orjson
 import redis.asyncio as redis
 
-from book_store.keys import BookKey
+from book_store.schema import BookKey
 from ingest_nodes.ops.reporting import REPLICA_STATS_TTL_S, StatsReporter
 from ingest_nodes.ops.stats import ReplicaStats
 

@@ -15,7 +15,7 @@ import aiohttp
 import orjson
 
 from book_store.connect import StoreClient
-from book_store.keys import BookKey
+from book_store.schema import BookKey
 from book_store.writer import BookWriter
 from fake_venue import FakeVenue, VenueConfig
 from ingest_nodes.core.engine import BookEngine

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import redis.asyncio as redis
 
-from book_store.keys import BookKey
+from book_store.schema import BookKey
 from ingest_nodes.core.book import OrderBook
 from ingest_nodes.ops.checkpoints import (
     Checkpoint,

@@ -14,9 +14,9 @@ import uvloop
 
 from book_store.codec import BookStatus, Snapshot
 from book_store.connect import opened, store_client
-from book_store.keys import NODES_ALIVE, BookKey
 from book_store.liveness import decode_heartbeat
 from book_store.reader import BookReader, StoredBook
+from book_store.schema import NODES_ALIVE, BookKey
 from book_store.writer import BookWriter
 from ingest_nodes.core.book import SideWindow
 from ingest_nodes.core.engine import BookEngine

@@ -5,8 +5,8 @@ from __future__ import annotations
 import redis.asyncio as redis
 
 from book_store.codec import BookStatus
-from book_store.keys import BookKey
 from book_store.reader import BookReader
+from book_store.schema import BookKey
 from tests.ingest_nodes.runtime.harness import running, venue_config, wait_synced
 from tests.waiting import wait_until
 

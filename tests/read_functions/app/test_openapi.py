@@ -22,7 +22,7 @@ from schemathesis.checks import (
 from schemathesis.core.result import Ok
 
 from book_store.codec import BookStatus, encode_message
-from book_store.keys import CATALOG_INDEX, catalog_key
+from book_store.schema import CATALOG_INDEX, catalog_key
 from read_functions.app import openapi
 from read_functions.routes import ROUTES
 from tests.read_functions.helpers import ADMIN_KEY, ETH, MARKETS, PEPPER, ServerProcess, snapshot

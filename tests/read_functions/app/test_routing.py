@@ -8,7 +8,7 @@ import orjson
 import pytest
 
 from book_store.codec import Snapshot
-from book_store.keys import InvalidBookIdError
+from book_store.schema import InvalidBookIdError
 from control_plane.errors import (
     BookNotSyncedError,
     ConflictError,

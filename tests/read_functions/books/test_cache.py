@@ -11,7 +11,7 @@ import pytest
 import redis.asyncio as redis
 
 from book_store.codec import encode_message
-from book_store.keys import BookKey
+from book_store.schema import BookKey
 from book_store.writer import BookWriter
 from ladder_process.clock import now_ms
 from read_functions.books.change_feed import ChangeFeed

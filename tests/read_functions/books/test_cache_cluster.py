@@ -11,7 +11,7 @@ from redis.asyncio.cluster import RedisCluster
 
 from book_store.codec import BookStatus, SnapshotMeta, encode_snapshot
 from book_store.connect import store_client
-from book_store.keys import BookKey
+from book_store.schema import BookKey
 from book_store.writer import BookWriter
 from ladder_process.clock import now_ms
 from ladder_process.errors import StoreError

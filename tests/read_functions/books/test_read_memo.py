@@ -11,7 +11,7 @@ import pytest
 import redis.asyncio as redis
 
 from book_store.catalog import MarketCatalog
-from book_store.keys import InvalidBookIdError
+from book_store.schema import InvalidBookIdError
 from read_functions.books.read_memo import ReadMemos
 from read_functions.tenancy.access import subscriptions_changed
 from tests.read_functions.helpers import BTC, ETH, MARKETS, Stack, open_stack, snapshot

@@ -8,7 +8,7 @@ from typing import Any
 from book_store.catalog import MarketCatalog, MarketInfo
 from book_store.codec import BookStatus
 from book_store.connect import StoreClient
-from book_store.keys import BookKey
+from book_store.schema import BookKey
 from ladder_process.clock import now_ms
 from tests.read_functions.helpers import ALPACA, BTC, ETH, Stack, levels, snapshot, validate
 from tests.stores import command_calls, subscribe_calls, subscribe_commands

@@ -17,7 +17,7 @@ import orjson
 import pytest
 import redis.asyncio as redis
 
-from book_store.keys import node_stats_key, weight_key_prefix
+from book_store.schema import node_stats_key, weight_key_prefix
 from control_plane.models import NodeInfo, ReplicaAssignment
 from control_plane.stores.redis import RedisControlStore
 from ladder_process.clock import now_ms

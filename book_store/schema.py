@@ -6,12 +6,12 @@ every replica of a book with one HGETALL, and a writer's pipeline for one book n
 Every multi-key operation stays inside one tag: a book's, the catalogs' (``{catalog}``: all
 exchanges' catalogs, their digests and index in one slot, replaced in one transaction), one
 weight pool's, one tenant's (``read_functions.tenancy``: rate-limit bucket, usage counters).
-Single keys (``ladder:unplaced``, node counters, venue-key leases) go wherever they hash.
+Single keys (``ladder:unplaced``, node counters, venue credential leases) go wherever they hash.
 
-    ladder:{binance.com|BTCUSDT}:snap     hash  replica id -> encoded head snapshot (book_store.codec),
-                                                "<replica id>d" -> the replica's deep snapshot
+    ladder:{binance.com|BTCUSDT}:snap     hash  replica number -> encoded head snapshot (book_store.codec),
+                                                "<replica number>d" -> the replica's deep snapshot
     ladder:{binance.com|BTCUSDT}:chg      channel: one message per published snapshot
-    ladder:{binance.com|BTCUSDT}:stats    hash  replica id -> that replica's counters (JSON, from its node)
+    ladder:{binance.com|BTCUSDT}:stats    hash  replica number -> its counters (JSON, from its node)
     ladder:{catalog}:binance.com          hash  market -> market info JSON (book_store.catalog)
     ladder:{catalog}:digest:binance.com   string  digest of that hash's content
     ladder:{catalog}:exchanges            set  the exchanges that have a catalog
@@ -90,6 +90,10 @@ class BookKey(_BookNames):
         inner = channel[channel.index("{") + 1 : channel.rindex("}")]
         exchange, _, market = inner.partition("|")
         return cls(exchange, market)
+
+
+ReplicaId = tuple[BookKey, int]
+"""One replica of a book: the book, and the replica's number among its replicas."""
 
 
 def snapshot_field(replica: int, *, deep: bool = False) -> str:

@@ -33,12 +33,12 @@ return 0
 """
 
 
-def lease_key(exchange: str, credential: Credential) -> str:
+def lease_name(exchange: str, credential: Credential) -> str:
     digest = blake2b(credential.key_id.get_secret_value().encode(), digest_size=8).hexdigest()
     return f"ladder:venue-key:{exchange}:{digest}"
 
 
-class KeyLeases:
+class CredentialLeases:
     """The leases one node holds on one exchange's key pool."""
 
     def __init__(
@@ -63,7 +63,7 @@ class KeyLeases:
         hold the rest); keys beyond ``count`` are released. Returns the keys held."""
         held: list[Credential] = []
         for credential in sorted(self._keys, key=lambda c: c not in self.held):  # ours first
-            key = lease_key(self._exchange, credential)
+            key = lease_name(self._exchange, credential)
             if len(held) >= count:
                 if credential in self.held:
                     await self._release(keys=[key], args=[self._node_id])
