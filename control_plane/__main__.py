@@ -16,7 +16,7 @@ from control_plane.scheduling.telemetry import ControlTelemetry
 from control_plane.settings import ControlSettings
 from ladder_process.health import ReadinessSlot
 from ladder_process.metrics_server import serve_metrics
-from ladder_process.telemetry import Telemetry
+from ladder_process.telemetry.setup import Telemetry
 
 
 def main(argv: list[str] | None = None) -> None:

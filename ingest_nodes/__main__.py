@@ -21,7 +21,7 @@ from ingest_nodes.settings import IngestSettings
 from ladder_process.health import ReadinessSlot
 from ladder_process.heap import freeze_survivors
 from ladder_process.metrics_server import serve_metrics
-from ladder_process.telemetry import Telemetry
+from ladder_process.telemetry.setup import Telemetry
 
 
 def main(argv: list[str] | None = None) -> None:

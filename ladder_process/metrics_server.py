@@ -28,7 +28,7 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from ladder_process.health import Check, LoopWatch, Readiness
-from ladder_process.prometheus import CONTENT_TYPE
+from ladder_process.telemetry.prometheus import CONTENT_TYPE
 
 log = logging.getLogger(__name__)
 

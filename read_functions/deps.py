@@ -21,6 +21,7 @@ from control_plane.bootstrap import open_control_store, resolve_pepper
 from control_plane.service import ControlService
 from ladder_process.clock import now_ms
 from ladder_process.errors import StoreError
+from ladder_process.telemetry.metrics import Kind, Metric, observe, value
 from read_functions.app.load_shedding import Load
 from read_functions.books.cache import BookCache
 from read_functions.books.read_memo import ReadMemos
@@ -121,7 +122,7 @@ class Deps:
         except BaseException:
             await stack.aclose()
             raise
-        deps._register_gauges()
+        observe(deps.telemetry.pipeline.meter, WORKER_METRICS, deps)
         deps._housekeeping = asyncio.get_running_loop().create_task(deps._housekeep())
         return deps
 
@@ -160,27 +161,67 @@ class Deps:
         await self.usage.flush()
         await self.control.auth.flush_last_used()
 
-    def _register_gauges(self) -> None:
-        books, t = self.books, self.telemetry
-        t.gauge("ladder_read_cached_books", "Books held in this worker's cache.", lambda: len(books))
-        t.gauge("ladder_read_book_cache_hit_ratio", "Book reads served from the cache, of all book reads.",
-                lambda: books.hits / max(1, books.hits + books.misses))  # fmt: skip
-        t.counter(
-            "ladder_read_book_cache_hits_total", "Book reads served from the cache.", lambda: books.hits
-        )
-        t.counter("ladder_read_book_cache_misses_total", "Book reads that loaded from the store.",
-                  lambda: books.misses)  # fmt: skip
-        t.counter("ladder_read_change_messages_total", "Change messages applied to cached books.",
-                  lambda: books.messages)  # fmt: skip
-        load = self.load
-        t.gauge("ladder_read_in_flight", "Requests this worker holds (waiting for the store).",
-                lambda: load.in_flight)  # fmt: skip
-        t.counter("ladder_read_shed_total", "Requests refused 503 overloaded: too many held.",
-                  lambda: load.shed)  # fmt: skip
-        access, failures = self.access, self.access.failures
-        t.gauge("ladder_read_cached_keys", "API keys this worker holds an answer for.",
-                lambda: access.cached_keys)  # fmt: skip
-        t.gauge("ladder_read_failed_auth_sources", "Source addresses with failed authentications counted.",
-                lambda: len(failures))  # fmt: skip
-        t.counter("ladder_read_feed_resets_total", "Times the change feed dropped and the cache was cleared.",
-                  lambda: books.resets)  # fmt: skip
+
+WORKER_METRICS: tuple[Metric[Deps], ...] = (
+    Metric(
+        "ladder_read_cached_books",
+        Kind.GAUGE,
+        "Books held in this worker's cache.",
+        read=lambda d: value(len(d.books)),
+    ),
+    Metric(
+        "ladder_read_book_cache_hit_ratio",
+        Kind.GAUGE,
+        "Book reads served from the cache, of all book reads.",
+        read=lambda d: value(d.books.hits / max(1, d.books.hits + d.books.misses)),
+    ),
+    Metric(
+        "ladder_read_book_cache_hits_total",
+        Kind.COUNTER,
+        "Book reads served from the cache.",
+        read=lambda d: value(d.books.hits),
+    ),
+    Metric(
+        "ladder_read_book_cache_misses_total",
+        Kind.COUNTER,
+        "Book reads that loaded from the store.",
+        read=lambda d: value(d.books.misses),
+    ),
+    Metric(
+        "ladder_read_change_messages_total",
+        Kind.COUNTER,
+        "Change messages applied to cached books.",
+        read=lambda d: value(d.books.messages),
+    ),
+    Metric(
+        "ladder_read_in_flight",
+        Kind.GAUGE,
+        "Requests this worker holds (waiting for the store).",
+        read=lambda d: value(d.load.in_flight),
+    ),
+    Metric(
+        "ladder_read_shed_total",
+        Kind.COUNTER,
+        "Requests refused 503 overloaded: too many held.",
+        read=lambda d: value(d.load.shed),
+    ),
+    Metric(
+        "ladder_read_cached_keys",
+        Kind.GAUGE,
+        "API keys this worker holds an answer for.",
+        read=lambda d: value(d.access.cached_keys),
+    ),
+    Metric(
+        "ladder_read_failed_auth_sources",
+        Kind.GAUGE,
+        "Source addresses with failed authentications counted.",
+        read=lambda d: value(len(d.access.failures)),
+    ),
+    Metric(
+        "ladder_read_feed_resets_total",
+        Kind.COUNTER,
+        "Times the change feed dropped and the cache was cleared.",
+        read=lambda d: value(d.books.resets),
+    ),
+)
+"""A read worker's caches, load and change feed, read from its ``Deps`` at collection."""

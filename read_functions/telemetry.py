@@ -1,11 +1,11 @@
 """The read API's traces and metrics, behind one small object that the rest of the package calls.
 
-Callers use only the methods below (``request_done`` from the dispatcher, ``gauge``/``counter``
-for values kept elsewhere, ``render`` for ``GET /metrics``); the OpenTelemetry pipeline behind
+Callers use only the methods below (``request_done`` from the dispatcher, ``render`` for
+``GET /metrics``); the OpenTelemetry pipeline behind
 them is :mod:`ladder_process.telemetry`, configured by the ``OTEL_*`` variables.
 
 The hot path pays a few dict updates and one local histogram record per request (the route's
-series is cached; see :meth:`ladder_process.telemetry.Telemetry.histogram`); a request span is
+series is cached; see :meth:`ladder_process.telemetry.setup.Telemetry.histogram`); a request span is
 only built when tracing is on, and then after the fact (its start time is known), with the
 caller's W3C ``traceparent`` as its parent (the SDK sends one whenever its caller has a span).
 A book read's span names what it served: ``ladder.replica``, ``ladder.update_id`` (the venue's
@@ -15,28 +15,22 @@ template and status on request metrics, the tenant id on the per-tenant counters
 few and operator-made); never a market, a key or a request id. Spans carry the rest. Each worker
 process keeps its own numbers; ``worker`` labels them.
 
-=========================================================  =========================================
-``ladder_read_requests_total{route,status}``                answered requests
-``ladder_read_request_seconds{route}``                      request -> response (histogram)
-``ladder_read_tenant_requests_total{tenant}``               requests made with a tenant's keys
-``ladder_read_rate_limited_total{tenant}``                  of which refused with 429
-``ladder_read_truncated_total{exchange}``                   book answers that said ``truncated``
-``gauge``/``counter`` registrations                         cache size, hits, misses, hit ratio ...
-=========================================================  =========================================
+The metrics are the rows of :data:`REQUEST_METRICS` and :data:`REQUEST_SECONDS` here, and of
+``read_functions.deps.WORKER_METRICS`` (the caches and the load); docs/observability.md lists them.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterable
 from contextvars import ContextVar
 
-from opentelemetry.metrics import CallbackOptions, Observation
 from opentelemetry.trace import SpanKind, StatusCode
 
 from book_store.codec import Snapshot
-from ladder_process import telemetry as otel
+from ladder_process.telemetry.histograms import HistogramSeries
+from ladder_process.telemetry.metrics import Kind, Metric, counts, observe
+from ladder_process.telemetry.setup import Telemetry, caller_context
 from read_functions.app.messages import Request
 from read_functions.books.cache import book_cache_hit
 
@@ -50,9 +44,9 @@ read and cleared by the request's span."""
 class ReadTelemetry:
     """Request counters, latency and spans of one read worker, plus values sampled on scrape."""
 
-    def __init__(self, pipeline: otel.Telemetry | None = None) -> None:
+    def __init__(self, pipeline: Telemetry | None = None) -> None:
         self.worker = str(os.getpid())
-        self.pipeline = pipeline or otel.Telemetry.from_env(
+        self.pipeline = pipeline or Telemetry.from_env(
             "ladder-read", resource_attributes={"ladder.worker": self.worker}
         )
         self.requests: dict[tuple[str, int], int] = {}
@@ -62,34 +56,9 @@ class ReadTelemetry:
         self._tracer = self.pipeline.tracer
         self.tracing = self._tracer is not None
         """Whether requests are traced: the hot path asks before it gathers what a span reports."""
-        self._latency_by_route: dict[str, otel.HistogramSeries] = {}
-        meter = self.pipeline.meter
-        meter.create_observable_counter(
-            "ladder_read_requests",
-            [otel.counts_callback(self.requests, ("route", "status"))],
-            description="Requests answered, by route template and status.",
-        )
-        meter.create_observable_counter(
-            "ladder_read_tenant_requests",
-            [otel.counts_callback(self.tenant_requests, ("tenant",))],
-            description="Requests made with a tenant's keys.",
-        )
-        meter.create_observable_counter(
-            "ladder_read_rate_limited",
-            [otel.counts_callback(self.rate_limited, ("tenant",))],
-            description="Requests refused by the tenant's rate limit (429).",
-        )
-        meter.create_observable_counter(
-            "ladder_read_truncated",
-            [otel.counts_callback(self.truncated, ("exchange",))],
-            description="Book answers with a side short of the asked depth (truncated: true).",
-        )
-        self._latency = self.pipeline.histogram(
-            "ladder_read_request_seconds",
-            unit="s",
-            description="Time from request to response, by route template.",
-            bounds=LATENCY_BUCKETS_S,
-        )
+        self._latency_by_route: dict[str, HistogramSeries] = {}
+        observe(self.pipeline.meter, REQUEST_METRICS, self)
+        self._latency = REQUEST_SECONDS.histogram(self.pipeline)
 
     def request_done(self, request: Request, route: str, status: int, seconds: float) -> None:
         """Count one answered request (``route`` is its template) and trace it when tracing is on."""
@@ -118,14 +87,6 @@ class ReadTelemetry:
     def truncated_answer(self, exchange: str) -> None:
         """A book answer said ``truncated`` (rare: a side's trusted window ran short)."""
         self.truncated[exchange] = self.truncated.get(exchange, 0) + 1
-
-    def gauge(self, name: str, help_text: str, read: Callable[[], float]) -> None:
-        """A value read at scrape time (a cache size)."""
-        self.pipeline.meter.create_observable_gauge(name, [_sampled(read)], description=help_text)
-
-    def counter(self, name: str, help_text: str, read: Callable[[], float]) -> None:
-        """A count kept elsewhere and read at scrape time (cache hits, feed resets)."""
-        self.pipeline.meter.create_observable_counter(name, [_sampled(read)], description=help_text)
 
     def render(self) -> bytes:
         """The Prometheus text exposition of this worker's metrics."""
@@ -162,7 +123,7 @@ class ReadTelemetry:
             attributes["ladder.deep"] = snapshot.deep
         span = self._tracer.start_span(
             f"{request.method} {route}",
-            context=otel.caller_context(request.headers),
+            context=caller_context(request.headers),
             kind=SpanKind.SERVER,
             attributes=attributes,
             start_time=end_ns - int(seconds * 1e9),
@@ -172,8 +133,43 @@ class ReadTelemetry:
         span.end(end_time=end_ns)
 
 
-def _sampled(read: Callable[[], float]) -> Callable[[CallbackOptions], Iterable[Observation]]:
-    def observe(_options: CallbackOptions) -> Iterable[Observation]:
-        return [Observation(read())]
+REQUEST_METRICS: tuple[Metric[ReadTelemetry], ...] = (
+    Metric(
+        "ladder_read_requests",
+        Kind.COUNTER,
+        "Requests answered, by route template and status.",
+        ("route", "status"),
+        lambda t: counts(t.requests),
+    ),
+    Metric(
+        "ladder_read_tenant_requests",
+        Kind.COUNTER,
+        "Requests made with a tenant's keys.",
+        ("tenant",),
+        lambda t: counts(t.tenant_requests),
+    ),
+    Metric(
+        "ladder_read_rate_limited",
+        Kind.COUNTER,
+        "Requests refused by the tenant's rate limit (429).",
+        ("tenant",),
+        lambda t: counts(t.rate_limited),
+    ),
+    Metric(
+        "ladder_read_truncated",
+        Kind.COUNTER,
+        "Book answers with a side short of the asked depth (truncated: true).",
+        ("exchange",),
+        lambda t: counts(t.truncated),
+    ),
+)
+"""What a read worker counts of the requests it answers (its caches' figures: ``deps.WORKER_METRICS``)."""
 
-    return observe
+REQUEST_SECONDS: Metric[ReadTelemetry] = Metric(
+    "ladder_read_request_seconds",
+    Kind.HISTOGRAM,
+    "Time from request to response, by route template.",
+    ("route",),
+    unit="s",
+    bounds=LATENCY_BUCKETS_S,
+)

@@ -62,7 +62,7 @@ from control_plane.stores.base import ControlStore, Generations
 from ladder_process.clock import Clock, now_ms
 from ladder_process.errors import StoreError
 from ladder_process.health import Check, ReadinessSlot
-from ladder_process.telemetry import Telemetry
+from ladder_process.telemetry.setup import Telemetry
 
 log = logging.getLogger(__name__)
 

@@ -5,15 +5,8 @@
 :mod:`ladder_process.telemetry`) and serves it on ``LADDER_METRICS_PORT``; anything else that runs
 the loop gets a disabled one.
 
-=============================================  ==================================================
-``ladder_control_rounds_total{outcome}``        ``planned``, ``standby`` (another process holds
-                                                the lease) or ``failed`` (the store failed)
-``ladder_control_round_seconds``                one round, reads to writes (a local histogram,
-                                                see :meth:`ladder_process.telemetry.Telemetry.histogram`)
-``ladder_control_moves_total{kind}``            replica assignments ``added`` and ``removed``
-``ladder_control_replicas{state}``              ``assigned`` and ``unplaced`` after the last plan
-``ladder_control_nodes_in_use``                 nodes carrying at least one replica
-=============================================  ==================================================
+The metrics are the rows of :data:`CONTROL_METRICS` and :data:`ROUND_SECONDS`; rounds count by
+outcome: ``planned``, ``standby`` (another process holds the lease) or ``failed`` (the store failed).
 
 Spans: ``ladder.schedule_round`` with the same figures as attributes, and under it one
 ``ladder.replica_move`` per replica the plan changes: ``ladder.kind`` is ``placed`` (a new replica),
@@ -26,15 +19,15 @@ it left out in ``ladder.moves_untraced``.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from opentelemetry.metrics import CallbackOptions, Observation
 from opentelemetry.trace import Span, StatusCode, Tracer, set_span_in_context
 
 from control_plane.models import ReplicaAssignment
 from control_plane.scheduling.scheduler import Plan
-from ladder_process.telemetry import Telemetry, counts_callback
+from ladder_process.telemetry.metrics import Kind, Metric, counts, observe, value
+from ladder_process.telemetry.setup import Telemetry
 
 ROUND_BUCKETS_S = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 MAX_MOVE_SPANS = 200
@@ -51,31 +44,8 @@ class ControlTelemetry:
         self.moves: dict[str, int] = {}
         self.replicas: dict[str, int] = {}
         self.nodes_in_use = 0
-        meter = telemetry.meter
-        meter.create_observable_counter(
-            "ladder_control_rounds",
-            [counts_callback(self.rounds, ("outcome",))],
-            description="Scheduling rounds by outcome.",
-        )
-        meter.create_observable_counter(
-            "ladder_control_moves",
-            [counts_callback(self.moves, ("kind",))],
-            description="Replica assignments added and removed.",
-        )
-        meter.create_observable_gauge(
-            "ladder_control_replicas",
-            [counts_callback(self.replicas, ("state",))],
-            description="Replicas assigned and unplaced after the last plan.",
-        )
-        meter.create_observable_gauge(
-            "ladder_control_nodes_in_use", [self._observe_nodes], description="Nodes carrying replicas."
-        )
-        self._seconds = telemetry.histogram(
-            "ladder_control_round_seconds",
-            unit="s",
-            description="Duration of one scheduling round.",
-            bounds=ROUND_BUCKETS_S,
-        ).series({})
+        observe(telemetry.meter, CONTROL_METRICS, self)
+        self._seconds = ROUND_SECONDS.histogram(telemetry).series({})
 
     @contextmanager
     def round(self) -> Iterator[PlanObserver]:
@@ -122,9 +92,6 @@ class ControlTelemetry:
             _trace_moves(tracer, span, plan, end_ns)
         span.end(end_time=end_ns)
 
-    def _observe_nodes(self, _options: CallbackOptions) -> Iterable[Observation]:
-        return [Observation(self.nodes_in_use)]
-
 
 def _trace_moves(tracer: Tracer, round_span: Span, plan: Plan, at_ns: int) -> None:
     """One child span of ``round_span`` per replica the plan places, moves or drops."""
@@ -151,3 +118,42 @@ def _trace_moves(tracer: Tracer, round_span: Span, plan: Plan, at_ns: int) -> No
             attributes["ladder.to_node"] = new.node_id
         move = tracer.start_span("ladder.replica_move", context, attributes=attributes, start_time=at_ns)
         move.end(end_time=at_ns)
+
+
+CONTROL_METRICS: tuple[Metric[ControlTelemetry], ...] = (
+    Metric(
+        "ladder_control_rounds",
+        Kind.COUNTER,
+        "Scheduling rounds by outcome.",
+        ("outcome",),
+        lambda t: counts(t.rounds),
+    ),
+    Metric(
+        "ladder_control_moves",
+        Kind.COUNTER,
+        "Replica assignments added and removed.",
+        ("kind",),
+        lambda t: counts(t.moves),
+    ),
+    Metric(
+        "ladder_control_replicas",
+        Kind.GAUGE,
+        "Replicas assigned and unplaced after the last plan.",
+        ("state",),
+        lambda t: counts(t.replicas),
+    ),
+    Metric(
+        "ladder_control_nodes_in_use",
+        Kind.GAUGE,
+        "Nodes carrying replicas.",
+        read=lambda t: value(t.nodes_in_use),
+    ),
+)
+
+ROUND_SECONDS: Metric[ControlTelemetry] = Metric(
+    "ladder_control_round_seconds",
+    Kind.HISTOGRAM,
+    "Duration of one scheduling round.",
+    unit="s",
+    bounds=ROUND_BUCKETS_S,
+)

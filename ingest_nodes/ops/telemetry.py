@@ -6,10 +6,11 @@ The node is handed one :class:`IngestTelemetry` (``python -m ingest_nodes`` buil
 ``OTEL_*`` variables, see :mod:`ladder_process.telemetry`; anything else gets a disabled one) and
 passes it to the runtime objects it builds. Nothing is counted twice: the runtime counts each fact
 once in its plain stats (:mod:`ingest_nodes.ops.stats`), and the observable instruments read those
-stats, and the node's replicas, when metrics are collected. The hooks below are for what only
-telemetry keeps: spans and the publish-latency histograms. The publish histograms are
-local too (:meth:`ladder_process.telemetry.Telemetry.histogram`): one bisection per published snapshot,
-merged into the collected metrics.
+stats, and the node's replicas, when metrics are collected (a table of rows,
+:mod:`ladder_process.telemetry.metrics`). The hooks below are for what only telemetry keeps: spans
+and the publish-latency histograms. The publish histograms are local too
+(:meth:`ladder_process.telemetry.setup.Telemetry.histogram`): one bisection per published
+snapshot, merged into the collected metrics.
 
 Publish latency is measured from a frame's ``ingest_time`` (stamped on receipt, ms) to the end of
 the store pipeline that wrote and published the snapshot carrying it. Each replica contributes
@@ -18,32 +19,8 @@ pipeline is in flight is counted with that pipeline, so under load a figure may 
 most one pipeline's duration. Republishes that carry no new frame (keepalives, status changes) are
 not counted.
 
-Metrics, as Prometheus names them:
-
-=================================================  ==============================================
-``ladder_ingest_events_total{exchange}``            diff events delivered to books
-``ladder_ingest_publish_latency_seconds{exchange}`` frame received -> snapshot written and published
-``ladder_ingest_publish_batches_total``             store pipelines written ...
-``ladder_ingest_published_snapshots_total``         ... and the snapshots they carried
-``ladder_ingest_publish_batch_seconds``             one pipeline's round trip
-``ladder_ingest_resyncs_total{exchange,reason}``    resyncs by cause (``reason="crossed"``: crossed books)
-``ladder_ingest_fresh_snapshots_total{...}``        background snapshots swapped in, by ``kind``
-                                                    (``refresh``: the trusted window ran short;
-                                                    ``audit``: the periodic comparison)
-``ladder_ingest_audit_mismatches_total{exchange}``  audits that disagreed with the served book
-``ladder_ingest_stall_checks_total{...}``           suspect silences checked, by ``verdict``
-                                                    (``quiet``: confirmed; ``stalled``: made stale)
-``ladder_ingest_snapshot_fetches_total{...}``       REST snapshots by ``outcome`` (ok, failed)
-``ladder_ingest_weight_spent_total{exchange}``      venue request weight spent
-``ladder_ingest_weight_used{exchange}``             weight the venue says this minute used (its
-                                                    ``X-MBX-USED-WEIGHT-1M``, all nodes on one IP)
-``ladder_ingest_weight_limit{exchange}``            the weight a minute this node's budget allows
-``ladder_ingest_venue_refusals_total{...}``         REST answers other than 200, by ``status``
-``ladder_ingest_books{exchange,status}``            replicas by published status (``stale`` included)
-``ladder_book_age_seconds{exchange,market,replica}`` time since the book last heard from its venue
-``ladder_book_update_id{exchange,market,replica}``  the venue update id the replica is at (synced ones)
-``ladder_book_synced{exchange,market,replica}``     1 while the replica publishes ``synced``, else 0
-=================================================  ==============================================
+The metrics are the rows of :data:`INGEST_METRICS` (counters and gauges, each with the reader of
+the stats it reports) and the two publish histograms; docs/observability.md lists them all.
 
 Spans: ``ladder.publish_batch`` (one per pipeline), ``ladder.resync`` (from the cause until the book
 is synced again, or its replica stops; a replica's first sync is one too, with reason ``start``; it
@@ -57,11 +34,10 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Protocol
 
-from opentelemetry.metrics import CallbackOptions, Observation
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import Span, StatusCode, set_span_in_context, use_span
 
@@ -70,7 +46,9 @@ from book_store.schema import BookKey, ReplicaId
 from ingest_nodes.core.engine import BookEngine
 from ingest_nodes.ops.stats import ReplicaStats, SnapshotStats
 from ladder_process.clock import now_ms
-from ladder_process.telemetry import HistogramSeries, Telemetry, bucket_quantile
+from ladder_process.telemetry.histograms import HistogramSeries, bucket_quantile
+from ladder_process.telemetry.metrics import Kind, LabelValues, Metric, Reading, observe, value
+from ladder_process.telemetry.setup import Telemetry
 
 LATENCY_BUCKETS_S = (0.0005, 0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 LATENCY_WINDOW_S = 60.0
@@ -157,108 +135,17 @@ class IngestTelemetry:
         self._latency_marks: dict[str, deque[tuple[float, list[int]]]] = {}
         self._resync_spans: dict[ReplicaId, Span] = {}
         self._resync_weight: dict[ReplicaId, int] = {}
-        self._node: NodeFacts | None = None
+        self.node: NodeFacts | None = None
 
-        meter = telemetry.meter
-        meter.create_observable_counter(
-            "ladder_ingest_events",
-            [self._observe_events],
-            description="Diff events delivered to books.",
-        )
-        meter.create_observable_counter(
-            "ladder_ingest_resyncs",
-            [self._observe_resyncs],
-            description="Book resyncs by cause; reason=crossed counts crossed books.",
-        )
-        meter.create_observable_counter(
-            "ladder_ingest_fresh_snapshots",
-            [self._observe_fresh_snapshots],
-            description="Background snapshots that replaced a served book: refresh or audit.",
-        )
-        meter.create_observable_counter(
-            "ladder_ingest_audit_mismatches",
-            [self._observe_audit_mismatches],
-            description="Audits whose fresh snapshot disagreed with the served book.",
-        )
-        meter.create_observable_counter(
-            "ladder_ingest_stall_checks",
-            [self._observe_stall_checks],
-            description="Suspect silences checked against the venue, by verdict: quiet or stalled.",
-        )
-        meter.create_observable_counter(
-            "ladder_ingest_snapshot_fetches",
-            [self._observe_fetches],
-            description="REST depth snapshots fetched, by outcome.",
-        )
-        meter.create_observable_counter(
-            "ladder_ingest_weight_spent",
-            [self._observe_weight],
-            description="Venue request weight spent.",
-        )
-        meter.create_observable_counter(
-            "ladder_ingest_publish_batches",
-            [self._observe_batches],
-            description="Store pipelines that wrote snapshots.",
-        )
-        meter.create_observable_counter(
-            "ladder_ingest_published_snapshots",
-            [self._observe_snapshots],
-            description="Snapshots written and published.",
-        )
-        meter.create_observable_counter(
-            "ladder_ingest_venue_refusals",
-            [self._observe_refusals],
-            description="Venue REST answers other than 200, by status (429 and 418 must stay at zero).",
-        )
-        meter.create_observable_gauge(
-            "ladder_ingest_books",
-            [self._observe_books],
-            description="Book replicas kept, by published status.",
-        )
-        meter.create_observable_gauge(
-            "ladder_ingest_weight_used",
-            [self._observe_weight_used],
-            description="Request weight the venue reports used in the current minute (X-MBX-USED-WEIGHT-1M).",
-        )
-        meter.create_observable_gauge(
-            "ladder_ingest_weight_limit",
-            [self._observe_weight_limit],
-            description="Request weight a minute this node's budget allows.",
-        )
-        meter.create_observable_gauge(
-            "ladder_book_update_id",
-            [self._observe_update_ids],
-            description="The venue update id each synced book replica is at.",
-        )
-        meter.create_observable_gauge(
-            "ladder_book_synced",
-            [self._observe_synced],
-            description="1 while a book replica is published as synced, else 0.",
-        )
-        meter.create_observable_gauge(
-            "ladder_book_age_seconds",
-            [self._observe_age],
-            unit="s",
-            description="Time since each book replica last heard from its venue.",
-        )
-        self._latency = telemetry.histogram(
-            "ladder_ingest_publish_latency_seconds",
-            unit="s",
-            description="Frame received -> the snapshot carrying it written and published.",
-            bounds=LATENCY_BUCKETS_S,
-        )
-        self._batch_seconds = telemetry.histogram(
-            "ladder_ingest_publish_batch_seconds",
-            unit="s",
-            description="Round trip of one store pipeline of snapshots.",
-            bounds=LATENCY_BUCKETS_S,
-        ).series({})
+        observe(telemetry.meter, INGEST_METRICS, self)
+        self._latency = PUBLISH_LATENCY.histogram(telemetry)
+        self._batch_seconds = PUBLISH_BATCH_SECONDS.histogram(telemetry).series({})
 
     # -- hooks ------------------------------------------------------------------------------------
 
     def watch(self, node: NodeFacts) -> None:
         """The node whose replicas the gauges report."""
-        self._node = node
+        self.node = node
 
     def published(self, replica: PublishedFacts, ingest_time: int | None) -> None:
         """A snapshot of ``replica`` goes to the writer; called before ``last_publish_ms`` moves."""
@@ -407,144 +294,214 @@ class IngestTelemetry:
                 span.set_attribute("ladder.update_id", update_id)
             span.end()
 
-    def _replica_totals(self) -> dict[str, ReplicaStats]:
+    def replica_totals(self) -> dict[str, ReplicaStats]:
         """Per exchange, the stats of every replica this node has kept: live ones and retired."""
-        if self._node is None:
+        if self.node is None:
             return {}
         totals: dict[str, ReplicaStats] = {}
-        for exchange, retired in list(self._node.retired.items()):
+        for exchange, retired in list(self.node.retired.items()):
             totals.setdefault(exchange, ReplicaStats()).add(retired)
-        for replica in list(self._node.replicas.values()):
+        for replica in list(self.node.replicas.values()):
             totals.setdefault(replica.book.exchange, ReplicaStats()).add(replica.stats)
         return totals
 
-    def _observe_events(self, _options: CallbackOptions) -> Iterable[Observation]:
-        return [Observation(s.events, {"exchange": e}) for e, s in self._replica_totals().items() if s.events]
 
-    def _observe_resyncs(self, _options: CallbackOptions) -> Iterable[Observation]:
-        return [
-            Observation(count, {"exchange": exchange, "reason": reason})
-            for exchange, stats in self._replica_totals().items()
-            for reason, count in stats.resyncs.items()
-        ]
+# -- the metrics: one row each ----------------------------------------------------------------------
 
-    def _observe_fresh_snapshots(self, _options: CallbackOptions) -> Iterable[Observation]:
-        return [
-            Observation(count, {"exchange": exchange, "kind": kind})
-            for exchange, stats in self._replica_totals().items()
-            for kind, count in (("refresh", stats.refreshes_done), ("audit", stats.audits))
-            if count
-        ]
 
-    def _observe_audit_mismatches(self, _options: CallbackOptions) -> Iterable[Observation]:
-        return [
-            Observation(s.audit_mismatches, {"exchange": e})
-            for e, s in self._replica_totals().items()
-            if s.audit_mismatches
-        ]
+def _per_exchange(t: IngestTelemetry, count: Callable[[ReplicaStats], Iterable[tuple[int, str]]]) -> Reading:
+    """Replica counts summed per exchange (live replicas and retired ones), by a second label."""
+    return [
+        (n, (exchange, label))
+        for exchange, stats in t.replica_totals().items()
+        for n, label in count(stats)
+        if n
+    ]
 
-    def _observe_stall_checks(self, _options: CallbackOptions) -> Iterable[Observation]:
-        return [
-            Observation(count, {"exchange": exchange, "verdict": verdict})
-            for exchange, stats in self._replica_totals().items()
-            for verdict, count in (("quiet", stats.quiet_checks), ("stalled", stats.stalls))
-            if count
-        ]
 
-    def _observe_fetches(self, _options: CallbackOptions) -> Iterable[Observation]:
-        return [
-            Observation(count, {"exchange": exchange, "outcome": outcome})
-            for exchange, stats in self._replica_totals().items()
-            for outcome, count in (
-                ("ok", stats.snapshots + stats.background_snapshots),
-                ("failed", stats.snapshot_failures),
-            )
-            if count
-        ]
+def _events(t: IngestTelemetry) -> Reading:
+    return [(s.events, (e,)) for e, s in t.replica_totals().items() if s.events]
 
-    def _observe_weight(self, _options: CallbackOptions) -> Iterable[Observation]:
-        if self._node is None:
-            return []
-        return [
-            Observation(runtime.stats.weight_spent, {"exchange": exchange})
-            for exchange, runtime in list(self._node.exchanges.items())
-            if runtime.stats.weight_spent
-        ]
 
-    def _observe_batches(self, _options: CallbackOptions) -> Iterable[Observation]:
-        return [Observation(self.batches)]
+def _audit_mismatches(t: IngestTelemetry) -> Reading:
+    return [(s.audit_mismatches, (e,)) for e, s in t.replica_totals().items() if s.audit_mismatches]
 
-    def _observe_snapshots(self, _options: CallbackOptions) -> Iterable[Observation]:
-        return [Observation(self.snapshots)]
 
-    def _observe_refusals(self, _options: CallbackOptions) -> Iterable[Observation]:
-        if self._node is None:
-            return []
-        return [
-            Observation(count, {"exchange": exchange, "status": status})
-            for exchange, runtime in list(self._node.exchanges.items())
-            for status, count in list(runtime.stats.http_status.items())
-        ]
+def _exchanges(t: IngestTelemetry) -> list[tuple[str, ExchangeFacts]]:
+    return [] if t.node is None else list(t.node.exchanges.items())
 
-    def _observe_books(self, _options: CallbackOptions) -> Iterable[Observation]:
-        if self._node is None:
-            return []
-        counts: dict[tuple[str, str], int] = {}
-        for replica, status in self._node.statuses(now_ms()):
-            key = (replica.book.exchange, status.label)
-            counts[key] = counts.get(key, 0) + 1
-        return [Observation(n, {"exchange": e, "status": s}) for (e, s), n in counts.items()]
 
-    def _observe_weight_used(self, _options: CallbackOptions) -> Iterable[Observation]:
-        if self._node is None:
-            return []
-        now = time.time()
-        return [
-            Observation(runtime.budget.venue_used(now), {"exchange": exchange})
-            for exchange, runtime in list(self._node.exchanges.items())
-        ]
+def _replicas(t: IngestTelemetry) -> list[ReplicaFacts]:
+    return [] if t.node is None else list(t.node.replicas.values())
 
-    def _observe_weight_limit(self, _options: CallbackOptions) -> Iterable[Observation]:
-        if self._node is None:
-            return []
-        return [
-            Observation(runtime.budget.limit, {"exchange": exchange})
-            for exchange, runtime in list(self._node.exchanges.items())
-        ]
 
-    def _observe_update_ids(self, _options: CallbackOptions) -> Iterable[Observation]:
-        if self._node is None:
-            return []
-        return [
-            Observation(
-                update_id, {"exchange": book.exchange, "market": book.market, "replica": replica.replica}
-            )
-            for replica in list(self._node.replicas.values())
-            for book in (replica.book,)
-            if (update_id := replica.engine.update_id) is not None
-        ]
+def _statuses(t: IngestTelemetry) -> Iterable[tuple[ReplicaFacts, BookStatus]]:
+    return [] if t.node is None else t.node.statuses(now_ms())
 
-    def _observe_synced(self, _options: CallbackOptions) -> Iterable[Observation]:
-        if self._node is None:
-            return []
-        return [
-            Observation(
-                int(status is BookStatus.SYNCED),
-                {"exchange": book.exchange, "market": book.market, "replica": replica.replica},
-            )
-            for replica, status in self._node.statuses(now_ms())
-            for book in (replica.book,)
-        ]
 
-    def _observe_age(self, _options: CallbackOptions) -> Iterable[Observation]:
-        if self._node is None:
-            return []
-        now = now_ms()
-        return [
-            Observation(
-                max(0, now - replica.last_event_ms) / 1000,
-                {"exchange": book.exchange, "market": book.market, "replica": replica.replica},
-            )
-            for replica in list(self._node.replicas.values())
-            for book in (replica.book,)
-        ]
+def _refusals(t: IngestTelemetry) -> Reading:
+    return [(n, (e, status)) for e, r in _exchanges(t) for status, n in list(r.stats.http_status.items())]
+
+
+def _books(t: IngestTelemetry) -> Reading:
+    counts: dict[tuple[str, str], int] = {}
+    for replica, status in _statuses(t):
+        key = (replica.book.exchange, status.label)
+        counts[key] = counts.get(key, 0) + 1
+    return [(n, key) for key, n in counts.items()]
+
+
+def _book_labels(replica: ReplicaFacts) -> LabelValues:
+    return replica.book.exchange, replica.book.market, replica.replica
+
+
+def _update_ids(t: IngestTelemetry) -> Reading:
+    return [
+        (update_id, _book_labels(replica))
+        for replica in _replicas(t)
+        if (update_id := replica.engine.update_id) is not None
+    ]
+
+
+def _ages(t: IngestTelemetry) -> Reading:
+    now = now_ms()
+    return [(max(0, now - replica.last_event_ms) / 1000, _book_labels(replica)) for replica in _replicas(t)]
+
+
+def _weight_used(t: IngestTelemetry) -> Reading:
+    now = time.time()
+    return [(runtime.budget.venue_used(now), (exchange,)) for exchange, runtime in _exchanges(t)]
+
+
+EXCHANGE = ("exchange",)
+BOOK = ("exchange", "market", "replica")
+
+INGEST_METRICS: tuple[Metric[IngestTelemetry], ...] = (
+    Metric("ladder_ingest_events", Kind.COUNTER, "Diff events delivered to books.", EXCHANGE, _events),
+    Metric(
+        "ladder_ingest_resyncs",
+        Kind.COUNTER,
+        "Book resyncs by cause; reason=crossed counts crossed books.",
+        ("exchange", "reason"),
+        lambda t: _per_exchange(t, lambda s: [(n, reason) for reason, n in s.resyncs.items()]),
+    ),
+    Metric(
+        "ladder_ingest_fresh_snapshots",
+        Kind.COUNTER,
+        "Background snapshots that replaced a served book: refresh or audit.",
+        ("exchange", "kind"),
+        lambda t: _per_exchange(t, lambda s: [(s.refreshes_done, "refresh"), (s.audits, "audit")]),
+    ),
+    Metric(
+        "ladder_ingest_audit_mismatches",
+        Kind.COUNTER,
+        "Audits whose fresh snapshot disagreed with the served book.",
+        EXCHANGE,
+        _audit_mismatches,
+    ),
+    Metric(
+        "ladder_ingest_stall_checks",
+        Kind.COUNTER,
+        "Suspect silences checked against the venue, by verdict: quiet or stalled.",
+        ("exchange", "verdict"),
+        lambda t: _per_exchange(t, lambda s: [(s.quiet_checks, "quiet"), (s.stalls, "stalled")]),
+    ),
+    Metric(
+        "ladder_ingest_snapshot_fetches",
+        Kind.COUNTER,
+        "REST depth snapshots fetched, by outcome.",
+        ("exchange", "outcome"),
+        lambda t: _per_exchange(
+            t, lambda s: [(s.snapshots + s.background_snapshots, "ok"), (s.snapshot_failures, "failed")]
+        ),
+    ),
+    Metric(
+        "ladder_ingest_weight_spent",
+        Kind.COUNTER,
+        "Venue request weight spent.",
+        EXCHANGE,
+        lambda t: [(r.stats.weight_spent, (e,)) for e, r in _exchanges(t) if r.stats.weight_spent],
+    ),
+    Metric(
+        "ladder_ingest_publish_batches",
+        Kind.COUNTER,
+        "Store pipelines that wrote snapshots.",
+        read=lambda t: value(t.batches),
+    ),
+    Metric(
+        "ladder_ingest_published_snapshots",
+        Kind.COUNTER,
+        "Snapshots written and published.",
+        read=lambda t: value(t.snapshots),
+    ),
+    Metric(
+        "ladder_ingest_venue_refusals",
+        Kind.COUNTER,
+        "Venue REST answers other than 200, by status (429 and 418 must stay at zero).",
+        ("exchange", "status"),
+        lambda t: [
+            (n, (e, status)) for e, r in _exchanges(t) for status, n in list(r.stats.http_status.items())
+        ],
+    ),
+    Metric(
+        "ladder_ingest_books",
+        Kind.GAUGE,
+        "Book replicas kept, by published status.",
+        ("exchange", "status"),
+        _books,
+    ),
+    Metric(
+        "ladder_ingest_weight_used",
+        Kind.GAUGE,
+        "Request weight the venue reports used in the current minute (X-MBX-USED-WEIGHT-1M).",
+        EXCHANGE,
+        _weight_used,
+    ),
+    Metric(
+        "ladder_ingest_weight_limit",
+        Kind.GAUGE,
+        "Request weight a minute this node's budget allows.",
+        EXCHANGE,
+        lambda t: [(runtime.budget.limit, (exchange,)) for exchange, runtime in _exchanges(t)],
+    ),
+    Metric(
+        "ladder_book_update_id",
+        Kind.GAUGE,
+        "The venue update id each synced book replica is at.",
+        BOOK,
+        _update_ids,
+    ),
+    Metric(
+        "ladder_book_synced",
+        Kind.GAUGE,
+        "1 while a book replica is published as synced, else 0.",
+        BOOK,
+        lambda t: [(int(status is BookStatus.SYNCED), _book_labels(r)) for r, status in _statuses(t)],
+    ),
+    Metric(
+        "ladder_book_age_seconds",
+        Kind.GAUGE,
+        "Time since each book replica last heard from its venue.",
+        BOOK,
+        _ages,
+        unit="s",
+    ),
+)
+"""Every counter and gauge of an ingest node, read from its stats and replicas at collection."""
+
+PUBLISH_LATENCY: Metric[IngestTelemetry] = Metric(
+    "ladder_ingest_publish_latency_seconds",
+    Kind.HISTOGRAM,
+    "Frame received -> the snapshot carrying it written and published.",
+    EXCHANGE,
+    unit="s",
+    bounds=LATENCY_BUCKETS_S,
+)
+PUBLISH_BATCH_SECONDS: Metric[IngestTelemetry] = Metric(
+    "ladder_ingest_publish_batch_seconds",
+    Kind.HISTOGRAM,
+    "Round trip of one store pipeline of snapshots.",
+    unit="s",
+    bounds=LATENCY_BUCKETS_S,
+)
+HISTOGRAMS = (PUBLISH_LATENCY, PUBLISH_BATCH_SECONDS)

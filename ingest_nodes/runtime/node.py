@@ -61,7 +61,7 @@ from ladder_process.clock import now_ms
 from ladder_process.errors import StoreError
 from ladder_process.health import Check
 from ladder_process.sweeps import in_slices
-from ladder_process.telemetry import Telemetry
+from ladder_process.telemetry.setup import Telemetry
 
 log = logging.getLogger(__name__)
 

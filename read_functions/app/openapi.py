@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ladder_process.telemetry import ladder_version
+from ladder_process.telemetry.setup import ladder_version
 from read_functions.app.routing import Audience, Reply, Route
 from read_functions.app.schemas import COMPONENTS, Schema, ref
 

@@ -18,7 +18,8 @@ from opentelemetry.sdk.metrics.export import (
 )
 
 from ingest_nodes.ops.telemetry import IngestTelemetry
-from ladder_process.telemetry import LocalHistogram, Telemetry, bucket_quantile
+from ladder_process.telemetry.histograms import LocalHistogram, bucket_quantile
+from ladder_process.telemetry.setup import Telemetry
 from tests.telemetry.helpers import recorded
 
 BOUNDS = (0.001, 0.01, 0.1)

@@ -21,8 +21,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, Tracer, format_span_id, format_trace_id
 
-from ladder_process.span_queue import BoundedSpanProcessor, CountingSpanExporter
-from ladder_process.telemetry import Telemetry, ladder_version
+from ladder_process.telemetry.setup import Telemetry, ladder_version
+from ladder_process.telemetry.span_queue import BoundedSpanProcessor, CountingSpanExporter
 from tests.e2e.stack import ADMIN_KEY, Stack, start_stack
 from tests.telemetry.otlp_receiver import OtlpReceiver, otlp_receiver
 

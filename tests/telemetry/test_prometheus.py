@@ -7,15 +7,18 @@ from opentelemetry.metrics import CallbackOptions, Observation
 
 from ladder_process.health import ReadinessSlot
 from ladder_process.metrics_server import MetricsSettings, serve_metrics
-from ladder_process.telemetry import Telemetry, counts_callback
+from ladder_process.telemetry.metrics import Kind, Metric, counts, observe
+from ladder_process.telemetry.setup import Telemetry
 
 
 def test_counters_gauges_and_histograms_render_in_the_text_format() -> None:
     telemetry = Telemetry("ladder-test")
     meter = telemetry.meter
-    counts = {("binance.com", 'odd "reason"\n'): 3}
-    meter.create_observable_counter("ladder_things", [counts_callback(counts, ("exchange", "reason"))],
-                                    description="Things.\nCounted.")  # fmt: skip
+    kept = {("binance.com", 'odd "reason"\n'): 3}
+    things: Metric[dict[tuple[str, str], int]] = Metric(
+        "ladder_things", Kind.COUNTER, "Things.\nCounted.", ("exchange", "reason"), counts
+    )
+    observe(meter, [things], kept)
     meter.create_up_down_counter("ladder_level").add(-2)
 
     def level(_options: CallbackOptions) -> list[Observation]:
@@ -47,8 +50,11 @@ def test_counters_gauges_and_histograms_render_in_the_text_format() -> None:
 def test_per_book_gauges_are_not_cut_at_the_default_cardinality_limit() -> None:
     telemetry = Telemetry("ladder-test")
     books = {f"M{i}": float(i) for i in range(2500)}
-    telemetry.meter.create_observable_gauge("ladder_book_test_age", [counts_callback(books, ("market",))])
-    telemetry.meter.create_observable_gauge("ladder_other_test", [counts_callback(books, ("market",))])
+    gauges: list[Metric[dict[str, float]]] = [
+        Metric(name, Kind.GAUGE, "", ("market",), counts)
+        for name in ("ladder_book_test_age", "ladder_other_test")
+    ]
+    observe(telemetry.meter, gauges, books)
     text = telemetry.render_prometheus().decode()
     assert text.count("ladder_book_test_age{") == 2500
     assert text.count("ladder_other_test{") < 2500  # any other instrument overflows as the SDK decides

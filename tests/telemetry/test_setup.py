@@ -8,7 +8,8 @@ import pytest
 from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
 from opentelemetry.trace import get_current_span
 
-from ladder_process.telemetry import Telemetry, caller_context, sampler_from_env
+from ladder_process.telemetry.exporters import sampler_from_env
+from ladder_process.telemetry.setup import Telemetry, caller_context
 
 
 def test_no_exporter_configured_means_no_tracer_but_metrics() -> None:

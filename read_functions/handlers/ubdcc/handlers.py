@@ -29,7 +29,7 @@ from control_plane.errors import (
 from control_plane.models import Principal, Subscription
 from ladder_process.clock import now_ms
 from ladder_process.errors import StoreError
-from ladder_process.telemetry import ladder_version
+from ladder_process.telemetry.setup import ladder_version
 from read_functions.app.messages import Request, Response
 from read_functions.app.params import json_object
 from read_functions.deps import Deps

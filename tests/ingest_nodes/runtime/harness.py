@@ -26,7 +26,7 @@ from ingest_nodes.runtime.publisher import Publisher
 from ingest_nodes.runtime.replica import BookReplica
 from ingest_nodes.settings import IngestSettings
 from ingest_nodes.venues.registry import exchange_specs
-from ladder_process.telemetry import Telemetry
+from ladder_process.telemetry.setup import Telemetry
 from tests.waiting import wait_until
 
 VENUE_OF = {"binance.com": "spot", "binance.com-futures": "futures"}

@@ -26,7 +26,7 @@ from ingest_nodes.ops.stats import ReplicaStats
 from ingest_nodes.ops.telemetry import IngestTelemetry
 from ingest_nodes.runtime.publisher import Publisher
 from ingest_nodes.venues.stream import Refused
-from ladder_process.telemetry import Telemetry
+from ladder_process.telemetry.setup import Telemetry
 from tests.ingest_nodes.core.driver import snap, upd
 
 BOOK = BookKey("binance.com", "ETHBTC")
