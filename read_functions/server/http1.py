@@ -10,18 +10,17 @@ HTTP/1.1, so each connection is parsed here by llhttp (through ``httptools``, th
 uses) and a complete request goes straight into the core as a :class:`Request`; its response
 leaves as one write. What the protocol does:
 
+The HTTP/1.1 rules (limits, framing, trailers, versions, which upgrades leave) are
+:class:`read_functions.server.http1_machine.Http1Machine`, which touches no transport; this module
+is the socket around it:
+
 - keep-alive (HTTP/1.1, and HTTP/1.0 when asked), pipelined requests answered strictly in order;
   at most :data:`MAX_PIPELINED` wait, then the connection is not read until they are answered;
-- request bodies, sized or chunked, up to ``max_body_bytes`` (413 beyond), ``Expect:
-  100-continue``; the chunked framing around a body (chunk-size lines, their extensions) may add
-  at most ``max_body_bytes`` more (413 beyond), as the body's data alone is what the limit means;
-- a request head over :data:`MAX_HEAD_BYTES` gets 431, and so do a head and trailers together
-  over it: trailers are counted, then dropped, never merged into the headers (a field sent after
-  the body must not authenticate or steer the request it ends);
-- HTTP/1.0 and HTTP/1.1 only: another version gets 505, a request line without one (HTTP/0.9) 400;
-  every refusal carries the JSON error body of every other error, and the connection is closed
-  after it, in stages: half-closed, what the client still sends dropped for at most
-  :data:`LINGER_S` (or :data:`LINGER_BYTES`), then closed, so that the refusal is read, not reset;
+- ``Expect: 100-continue`` is answered when nothing is being answered before it;
+- every refusal the machine decides carries the JSON error body of every other error, and the
+  connection is closed after it, in stages: half-closed, what the client still sends dropped for
+  at most :data:`LINGER_S` (or :data:`LINGER_BYTES`), then closed, so that the refusal is read,
+  not reset;
 - a keep-alive connection idle for ``keepalive_timeout_s`` is closed, a request that takes longer
   than ``request_timeout_s`` to arrive gets 408, and a connection whose answers the client stops
   reading (its write buffer sends nothing for ``write_timeout_s``) is aborted, so queued answers
@@ -29,14 +28,10 @@ leaves as one write. What the protocol does:
   pays for a timer;
 - while the transport's write buffer is over its high-water mark no new answer starts and the
   connection is not read, so a client that does not read holds at most that much of our memory;
-- HEAD gets the headers of the GET route's answer without its body; repeated request headers are joined
-  with ``", "`` (so two different ``X-API-Key`` headers are one invalid key, never a choice);
+- HEAD gets the headers of the GET route's answer without its body;
 - a WebSocket upgrade to a route that streams (``Route.websocket``) is handed, its request head
   re-serialised, to aiohttp's own protocol (:class:`read_functions.server.aiohttp_app.AiohttpAdapter`),
-  which owns the connection from then on and closes it when the stream ends or is refused. An
-  ``Upgrade`` anywhere else is ignored (RFC 9110 section 7.8): the request is answered here, under
-  every limit above, and the connection stays in this protocol; one that also declares a body is
-  refused, as its body could only be read as the next request.
+  which owns the connection from then on and closes it when the stream ends or is refused.
 """
 
 from __future__ import annotations
@@ -50,29 +45,21 @@ from collections.abc import Awaitable, Callable
 from email.utils import formatdate
 from http import HTTPStatus
 from socket import SO_LINGER, SOL_SOCKET, socket
-from typing import Any, NamedTuple, cast
-from urllib.parse import urlsplit
+from typing import Any, cast
 
-import httptools
 from aiohttp import web
 
-from control_plane.errors import ApiError, InvalidRequestError
+from control_plane.errors import InvalidRequestError
 from read_functions.app.dispatch import Dispatcher, request_id
-from read_functions.app.errors import (
-    HeadersTooLargeError,
-    HttpVersionNotSupportedError,
-    PayloadTooLargeError,
-    RequestTimeoutError,
-    error_response,
-)
-from read_functions.app.messages import Request, Response, parse_query
+from read_functions.app.errors import error_response
+from read_functions.app.messages import Request, Response
 from read_functions.server.aiohttp_app import AiohttpAdapter
+from read_functions.server.http1_machine import CONTINUE, MAX_HEAD_BYTES, Answer, Http1Machine, Upgrade
 from read_functions.settings import ReadSettings
 
 Core = Callable[[Request], Awaitable[Response]]
 Upgradable = Callable[[str, str], bool]  # (method, raw path): may this request leave for WebSocket?
 
-MAX_HEAD_BYTES = 32 * 1024
 MAX_PIPELINED = 16
 LISTEN_BACKLOG = 1024
 KEEPALIVE_TIMEOUT_S = 75.0
@@ -84,17 +71,7 @@ LINGER_BYTES = 8 * 1024 * 1024
 
 _STATUS_LINES = {status.value: f"HTTP/1.1 {status.value} {status.phrase}\r\n" for status in HTTPStatus}
 _CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
-_VERSIONS = frozenset({"1.1", "1.0"})
 _RESET = struct.pack("ii", 1, 0)  # SO_LINGER on, 0 s: close() resets and frees the send queue
-
-
-class _Answer(NamedTuple):
-    """One request waiting for its answer, or (``request`` None) a refusal already decided."""
-
-    request: Request | None
-    refusal: Response | None
-    head: bool
-    connection: str | None  # the Connection header the answer carries ("close": then it closes)
 
 
 def encode_response(response: Response, date: str, *, head: bool, connection: str | None) -> bytes:
@@ -233,14 +210,15 @@ class Http1Server:
 
 
 class Http1Connection(asyncio.Protocol):
-    """One client connection: requests parsed as bytes arrive, answered one at a time, in order."""
+    """One client connection: its socket, the answer queue, back-pressure, linger, upgrade and
+    timeouts around the :class:`Http1Machine` that reads its requests."""
 
     def __init__(self, server: Http1Server) -> None:
         self._server = server
-        self._parser = httptools.HttpRequestParser(self)
+        self._machine: Http1Machine | None = None  # made when the connection is
         self._transport: asyncio.Transport | None = None
         self._loop = asyncio.get_running_loop()
-        self._queue: deque[_Answer] = deque()
+        self._queue: deque[Answer] = deque()
         self._answering = False
         self._reading_paused = False
         self._writing_paused = False
@@ -250,40 +228,30 @@ class Http1Connection(asyncio.Protocol):
         self._lost = False
         self._lingering: int | None = None  # after a refusal: the bytes still to drop before a reset
         self._upgrade: bytes | None = None  # a WebSocket upgrade waiting for earlier answers
-        self._upgrading: _Answer | None = None  # a request with Upgrade, until the parser stops
         self._last_active = server.now
         self._written = 0  # bytes handed to the transport, for the write timeout
         self._sent = 0  # of those, the bytes the transport had sent at the last tick
         self._sent_at = server.now  # when the transport last sent something (or had nothing to)
-        self._peer = ""  # the client's IP address
-        # The request being parsed:
-        self._requests = 0  # requests begun on this connection: which one a read belonged to
-        self._started: float | None = None  # coarse time its first byte came; None between requests
-        self._in_head = False
-        self._in_body = False  # its head is complete, its message is not
-        self._head_bytes = 0  # the size of its URL, complete headers and complete trailers
-        self._unparsed = 0  # bytes read since the parser last completed a part of its head
-        self._body_bytes = 0  # its body's data, and its trailers: what its framing is measured against
-        self._framing = 0  # bytes of its body read beyond those (chunk-size lines, extensions)
-        self._url: list[bytes] = []
-        self._headers: dict[str, str] = {}
-        self._body: bytearray | None = None
 
     # -- asyncio.Protocol --------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
         peername = transport.get_extra_info("peername")
-        if isinstance(peername, tuple):
-            self._peer = str(peername[0])
-        self._server.connections.add(self)
+        server = self._server
+        self._machine = Http1Machine(
+            max_body=server.max_body,
+            scheme=server.scheme,
+            peer=str(peername[0]) if isinstance(peername, tuple) else "",
+            takes_upgrade=server.takes_upgrade,
+        )
+        server.connections.add(self)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closed = self._lost = True
         self._server.forget(self)
-        # The parser holds this connection: without it, nothing is a cycle and the closed connection
-        # is freed by reference counting, which a worker's frozen heap needs (ladder_process.heap).
-        # Nothing is parsed once the connection is closed.
-        del self._parser
+        # Nothing is parsed once the connection is closed; the machine lets go of its parser.
+        if self._machine is not None:
+            self._machine.release()
 
     def data_received(self, data: bytes) -> None:
         if self._lingering is not None:  # refused: what still comes is dropped unread, up to a point
@@ -291,37 +259,26 @@ class Http1Connection(asyncio.Protocol):
             if self._lingering < 0:
                 self.abort()
             return
-        while data:
-            data = self._feed(data)
-
-    def _feed(self, data: bytes) -> bytes:
-        """Parse what came; the bytes after a request whose ``Upgrade`` was ignored are returned."""
         if self._upgrade is not None:
             self._upgrade += data  # for aiohttp, once the earlier answers are out
-            return b""
-        if self._closed or self._refused or self._transport is None or self._transport.is_closing():
-            return b""
-        request, in_body, body_bytes = self._requests, self._in_body, self._body_bytes
-        if self._in_head:
-            self._unparsed += len(data)
-        try:
-            self._parser.feed_data(data)
-        except httptools.HttpParserUpgrade as upgrade:
-            return self._upgrade_or_not(data[upgrade.args[0] :])
-        except httptools.HttpParserError as exc:
-            cause = exc.__context__
-            if not isinstance(cause, ApiError):
-                cause = InvalidRequestError(f"malformed HTTP: {exc}")
-            self._refuse(cause)
-            return b""
-        # httptools holds a header back until it ends: one that never ends is refused here
-        if self._in_head and self._head_bytes + self._unparsed > MAX_HEAD_BYTES:
-            self._refuse(_head_too_large())
-        elif in_body and self._in_body and request == self._requests:  # all of it one body's bytes
-            self._framing += len(data) - (self._body_bytes - body_bytes)
-            if self._framing > self._server.max_body:
-                self._refuse(PayloadTooLargeError(_framing_too_large(self._server.max_body)))
-        return b""
+            return
+        machine, transport = self._machine, self._transport
+        if self._closed or machine is None or transport is None or transport.is_closing():
+            return
+        for event in machine.receive(data, self._server.now):
+            if type(event) is Answer:
+                if event.request is None:
+                    self._refuse(event)
+                else:
+                    self._enqueue(event)
+            elif event is CONTINUE:
+                if self._idle():
+                    self._write(_CONTINUE)
+            else:  # the connection leaves for aiohttp once the answers before it are out
+                assert isinstance(event, Upgrade)
+                self._upgrade = event.data
+                self._pause_reading()
+                self._answer_next()
 
     def eof_received(self) -> bool:
         """The client will send no more; answer what it sent, then close."""
@@ -337,94 +294,8 @@ class Http1Connection(asyncio.Protocol):
         self._writing_paused = False
         self._answer_next()
 
-    # -- httptools callbacks -----------------------------------------------------------------
-    def on_message_begin(self) -> None:
-        self._requests += 1
-        self._started = self._server.now
-        self._in_head = True
-        self._head_bytes = self._unparsed = self._body_bytes = self._framing = 0
-        self._url = []
-        self._headers = {}
-        self._body = None
-
-    def on_url(self, url: bytes) -> None:
-        self._url.append(url)
-        self._head_bytes += len(url)
-        self._unparsed = 0
-
-    def on_header(self, name: bytes, value: bytes) -> None:
-        size = len(name) + len(value) + 4  # ": " and CRLF
-        self._head_bytes += size
-        if self._in_body:  # a trailer: it counts against the head's limit, and is dropped
-            self._body_bytes += size
-            if self._head_bytes > MAX_HEAD_BYTES:
-                raise _head_too_large()
-            return
-        self._unparsed = 0
-        key = name.decode("latin-1").lower()
-        text = value.decode("latin-1")
-        headers = self._headers
-        headers[key] = f"{headers[key]}, {text}" if key in headers else text
-
-    def on_headers_complete(self) -> None:
-        self._in_head = False
-        self._in_body = True
-        if self._head_bytes > MAX_HEAD_BYTES:
-            raise _head_too_large()
-        version = self._parser.get_http_version()
-        if version not in _VERSIONS:
-            raise _unsupported(version)
-        if self._parser.should_upgrade():
-            return
-        length = self._headers.get("content-length")
-        if length is not None and length.isdigit() and int(length) > self._server.max_body:
-            raise PayloadTooLargeError.over(self._server.max_body)
-        expect = self._headers.get("expect")
-        if expect is not None and expect.lower() == "100-continue" and self._idle():
-            self._write(_CONTINUE)
-
-    def on_body(self, chunk: bytes) -> None:
-        if self._body is None:
-            self._body = bytearray()
-        self._body += chunk
-        self._body_bytes += len(chunk)
-        if len(self._body) > self._server.max_body:
-            raise PayloadTooLargeError.over(self._server.max_body)
-
-    def on_message_complete(self) -> None:
-        self._started = None
-        self._in_body = False
-        parser = self._parser
-        url = b"".join(self._url).decode("latin-1")
-        if not url.startswith("/"):
-            url = _origin_form(url)
-        path, _, query_string = url.partition("?")
-        headers = self._headers
-        method = parser.get_method().decode("latin-1")
-        request = Request(
-            method=method,
-            raw_path=path,
-            query=parse_query(query_string),
-            headers=headers,
-            body=bytes(self._body) if self._body else b"",
-            request_id=request_id(headers.get("x-request-id")),
-            origin=self._server.scheme + headers.get("host", ""),
-            query_string=query_string,
-            peer=self._peer,
-        )
-        connection = None
-        if not parser.should_keep_alive():
-            connection = "close"
-        elif parser.get_http_version() == "1.0":
-            connection = "keep-alive"
-        answer = _Answer(request, None, method == "HEAD", connection)
-        if parser.should_upgrade():
-            self._upgrading = answer  # the parser stops after it: data_received decides
-            return
-        self._enqueue(answer)
-
     # -- answering ---------------------------------------------------------------------------
-    def _enqueue(self, answer: _Answer) -> None:
+    def _enqueue(self, answer: Answer) -> None:
         self._queue.append(answer)
         if len(self._queue) >= MAX_PIPELINED:
             self._pause_reading()
@@ -450,7 +321,7 @@ class Http1Connection(asyncio.Protocol):
             if self._transport is not None:
                 self._transport.resume_reading()
 
-    async def _answer(self, answer: _Answer, request: Request) -> None:
+    async def _answer(self, answer: Answer, request: Request) -> None:
         try:
             response = await self._server.core(request)
             if response.stream is not None:
@@ -465,7 +336,7 @@ class Http1Connection(asyncio.Protocol):
         self._send(answer, response)
         self._answer_next()
 
-    def _send(self, answer: _Answer, response: Response) -> None:
+    def _send(self, answer: Answer, response: Response) -> None:
         transport = self._transport
         if transport is None or self._closed or transport.is_closing():
             return
@@ -506,15 +377,10 @@ class Http1Connection(asyncio.Protocol):
         self._transport.write(data)
         self._written += len(data)
 
-    def _refuse(self, exc: ApiError) -> None:
-        """Answer a request the protocol itself turns down, after the ones before it, then close."""
-        rid = request_id(self._headers.get("x-request-id"))
-        response = error_response(exc, rid)
-        response.headers["X-Request-ID"] = rid
-        self._started = None
-        self._in_head = self._in_body = False
+    def _refuse(self, refusal: Answer) -> None:
+        """Answer a refusal the machine decided, after the answers before it, then close."""
         self._refused = True
-        self._queue.append(_Answer(None, response, False, "close"))
+        self._queue.append(refusal)
         self._pause_reading()
         self._answer_next()
 
@@ -532,36 +398,6 @@ class Http1Connection(asyncio.Protocol):
             self._transport.pause_reading()
 
     # -- upgrades ----------------------------------------------------------------------------
-    def _upgrade_or_not(self, rest: bytes) -> bytes:
-        """The parser stopped after a request with ``Upgrade``: hand it over, or answer it here.
-
-        Returns the bytes still to parse as HTTP/1.1 (none once the connection is handed over).
-        """
-        answer, self._upgrading = self._upgrading, None
-        assert answer is not None and answer.request is not None
-        request = answer.request
-        if "content-length" in request.headers or "transfer-encoding" in request.headers:
-            self._refuse(InvalidRequestError("a request with Upgrade may not have a body"))
-            return b""
-        if self._server.takes_upgrade(request):
-            self._upgrade = self._request_head() + rest
-            self._pause_reading()
-            self._answer_next()
-            return b""
-        # Every other Upgrade is ignored: the request is answered here, the rest read as HTTP/1.1.
-        self._parser = httptools.HttpRequestParser(self)
-        self._enqueue(answer)
-        return rest
-
-    def _request_head(self) -> bytes:
-        """The upgrade request's head as it came, but for the case of header names."""
-        method = self._parser.get_method().decode("latin-1")
-        version = self._parser.get_http_version()
-        lines = [f"{method} {b''.join(self._url).decode('latin-1')} HTTP/{version}\r\n"]
-        lines.extend(f"{name}: {value}\r\n" for name, value in self._headers.items())
-        lines.append("\r\n")
-        return "".join(lines).encode("latin-1")
-
     def _hand_over(self) -> None:
         """Give the connection, and the bytes read for it, to aiohttp for the rest of its life."""
         transport, data = self._transport, self._upgrade
@@ -587,12 +423,12 @@ class Http1Connection(asyncio.Protocol):
         elif now - self._sent_at > self._server.write_timeout_s:
             self.abort()  # close() would wait for a buffer the client never reads
             return
-        if self._closed:
+        if self._closed or self._machine is None:
             return
-        limit = self._server.request_timeout_s
-        if self._started is not None:
-            if now - self._started > limit:
-                self._refuse(RequestTimeoutError(f"the request did not arrive within {limit:g} s"))
+        if self._machine.started is not None:
+            refusal = self._machine.expire(now, self._server.request_timeout_s)
+            if refusal is not None:
+                self._refuse(refusal)
         elif self._idle() and now - self._last_active > self._server.keepalive_timeout_s:
             self.close_when_idle()
 
@@ -618,24 +454,3 @@ class Http1Connection(asyncio.Protocol):
                     sock.setsockopt(SOL_SOCKET, SO_LINGER, _RESET)
             self._transport.abort()
         self._server.forget(self)
-
-
-def _head_too_large() -> HeadersTooLargeError:
-    return HeadersTooLargeError(f"the request head and trailers may be at most {MAX_HEAD_BYTES} bytes")
-
-
-def _framing_too_large(limit: int) -> str:
-    return f"the chunked framing of a body (chunk sizes, extensions) may be at most {limit} bytes"
-
-
-def _unsupported(version: str) -> ApiError:
-    if version == "0.9":
-        return InvalidRequestError("the request line has no HTTP version (HTTP/1.1 or HTTP/1.0)")
-    return HttpVersionNotSupportedError("this server speaks HTTP/1.1 and HTTP/1.0")
-
-
-def _origin_form(url: str) -> str:
-    """The path and query of an absolute-form request target (``GET http://host/path``)."""
-    parts = urlsplit(url)
-    path = parts.path or "/"
-    return f"{path}?{parts.query}" if parts.query else path

@@ -1,38 +1,36 @@
-"""Hostile request framing, raw bytes to a running read server: each refused fast, at a bounded cost.
+"""Hostile request framing: each refused early, at a bounded cost.
 
-Every case asserts the status, the machine-readable code, how long the answer took and, where
-the attack is about memory, how much the worker grew. The smuggling cases at the end were
-refused before this suite existed; they stay here so that no parser change lets one through.
+The raw-byte cases run against the HTTP/1.1 rules in memory (``script.py``, an Http1Machine fed
+scripted byte sequences): each asserts the status, the machine-readable code, that the connection
+closes after the refusal and, for the floods, how many bytes the machine took before it refused
+and how many it held. What needs the whole server (authentication, routes, the listener) runs
+against a real read server over sockets. The smuggling cases at the end were refused before this
+suite existed; they stay here so that no parser change lets one through.
 """
 
 from __future__ import annotations
 
 import itertools
 import subprocess
-from collections.abc import Iterator
 from urllib.parse import urlsplit
 
 import orjson
 import pytest
 
-from read_functions.server.http1 import LISTEN_BACKLOG, MAX_HEAD_BYTES
-from tests.read_functions.hostile.attacks import MIB, Target, flood
+from read_functions.server.http1 import LISTEN_BACKLOG
+from read_functions.server.http1_machine import MAX_HEAD_BYTES
+from tests.read_functions.hostile.attacks import MIB, Target
 from tests.read_functions.hostile.conftest import BOOK
-from tests.read_functions.wire import assert_closed, assert_refused, connect, get, raw, read_reply
+from tests.read_functions.hostile.script import feed, flood, machine, repeated
+from tests.read_functions.wire import connect, get, raw, read_reply
 
 CHUNKED = ("Transfer-Encoding: chunked",)
-SECOND = 1.0  # what any refusal below may take; each was seconds to minutes, or never, before
-GROWTH = 16 * MIB  # what any attack below may cost the worker; the floods are 32 MiB and more
+TAKEN = 8 * MIB  # the bytes any flood below may get in before it is refused; they are 32 MiB and more
+GROWTH = 16 * MIB  # what any attack below may make the connection hold
 
 
 def chunked_get(path: str, rid: str, *headers: str) -> bytes:
     return get(path, rid, *CHUNKED, *headers)
-
-
-def repeated(piece: bytes, size: int = 64 * 1024) -> Iterator[bytes]:
-    """``piece`` over and over, in writes of about ``size`` bytes."""
-    block = piece * max(1, size // len(piece))
-    return itertools.repeat(block)
 
 
 # -- trailers (finding 1) --------------------------------------------------------------------
@@ -48,62 +46,61 @@ async def test_a_key_in_a_trailer_does_not_authenticate(target: Target) -> None:
         assert b"update_id" not in reply.body
 
 
-async def test_trailers_are_not_request_headers(target: Target) -> None:
+def test_trailers_are_not_request_headers() -> None:
     """A trailer ``X-Request-ID`` would be echoed if trailers were merged into the headers."""
-    async with connect(target.url) as (reader, writer):
-        writer.write(chunked_get("/healthz", "from-the-head") + b"0\r\nX-Request-ID: from-a-trailer\r\n\r\n")
-        reply = await read_reply(reader)
-        assert (reply.status, reply.headers["x-request-id"]) == (200, "from-the-head")
+    fed = feed(
+        machine(), chunked_get("/healthz", "from-the-head") + b"0\r\nX-Request-ID: from-a-trailer\r\n\r\n"
+    )
+    (request,) = fed.requests()
+    assert (request.request_id, request.headers["x-request-id"]) == ("from-the-head", "from-the-head")
 
 
-async def test_repeated_trailer_lines_get_431_at_the_head_limit(target: Target) -> None:
-    outcome = await flood(target, chunked_get("/healthz", "t") + b"0\r\n", repeated(b"X-T: a\r\n"), 32 * MIB)
-    assert_refused(outcome.reply, 431, "headers_too_large")
-    assert outcome.seconds < SECOND and outcome.rss_growth < GROWTH, outcome
+def test_repeated_trailer_lines_get_431_at_the_head_limit() -> None:
+    fed = flood(machine(), chunked_get("/healthz", "t") + b"0\r\n", repeated(b"X-T: a\r\n"), 32 * MIB)
+    assert fed.refusal() == (431, "headers_too_large")
+    assert fed.fed < TAKEN and fed.held < GROWTH, fed.fed
 
 
-async def test_distinct_trailer_names_get_431_at_the_head_limit(target: Target) -> None:
+def test_distinct_trailer_names_get_431_at_the_head_limit() -> None:
     names = (b"".join(b"X-%d: v\r\n" % n for n in range(i, i + 4096)) for i in itertools.count(0, 4096))
-    outcome = await flood(target, chunked_get("/healthz", "t") + b"0\r\n", names, 32 * MIB)
-    assert_refused(outcome.reply, 431, "headers_too_large")
-    assert outcome.seconds < SECOND and outcome.rss_growth < GROWTH, outcome
+    fed = flood(machine(), chunked_get("/healthz", "t") + b"0\r\n", names, 32 * MIB)
+    assert fed.refusal() == (431, "headers_too_large")
+    assert fed.fed < TAKEN and fed.held < GROWTH, fed.fed
 
 
-async def test_head_and_trailers_together_are_held_to_the_head_limit(target: Target) -> None:
+def test_head_and_trailers_together_are_held_to_the_head_limit() -> None:
     half = "a" * (MAX_HEAD_BYTES // 2)
     request = chunked_get("/healthz", "t", f"X-Pad: {half}") + f"0\r\nX-Pad: {half}\r\n\r\n".encode()
-    async with connect(target.url) as (reader, writer):
-        writer.write(request)
-        assert_refused(await read_reply(reader), 431, "headers_too_large")
-        await assert_closed(reader)
+    fed = feed(machine(), request)
+    assert fed.refusal() == (431, "headers_too_large") and fed.requests() == []
 
 
-async def test_a_trailer_that_never_ends_is_refused(target: Target) -> None:
-    outcome = await flood(target, chunked_get("/healthz", "t") + b"0\r\nX-T: ", repeated(b"a"), 32 * MIB)
-    assert_refused(outcome.reply, 413, "payload_too_large")
-    assert outcome.seconds < SECOND and outcome.rss_growth < GROWTH, outcome
+def test_a_trailer_that_never_ends_is_refused() -> None:
+    fed = flood(machine(), chunked_get("/healthz", "t") + b"0\r\nX-T: ", repeated(b"a"), 32 * MIB)
+    assert fed.refusal() == (413, "payload_too_large")
+    assert fed.fed < TAKEN and fed.held < GROWTH, fed.fed
 
 
 # -- chunk extensions (finding 10) -----------------------------------------------------------
 
 
-async def test_a_chunk_extension_that_never_ends_gets_413(target: Target) -> None:
-    outcome = await flood(target, chunked_get("/healthz", "t") + b"1;ext=", repeated(b"a"), 64 * MIB)
-    assert_refused(outcome.reply, 413, "payload_too_large")
-    assert outcome.seconds < SECOND and outcome.rss_growth < GROWTH and outcome.sent < 8 * MIB, outcome
+def test_a_chunk_extension_that_never_ends_gets_413() -> None:
+    fed = flood(machine(), chunked_get("/healthz", "t") + b"1;ext=", repeated(b"a"), 64 * MIB)
+    assert fed.refusal() == (413, "payload_too_large")
+    assert fed.fed < TAKEN and fed.held < GROWTH, fed.fed
 
 
-async def test_many_chunks_with_long_extensions_get_413(target: Target) -> None:
+def test_many_chunks_with_long_extensions_get_413() -> None:
     chunk = b"1;e=" + b"a" * 1000 + b"\r\nx\r\n"  # one body byte per kilobyte
-    outcome = await flood(target, chunked_get("/healthz", "t"), repeated(chunk), 64 * MIB)
-    assert_refused(outcome.reply, 413, "payload_too_large")
-    assert outcome.seconds < SECOND and outcome.rss_growth < GROWTH and outcome.sent < 8 * MIB, outcome
+    fed = flood(machine(), chunked_get("/healthz", "t"), repeated(chunk), 64 * MIB)
+    assert fed.refusal() == (413, "payload_too_large")
+    assert fed.fed < TAKEN and fed.held < GROWTH, fed.fed
 
 
-async def test_short_chunk_extensions_are_ignored(target: Target) -> None:
-    async with connect(target.url) as (reader, writer):
-        writer.write(chunked_get("/healthz", "ext") + b"2;name=value;x\r\n{}\r\n0\r\n\r\n")
-        assert (await read_reply(reader)).status == 200
+def test_short_chunk_extensions_are_ignored() -> None:
+    fed = feed(machine(), chunked_get("/healthz", "ext") + b"2;name=value;x\r\n{}\r\n0\r\n\r\n")
+    (request,) = fed.requests()
+    assert request.body == b"{}" and len(fed.events) == 1  # answered, nothing refused
 
 
 # -- request lines (finding 10) --------------------------------------------------------------
@@ -119,13 +116,9 @@ async def test_short_chunk_extensions_are_ignored(target: Target) -> None:
         (b"PRI * HTTP/2.0", 400, "invalid_request"),  # an HTTP/2 connection preface
     ],
 )
-async def test_only_http_10_and_11_are_served(
-    target: Target, request_line: bytes, status: int, code: str
-) -> None:
-    async with connect(target.url) as (reader, writer):
-        writer.write(request_line + b"\r\nHost: test\r\n\r\n")
-        assert_refused(await read_reply(reader, within_s=SECOND), status, code)
-        await assert_closed(reader)
+def test_only_http_10_and_11_are_served(request_line: bytes, status: int, code: str) -> None:
+    fed = feed(machine(), request_line + b"\r\nHost: test\r\n\r\n")
+    assert fed.refusal() == (status, code) and fed.requests() == []
 
 
 # -- methods: HEAD and Allow (finding 10) ----------------------------------------------------
@@ -227,9 +220,7 @@ HEAD = "POST /healthz HTTP/1.1\r\nHost: test\r\n"
         pytest.param("G@T /healthz HTTP/1.1\r\nHost: test\r\n\r\n", id="bad-method"),
     ],
 )
-async def test_smuggling_and_malformed_framing_get_400(target: Target, request_bytes: str) -> None:
-    async with connect(target.url) as (reader, writer):
-        writer.write(request_bytes.encode("latin-1") + get("/healthz", "smuggled"))
-        reply = await read_reply(reader, within_s=SECOND)
-        assert_refused(reply, 400, "invalid_request")
-        await assert_closed(reader)  # and the request behind it was never answered
+def test_smuggling_and_malformed_framing_get_400(request_bytes: str) -> None:
+    fed = feed(machine(), request_bytes.encode("latin-1") + get("/healthz", "smuggled"))
+    assert fed.refusal() == (400, "invalid_request")
+    assert fed.requests() == []  # and the request behind it was never read

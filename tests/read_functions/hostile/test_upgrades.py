@@ -10,8 +10,10 @@ import asyncio
 import base64
 import time
 
+from read_functions.server.http1_machine import Answer, Upgrade
 from tests.read_functions.hostile.attacks import MIB, Target
 from tests.read_functions.hostile.conftest import TIMEOUT_S
+from tests.read_functions.hostile.script import feed, machine
 from tests.read_functions.wire import assert_closed, assert_open, assert_refused, connect, get, read_reply
 
 STREAM = "/v1/stream?exchange=binance.com&market=ETHBTC"
@@ -68,13 +70,23 @@ async def test_a_broken_handshake_on_the_stream_route_gets_json_400(target: Targ
         await assert_closed(reader)
 
 
-async def test_an_upgrade_with_a_body_is_refused(target: Target) -> None:
-    """Its body would otherwise be read as the next request."""
+def test_an_upgrade_with_a_body_is_refused() -> None:
+    """Its body would otherwise be read as the next request (the rules, in memory)."""
     smuggled = get("/healthz", "smuggled")
-    async with connect(target.url) as (reader, writer):
-        writer.write(get("/healthz", "up", *UPGRADE, f"Content-Length: {len(smuggled)}") + smuggled)
-        assert_refused(await read_reply(reader), 400, "invalid_request")
-        await assert_closed(reader)
+    fed = feed(machine(), get("/healthz", "up", *UPGRADE, f"Content-Length: {len(smuggled)}") + smuggled)
+    assert fed.refusal() == (400, "invalid_request") and fed.requests() == []
+
+
+def test_only_the_stream_route_leaves_and_its_head_goes_with_it() -> None:
+    """In memory: an upgrade elsewhere is answered here and the next request parsed here; the
+    stream route's upgrade leaves with its head as sent and every byte after it."""
+    fed = feed(
+        machine(), get("/healthz", "up", *UPGRADE, NONCE) + get(STREAM, "ws", *UPGRADE, NONCE) + b"\x81"
+    )
+    up, leaving = fed.events
+    assert isinstance(up, Answer) and up.request is not None and up.request.request_id == "up"
+    assert isinstance(leaving, Upgrade) and leaving.data.startswith(b"GET " + STREAM.encode())
+    assert leaving.data.endswith(b"\r\n\r\n\x81")
 
 
 async def test_the_stream_route_still_upgrades(target: Target) -> None:

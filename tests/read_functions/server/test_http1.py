@@ -22,7 +22,8 @@ from read_functions.app.dispatch import Dispatcher
 from read_functions.app.messages import Request, Response
 from read_functions.app.routing import Router
 from read_functions.routes import ROUTES
-from read_functions.server.http1 import MAX_HEAD_BYTES, MAX_PIPELINED, Http1Server, encode_response
+from read_functions.server.http1 import MAX_PIPELINED, Http1Server, encode_response
+from read_functions.server.http1_machine import MAX_HEAD_BYTES
 from read_functions.server.workers import bind
 from tests.read_functions.helpers import ADMIN_KEY, ETH, Stack, snapshot
 from tests.read_functions.wire import (
