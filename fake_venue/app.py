@@ -1,4 +1,4 @@
-"""``FakeVenue``: Binance spot, Binance USD-M futures and Alpaca crypto on one local port.
+"""``FakeVenue``: Binance spot and USD-M futures, Alpaca crypto, OKX and Bybit on one local port.
 
 Where a client points (``base`` is what ``start`` returns, ``http://host:port``):
 
@@ -9,11 +9,14 @@ Binance futures REST   ``base`` (``/fapi/v1/depth``, ``/fapi/v1/exchangeInfo``)
 Binance futures WS     ``ws://host:port/public`` (``/public/ws``, ``/public/stream?streams=``)
 Alpaca crypto stream   ``ws://host:port/v1beta3/crypto/{us,us-1,eu-1}`` (one feed)
 Alpaca trading API     ``base`` (``/v2/assets?asset_class=crypto``)
+OKX public WS, REST    ``ws://host:port`` (``/ws/v5/public``), ``base`` (``/api/v5/...``)
+Bybit public WS        ``ws://host:port/v5/public/{spot,linear}``
+Bybit REST             ``base/bybit-spot``, ``base/bybit-linear`` (``/v5/market/...``)
 test-only              ``/_fake/book``, ``/_fake/control``, ``/_fake/stats``, ``/_fake/connections``
 =====================  ====================================================
 
 Run it in-process (``await venue.start()`` ... ``await venue.stop()``) or as
-``python -m fake_venue``. One scheduler task drives every symbol of the three venues.
+``python -m fake_venue``. One scheduler task drives every symbol of every venue.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import time
 
 from aiohttp import web
 
+from fake_venue.bybit.routes import rest_prefix
 from fake_venue.config import VenueConfig
 from fake_venue.control import Control
 from fake_venue.market.scheduler import Scheduler
@@ -124,6 +128,32 @@ class FakeVenue:
     @property
     def alpaca_trading_url(self) -> str:
         return self.url
+
+    @property
+    def okx_rest_url(self) -> str:
+        return self.url
+
+    @property
+    def okx_ws_url(self) -> str:
+        """The base a client adds ``/ws/v5/public`` to."""
+        return self.ws_url
+
+    @property
+    def bybit_rest_url(self) -> str:
+        """Spot's REST base (each fake category has its own; the venue has one host for both)."""
+        return self.url + rest_prefix("spot")
+
+    @property
+    def bybit_linear_rest_url(self) -> str:
+        return self.url + rest_prefix("linear")
+
+    @property
+    def bybit_spot_ws_url(self) -> str:
+        return self.ws_url + "/v5/public/spot"
+
+    @property
+    def bybit_linear_ws_url(self) -> str:
+        return self.ws_url + "/v5/public/linear"
 
     def _application(self) -> web.Application:
         app = web.Application()

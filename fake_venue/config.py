@@ -61,6 +61,12 @@ class VenueConfig:
     spot_symbols: int = 10
     futures_symbols: int = 10
     alpaca_symbols: int = 10
+    okx_symbols: int = 10
+    """SPOT instruments, and as many SWAP ones, OKX lists."""
+    bybit_symbols: int = 10
+    """Symbols each Bybit category (spot, linear) lists."""
+    okx_heartbeat_s: float = 60.0
+    """A book with no update for this long gets OKX's empty update (the venue: about a minute)."""
     rate: float = 10.0
     """Updates per second per active symbol (with ``rate_skew``: of the first one listed)."""
     rate_skew: float = 0.0

@@ -1,7 +1,7 @@
 """``POST /_fake/control``: faults switched on at run time, one JSON object per request.
 
-``{"action": ..., "venue": "spot"|"futures"|"alpaca", "symbol": ..., ...}``; the answer is
-``{"ok": true, ...}`` or HTTP 400 ``{"error": ...}``. ``connection`` picks who is hit where it
+``{"action": ..., "venue": "spot"|"futures"|"alpaca"|"okx"|"bybit"|"bybit-linear", "symbol": ...}``;
+the answer is ``{"ok": true, ...}`` or HTTP 400 ``{"error": ...}``. ``connection`` picks who is hit where it
 applies: ``"all"`` (default), ``"one"`` (the oldest connection listening to the symbol, or the
 oldest of the venue without a symbol) or a connection id from ``GET /_fake/connections``.
 
@@ -13,7 +13,8 @@ duplicate          symbol, back (0), connection: an event sent again (``back`` >
                    replayed after newer ones)
 disconnect         symbol (any), connection, mode close|drop|slow (close), code (1000); slow is
                    the venue's slow-client exit (Alpaca: 407 then close; Binance: drop)
-server_shutdown    Binance only; symbol (any), connection: ``serverShutdown`` then close
+server_shutdown    Binance and OKX; symbol (any), connection: ``serverShutdown`` (OKX: the notice
+                   64008) then close
 max_connection_age seconds: connections older than this are closed (the venues' 24 h cut-off)
 stall              symbol (all active), seconds: no updates at all, sockets stay open (quiet)
 withhold           symbol, seconds, resume gap|replay (gap): updates made but sent to nobody
@@ -41,6 +42,9 @@ snapshot_in_hole   futures; enabled (true): snapshot ids fall between two events
 alpaca_reset       symbol (every subscribed one), connection, count (1): a full ``r: true`` book
                    now; count > 1 is a reset storm, each reset followed by one update
 alpaca_limits      connection_limit, symbol_limit (0 = unlimited)
+sequence_restart   okx, bybit*; symbol: its ids start over lower (OKX: the next update's seqId
+                   below its prevSeqId; Bybit: a u=1 snapshot to every listener)
+book_snapshot      okx, bybit*; symbol, connection: the book sent again as a snapshot now
 reset              venue (all): every fault above back to the start-up settings
 =================  ==========================================================================
 """
@@ -58,10 +62,12 @@ from aiohttp import web
 
 from fake_venue.alpaca.venue import AlpacaVenue
 from fake_venue.binance.venue import BinanceVenue
+from fake_venue.chained.venue import ChainedVenue
 from fake_venue.config import Drift
 from fake_venue.market.generator import ChangeSet
 from fake_venue.market.markets import Market
 from fake_venue.market.scheduler import Scheduler
+from fake_venue.okx.venue import OkxVenue
 from fake_venue.registry import Venue
 from fake_venue.server.connection import Connection
 
@@ -101,6 +107,8 @@ class Control:
             "ack_delay_ms": self.ack_delay,
             "snapshot_in_hole": self.snapshot_in_hole,
             "alpaca_reset": self.alpaca_reset,
+            "sequence_restart": self.sequence_restart,
+            "book_snapshot": self.book_snapshot,
             "alpaca_limits": self.alpaca_limits,
             "reset": self.reset,
         }
@@ -143,6 +151,9 @@ class Control:
         if isinstance(venue, BinanceVenue):
             hit_binance = self._pick(venue.listeners_of(market.name), params)
             return {"resent": sum(venue.duplicate(market, conn, back) for conn in hit_binance)}
+        if isinstance(venue, ChainedVenue):
+            hit_chained = self._pick(venue.listeners_of(market.name), params)
+            return {"resent": sum(venue.duplicate(market, conn, back) for conn in hit_chained)}
         hit_alpaca = self._pick(venue.listeners_of(market.name), params)
         return {"resent": sum(venue.duplicate(market, conn, back) for conn in hit_alpaca)}
 
@@ -281,9 +292,29 @@ class Control:
         return {}
 
     def server_shutdown(self, params: dict[str, Any]) -> dict[str, Any]:
-        venue = self._binance(params)
-        hit = self._pick(venue.listeners_of(self._symbol_or_none(params)), params)
-        venue.server_shutdown(hit)
+        venue = self._venue(params)
+        if isinstance(venue, OkxVenue):
+            hit_okx = self._pick(venue.listeners_of(self._symbol_or_none(params)), params)
+            venue.server_shutdown(hit_okx)
+            return {"connections": [conn.id for conn in hit_okx]}
+        binance = self._binance(params)
+        hit = self._pick(binance.listeners_of(self._symbol_or_none(params)), params)
+        binance.server_shutdown(hit)
+        return {"connections": [conn.id for conn in hit]}
+
+    def sequence_restart(self, params: dict[str, Any]) -> dict[str, Any]:
+        """OKX and Bybit: the symbol's ids start over lower (OKX with its next update, Bybit with a
+        ``u`` = 1 snapshot to every listener at once)."""
+        venue, market = self._chained(params), self._market(params)
+        venue.restart_ids(market)
+        return {}
+
+    def book_snapshot(self, params: dict[str, Any]) -> dict[str, Any]:
+        """OKX and Bybit: the venue sends the symbol's book as a snapshot now (Bybit does when it had
+        a problem), to the picked connections."""
+        venue, market = self._chained(params), self._market(params)
+        hit = self._pick(venue.listeners_of(market.name), params)
+        venue.resend_books(market, hit)
         return {"connections": [conn.id for conn in hit]}
 
     def alpaca_reset(self, params: dict[str, Any]) -> dict[str, Any]:
@@ -359,6 +390,12 @@ class Control:
             raise ControlError(f"venue must be one of {sorted(self.venues)}")
         return venue
 
+    def _chained(self, params: dict[str, Any]) -> ChainedVenue:
+        venue = self._venue(params)
+        if not isinstance(venue, ChainedVenue):
+            raise ControlError("this action applies to okx, bybit and bybit-linear only")
+        return venue
+
     def _binance(self, params: dict[str, Any]) -> BinanceVenue:
         venue = self._venue(params)
         if not isinstance(venue, BinanceVenue):
@@ -404,7 +441,7 @@ def _reset_venue(venue: Venue) -> None:
         venue.faults.clear()
         venue.weights.limit = venue.dialect.limits.weight_limit
         venue.weights.clear()
-    else:
+    elif isinstance(venue, AlpacaVenue):
         venue.connection_limit = venue.config.alpaca_connection_limit
         venue.symbol_limit = venue.config.alpaca_symbol_limit
 

@@ -1,5 +1,6 @@
 """The venues the fake serves: one entry per dialect, each built from a folder (``binance/``,
-``alpaca/``) that holds the dialect's rules, its venue state, and its REST and WS pieces.
+``alpaca/``, ``okx/``, ``bybit/``) that holds the dialect's rules, its venue state, and its REST and
+WS pieces (OKX and Bybit share ``chained/``: books sent on subscribe, then chained updates).
 
 A new venue is a folder beside those, a member of ``Venue`` and one entry in ``DIALECTS``; the app,
 the clock, stats and truth then serve it. Control's faults narrow ``Venue`` where a fault belongs
@@ -19,10 +20,14 @@ from fake_venue.binance.futures import FuturesDialect
 from fake_venue.binance.routes import binance_routes
 from fake_venue.binance.spot import SpotDialect
 from fake_venue.binance.venue import BinanceVenue
+from fake_venue.bybit.routes import bybit_routes
+from fake_venue.bybit.venue import BybitVenue
 from fake_venue.config import VenueConfig
 from fake_venue.market.scheduler import Scheduler
+from fake_venue.okx.routes import okx_routes
+from fake_venue.okx.venue import OkxVenue
 
-Venue = BinanceVenue | AlpacaVenue
+Venue = BinanceVenue | AlpacaVenue | OkxVenue | BybitVenue
 
 Served = tuple[Venue, list[web.RouteDef]]
 """A venue built on the shared clock, and the routes that serve it."""
@@ -41,9 +46,25 @@ def _alpaca(config: VenueConfig, scheduler: Scheduler) -> Served:
     return venue, alpaca_routes(venue)
 
 
+def _okx(config: VenueConfig, scheduler: Scheduler) -> Served:
+    venue = OkxVenue(config, scheduler)
+    return venue, okx_routes(venue)
+
+
+def _bybit(category: str) -> Callable[[VenueConfig, Scheduler], Served]:
+    def serve(config: VenueConfig, scheduler: Scheduler) -> Served:
+        venue = BybitVenue(config, scheduler, category=category)
+        return venue, bybit_routes(venue)
+
+    return serve
+
+
 DIALECTS: dict[str, Callable[[VenueConfig, Scheduler], Served]] = {
     "spot": _binance(SpotDialect),
     "futures": _binance(FuturesDialect),
     "alpaca": _alpaca,
+    "okx": _okx,
+    "bybit": _bybit("spot"),
+    "bybit-linear": _bybit("linear"),
 }
 """Venue name (as control, stats and truth requests name it) -> how to build and serve it."""

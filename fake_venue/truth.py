@@ -1,9 +1,11 @@
 """``GET /_fake/book``: the venue's true book as of an update id, for tests to compare against.
 
-Not part of any venue's API. ``venue`` is spot, futures or alpaca; ``symbol`` as the venue writes
+Not part of any venue's API. ``venue`` is spot, futures, alpaca, okx, bybit or bybit-linear;
+``symbol`` as the venue writes
 it; ``update_id`` (default: the latest) means "after every update whose last id is at most N", so a
 client that applied a snapshot and diffs up to ``u`` asks for ``u``; ``limit`` keeps the top L
-levels a side. Alpaca messages carry no ids, so for Alpaca the id is a private per-symbol sequence
+levels a side. OKX and Bybit ids are those on the wire (``seqId``, ``u``) since their last restart.
+Alpaca messages carry no ids, so for Alpaca the id is a private per-symbol sequence
 reported here only, and the state can be asked for by the ``t`` of a message instead
 (``t=2024-03-12T10:38:50.79613221Z``). Levels are written exactly as the venue writes them.
 
@@ -19,6 +21,7 @@ from typing import Any
 from aiohttp import web
 
 from fake_venue.alpaca.venue import AlpacaVenue, rfc3339_ns
+from fake_venue.chained.venue import ChainedVenue
 from fake_venue.market.history import StateUnavailable
 from fake_venue.registry import Venue
 
@@ -46,6 +49,8 @@ def truth_handler(venues: dict[str, Venue]) -> web.RouteDef:
         try:
             limit = int(query["limit"]) if "limit" in query else None
             update_id = int(query["update_id"]) if "update_id" in query else market.last_id
+            if isinstance(venue, ChainedVenue):  # OKX and Bybit ids may have restarted lower
+                update_id = venue.internal_id(market.name, update_id) if "update_id" in query else update_id
             if "t" in query:
                 t_ns = parse_rfc3339_ns(query["t"])
                 found = market.history.id_at_time(t_ns)
@@ -59,10 +64,11 @@ def truth_handler(venues: dict[str, Venue]) -> web.RouteDef:
         except StateUnavailable as error:
             return _problem(error.status, str(error))
         style = market.style
+        wire_id = venue.wire_id(market.name, update_id) if isinstance(venue, ChainedVenue) else update_id
         body: dict[str, Any] = {
             "venue": venue.name,
             "symbol": market.name,
-            "update_id": update_id,
+            "update_id": wire_id,
             "bids": style.levels(state.bids.levels(limit)),
             "asks": style.levels(state.asks.levels(limit)),
         }

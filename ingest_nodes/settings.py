@@ -68,6 +68,17 @@ class IngestSettings(BaseSettings):
         description="A pool of Alpaca keys, 'KEY_ID:SECRET,KEY_ID:SECRET' (in AWS from Secrets Manager).",
     )
 
+    okx_rest_url: str = "https://www.okx.com"
+    okx_ws_url: str = Field(
+        default="wss://ws.okx.com:8443", description="OKX's WebSocket base; /ws/v5/public is added."
+    )
+    bybit_rest_url: str = Field(default="https://api.bybit.com", description="Bybit spot's REST base.")
+    bybit_linear_rest_url: str = Field(
+        default="https://api.bybit.com", description="Bybit linear's REST base (the venue: the same host)."
+    )
+    bybit_spot_ws_url: str = "wss://stream.bybit.com/v5/public/spot"
+    bybit_linear_ws_url: str = "wss://stream.bybit.com/v5/public/linear"
+
     head_levels: int = Field(
         default=100, ge=1, le=5000, description="Levels a side published on every update (the head)."
     )

@@ -215,3 +215,25 @@ def _next_quarter_expiry(today: dt.date) -> dt.date:
         if expiry - today >= dt.timedelta(days=7):
             return expiry
         year, month = (year + 1, 3) if month == 12 else (year, month + 3)
+
+
+def okx_catalogue(n: int) -> list[SymbolSpec]:
+    """``n`` SPOT instruments (``BTC-USDT``) and ``n`` perpetual swaps (``BTC-USDT-SWAP``)."""
+    spot = [_spec(f"{base}-{quote}", base, quote, shape) for base, quote, shape in _SPOT_REAL][:n]
+    spot += [
+        replace(s, name=f"{s.base}-{s.quote}") for s in _generated(n - len(spot), set(), _generated_spot)
+    ]
+    swaps = [_perpetual(_spec(f"{base}-USDT-SWAP", base, "USDT", shape)) for base, shape in _FUTURES_REAL][:n]
+    swaps += [
+        replace(s, name=f"{s.base}-USDT-SWAP") for s in _generated(n - len(swaps), set(), _generated_futures)
+    ]
+    return spot + swaps
+
+
+def bybit_catalogue(n: int, category: str) -> list[SymbolSpec]:
+    """``n`` symbols of a Bybit category: spot pairs (``BTCUSDT``) or linear perpetuals."""
+    if category == "spot":
+        specs = [_spec(base + quote, base, quote, shape) for base, quote, shape in _SPOT_REAL][:n]
+        return specs + _generated(n - len(specs), {s.name for s in specs}, _generated_spot)
+    specs = [_perpetual(_spec(base + "USDT", base, "USDT", shape)) for base, shape in _FUTURES_REAL][:n]
+    return specs + _generated(n - len(specs), {s.name for s in specs}, _generated_futures)

@@ -128,6 +128,8 @@ class ConnectionStats:
     subscribe_errors: int = 0
     refusals: int = 0
     """Sessions the venue refused (bad credentials, connection limit)."""
+    quota_waits: int = 0
+    """Times a request waited for the venue's hourly request quota (OKX: 480 an hour a socket)."""
 
     def add(self, other: ConnectionStats) -> None:
         """Add ``other``'s counts to these (totals over connections)."""
@@ -139,6 +141,7 @@ class ConnectionStats:
         self.unreadable_frames += other.unreadable_frames
         self.subscribe_errors += other.subscribe_errors
         self.refusals += other.refusals
+        self.quota_waits += other.quota_waits
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -150,6 +153,7 @@ class ConnectionStats:
             "unreadable_frames": self.unreadable_frames,
             "subscribe_errors": self.subscribe_errors,
             "refusals": self.refusals,
+            "quota_waits": self.quota_waits,
         }
 
 

@@ -30,6 +30,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import time
+from collections import deque
 from collections.abc import Callable
 from typing import Final, Protocol
 
@@ -50,6 +52,29 @@ log = logging.getLogger(__name__)
 SUBSCRIBE_BATCH: Final = 500
 SUBSCRIBE_RETRY_S: Final = 5.0
 REFUSED_RETRY_S: Final = 60.0
+HOUR_S: Final = 3600.0
+
+
+class ConnectPacer:
+    """Spaces the connection attempts of one exchange on this node ``1 / per_s`` seconds apart.
+
+    OKX refuses more than 3 connection requests a second per IP and Bybit more than 500 in five
+    minutes: a node that starts (or reconnects) every connection at once would be refused.
+    """
+
+    def __init__(self, per_s: float) -> None:
+        if per_s <= 0:
+            raise ValueError(f"per_s must be positive, got {per_s}")
+        self._interval = 1.0 / per_s
+        self._next = 0.0
+
+    async def wait(self) -> None:
+        """Return when this attempt's turn has come."""
+        now = time.monotonic()
+        turn = max(now, self._next)
+        self._next = turn + self._interval
+        if turn > now:
+            await asyncio.sleep(turn - now)
 
 
 class Route(Protocol):
@@ -89,9 +114,11 @@ class StreamConnection:
         on_rollover: RolloverHandler | None = None,
         subscribe_batch: int = SUBSCRIBE_BATCH,
         credential: Credential | None = None,
+        pacer: ConnectPacer | None = None,
     ) -> None:
         """``max_age_s``: hand over (or reconnect, without ``on_rollover``) at this socket age;
-        ``credential``: what the venue's handshake authenticates with (one connection per key)."""
+        ``credential``: what the venue's handshake authenticates with (one connection per key);
+        ``pacer``: the exchange's spacing of connection attempts, if the venue limits them."""
         self.spec = spec
         self.venue = spec.stream(credential)
         self.credential = credential
@@ -103,7 +130,10 @@ class StreamConnection:
         """The venue's last refusal of this connection's session (None once one was accepted)."""
         self._max_age_s = max_age_s
         self._on_rollover = on_rollover
-        self._batch = subscribe_batch
+        self._batch = min(subscribe_batch, self.venue.topics_per_request or subscribe_batch)
+        self._pacer = pacer
+        self._requests: deque[float] = deque()
+        """When this socket sent its recent requests (a venue may allow so many an hour)."""
         self._routes: dict[str, Route] = {}
         self._subscribed: set[str] = set()
         self._again: set[str] = set()
@@ -187,6 +217,8 @@ class StreamConnection:
     async def _run(self) -> None:
         attempt = 0
         while True:
+            if self._pacer is not None:
+                await self._pacer.wait()
             try:
                 async with connect(
                     self.venue.url,
@@ -216,6 +248,7 @@ class StreamConnection:
             self.stats.disconnects += 1
         self._subscribed.clear()
         self._pending.clear()
+        self._requests.clear()
         self._ready.clear()
         for _symbol, route in self.routes():
             route.on_disconnect(self)
@@ -223,6 +256,7 @@ class StreamConnection:
     async def _serve(self, ws: ClientConnection) -> None:
         loop = asyncio.get_running_loop()
         sender = loop.create_task(self._send_subscriptions(ws))
+        keepalive = None if self.venue.keepalive is None else loop.create_task(self._keep_alive(ws))
         timer = None if self._max_age_s is None else loop.call_later(self._max_age_s, self._roll, "max_age")
         self._changed.set()
         try:
@@ -236,7 +270,9 @@ class StreamConnection:
             if timer is not None:
                 timer.cancel()
             sender.cancel()
-            await asyncio.gather(sender, return_exceptions=True)
+            if keepalive is not None:
+                keepalive.cancel()
+            await asyncio.gather(sender, *(() if keepalive is None else (keepalive,)), return_exceptions=True)
 
     def _receive(self, raw: str | bytes) -> None:
         self.stats.frames += 1
@@ -323,6 +359,31 @@ class StreamConnection:
             await self._send_batches(ws, subscribe=False, topics=gone, pause=pause)
             await self._send_batches(ws, subscribe=True, topics=wanted - self._subscribed, pause=pause)
 
+    async def _keep_alive(self, ws: ClientConnection) -> None:
+        """Send the venue's keepalive message at its interval (OKX and Bybit cut silent clients)."""
+        keepalive = self.venue.keepalive
+        assert keepalive is not None
+        interval_s, message = keepalive
+        while True:
+            await asyncio.sleep(interval_s)
+            await ws.send(message)
+
+    async def _within_hourly_quota(self) -> None:
+        """Wait until one more request fits the venue's hourly quota for this socket."""
+        quota = self.venue.requests_per_hour
+        if quota is None:
+            return
+        requests = self._requests
+        while True:
+            now = asyncio.get_running_loop().time()
+            while requests and now - requests[0] >= HOUR_S:
+                requests.popleft()
+            if len(requests) < quota:
+                requests.append(now)
+                return
+            self.stats.quota_waits += 1
+            await asyncio.sleep(HOUR_S - (now - requests[0]))
+
     async def _send_batches(
         self, ws: ClientConnection, *, subscribe: bool, topics: set[str], pause: float
     ) -> None:
@@ -330,6 +391,7 @@ class StreamConnection:
         ordered = sorted(topics)
         for start in range(0, len(ordered), self._batch):
             batch = ordered[start : start + self._batch]
+            await self._within_hourly_quota()
             request_id = self._next_id
             self._next_id += 1
             self._pending[request_id] = (method, batch)

@@ -80,5 +80,5 @@ def build_exchange(
         scheduler=scheduler,
         feed=feed,
         stats=stats,
-        stall_checker=StallChecker(scheduler),
+        stall_checker=StallChecker(scheduler, by_rest=spec.checks_by_rest),
     )

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from typing import Literal
 
 from ingest_nodes.ops.stats import ConnectionStats
-from ingest_nodes.runtime.connection import StreamConnection, rollover_age
+from ingest_nodes.runtime.connection import ConnectPacer, StreamConnection, rollover_age
 from ingest_nodes.runtime.replica import BookReplica
 from ingest_nodes.venues.credentials import Credential
 from ingest_nodes.venues.registry import ExchangeSpec
@@ -56,7 +56,10 @@ class ExchangeFeed:
         self.spec = spec
         self.closed_stats = ConnectionStats()
         """Totals of connections that are gone (so node-wide counters never go down)."""
-        self._per_connection = streams_per_connection
+        self._per_connection = min(
+            streams_per_connection, spec.streams_per_connection or streams_per_connection
+        )
+        self._pacer = None if spec.connects_per_s is None else ConnectPacer(spec.connects_per_s)
         self._max_age_s = max_age_s
         self._jitter = rollover_jitter
         self._handover_timeout_s = handover_timeout_s
@@ -138,6 +141,7 @@ class ExchangeFeed:
             max_age_s=None if keyed else rollover_age(self._max_age_s, self._jitter, self._rng),
             on_rollover=None if keyed else self._rollover,
             credential=credential,
+            pacer=self._pacer,
         )
 
     def _rollover(self, old: StreamConnection, reason: str) -> None:

@@ -388,15 +388,16 @@ class IngestNode:
             depth=depth,
             depth_tiers=spec.depth_tiers,
             # Checkpoints compare replicas at equal venue update ids; Alpaca has none.
-            checkpoints=None if spec.resets_on_stream else self.checkpoints,
-            stall_policy=self.settings.stall_policy,
+            checkpoints=self.checkpoints if spec.ids_comparable else None,
+            stall_policy=spec.stall_policy(self.settings.stall_policy),
             resets_on_stream=spec.resets_on_stream,
+            silence_checked=spec.ids_comparable,
             telemetry=self.telemetry,
         )
         self.replicas[(book, replica)] = runner
         runner.start()
         exchange.feed.attach(runner)
-        if not spec.resets_on_stream:  # a stall check asks for a snapshot; Alpaca has none
+        if spec.ids_comparable:  # a REST id or the venue's heartbeat can judge a silence; Alpaca's none
             exchange.stall_checker.watch(runner)
         log.debug("started %s/%s replica %d", book.exchange, book.market, replica)
 

@@ -35,11 +35,14 @@ served engine. The served book keeps serving all the while. Two things start one
 A depth change (a deeper or shallower subscriber) takes effect at the next publish; a deeper
 depth than the trusted window covers starts a refresh at once.
 
-A venue that sends the whole book on subscribe instead of serving snapshots (``resets_on_stream``,
-Alpaca) has none of this: a book thrown away for any reason but a lost socket is rebuilt by
-subscribing its symbol again on the same connection, and there is no refresh, audit or splice (a
-handover starts the book over). A venue that refuses the connection's session (``on_refused``)
-leaves the book unserved, and its published status says why (``refusal``).
+A venue that sends the whole book on subscribe instead of serving snapshots (``resets_on_stream``:
+Alpaca, OKX, Bybit) has none of this: a book thrown away for any reason but a lost socket is
+rebuilt by subscribing its symbol again on the same connection, and there is no shadow. A chained
+book (OKX, Bybit) refreshes a shrunk trusted window by subscribing again too (the venue's snapshot
+replaces the served book, which serves on meanwhile), and splices a handover at the successor's
+snapshot; an Alpaca book has no refresh, and a handover starts it over. A venue that refuses the
+connection's session (``on_refused``) leaves the book unserved, and its published status says why
+(``refusal``).
 
 Silent stalls: the replica keeps its book's rhythm (``watch``, see ``stall_watch``), and the
 exchange's :class:`~ingest_nodes.runtime.stall_checks.StallChecker` checks a suspect silence against the
@@ -63,7 +66,7 @@ from ingest_nodes.core.book import SideWindow
 from ingest_nodes.core.engine import BookEngine, EngineResult
 from ingest_nodes.core.events import DepthUpdate
 from ingest_nodes.core.stall_watch import Rhythm, StallPolicy
-from ingest_nodes.core.sync import FuturesSyncMachine, SpotSyncMachine
+from ingest_nodes.core.sync import FuturesSyncMachine, SpotSyncMachine, StreamChainMachine
 from ingest_nodes.core.trusted_window import WindowKeeper
 from ingest_nodes.ops.checkpoints import CheckpointLog, same_top
 from ingest_nodes.ops.stats import ReplicaStats
@@ -110,10 +113,13 @@ class BookReplica:
         checkpoints: CheckpointLog | None = None,
         stall_policy: StallPolicy | None = None,
         resets_on_stream: bool = False,
+        silence_checked: bool = True,
         telemetry: IngestTelemetry,
     ) -> None:
         """``depth`` is the levels a side to publish; ``depth_tiers`` the venue's snapshot weights;
-        ``resets_on_stream``: the venue rebuilds a book by a resubscribe, not a snapshot."""
+        ``resets_on_stream``: the venue rebuilds a book by a resubscribe, not a snapshot;
+        ``silence_checked``: something tells a quiet book from a stalled one (a REST id, a venue
+        heartbeat); without it a suspect silence is judged as a failed check is."""
         self.book = book
         self.replica = replica
         self.stats = ReplicaStats()
@@ -121,8 +127,7 @@ class BookReplica:
         self.source: StreamConnection | None = None
         self.last_event_ms = now_ms()
         self.watch = Rhythm(self.last_event_ms, stall_policy)
-        # Without snapshots there is no stall check: a suspect silence is judged as a failed check is.
-        self.watch.check_failed = resets_on_stream
+        self.watch.check_failed = not silence_checked
         """The book's rhythm of events, and its confirmations (see ``stall_watch``)."""
         self.stalled = False
         """A check found events missing: published stale until the next event starts a resync."""
@@ -240,7 +245,13 @@ class BookReplica:
         self._publisher.mark(self)
 
     def stall(self) -> None:
-        """A check found events missing: stale at once, a fresh snapshot when events flow again."""
+        """A check found events missing: stale at once, a fresh snapshot when events flow again.
+
+        A book the stream rebuilds (OKX, Bybit) is subscribed again at once instead: its missing
+        events may never come, and the subscribe brings the whole book."""
+        if self._resets_on_stream:
+            self.invalidate("stall")
+            return
         self.stalled = True
         self._drop_shadow()
         self._publisher.mark(self)
@@ -274,6 +285,9 @@ class BookReplica:
         engine = self.engine
         update_id = engine.update_id
         machine = engine.machine
+        if isinstance(machine, StreamChainMachine) and update_id is not None:
+            self._splice_chain(splice, machine)
+            return
         if update_id is None or not isinstance(machine, SpotSyncMachine | FuturesSyncMachine):
             self._switch(restart="sync lost during the handover")
             return
@@ -286,6 +300,15 @@ class BookReplica:
             self._switch()
         elif len(buffer) > MAX_SPLICE_BUFFER:
             self._switch(restart="the old connection fell too far behind")
+
+    def _splice_chain(self, splice: _Splice, machine: StreamChainMachine) -> None:
+        """A chained book (OKX, Bybit) switches at the successor's first message it can take: its
+        snapshot (the subscribe sends one first) or one that continues the served book."""
+        buffer = splice.buffer
+        while buffer and not machine.follows(buffer[0]):
+            buffer.popleft()
+        if buffer:
+            self._switch()
 
     def _switch(self, restart: str | None = None) -> None:
         """Make the successor the source; the served book carries on, or starts over for ``restart``."""
@@ -313,8 +336,18 @@ class BookReplica:
             self._start_shadow(self._window.sync_limit, audit=True)
 
     def window_seen(self, bids: SideWindow, asks: SideWindow) -> None:
-        """The publisher published the synced book with this trusted window: refresh it if due."""
+        """The publisher published the synced book with this trusted window: refresh it if due.
+
+        A book the stream rebuilds refreshes by subscribing again: the venue's new snapshot
+        replaces the book (which serves on meanwhile) with a full window."""
         now = asyncio.get_running_loop().time()
+        if self._resets_on_stream:
+            chained = isinstance(self.engine.machine, StreamChainMachine)
+            if chained and self.source is not None and self._window.refresh_due(bids, asks, now):
+                self._window.refresh_limit(now)
+                self.stats.refreshes += 1
+                self.source.resubscribe(self.symbol)
+            return
         if self._can_shadow() and self._window.refresh_due(bids, asks, now):
             self.stats.refreshes += 1
             self._start_shadow(self._window.refresh_limit(now), audit=False)

@@ -15,6 +15,11 @@ snapshot's ``lastUpdateId`` matters:
   has not reached that id by then, events were withheld or lost, and the replica is *stalled*
   (published ``stale``; it resyncs on its next event).
 
+A venue whose REST book carries no id the stream's can be compared with (OKX) says instead, in
+the stream, that a quiet book is alive: it sends each one a heartbeat about once a minute. There
+the replica's stall policy makes a silence suspect only once that heartbeat is overdue, and the
+checker (``by_rest`` False) stalls it without asking anything: the book is subscribed again.
+
 A check that fails (the venue refused or timed out) is not retried before ``RETRY_S``, and a
 silence whose checks fail turns the replica stale after the publisher's ``stale_after_ms``. A
 check that only waits for the check share delays its verdict: the book stays synced meanwhile,
@@ -112,8 +117,17 @@ class StallChecker:
     of what an idle node spends.
     """
 
-    def __init__(self, scheduler: SnapshotScheduler, *, tick_s: float = 0.05, scan_s: float = 0.25) -> None:
+    def __init__(
+        self,
+        scheduler: SnapshotScheduler,
+        *,
+        by_rest: bool = True,
+        tick_s: float = 0.05,
+        scan_s: float = 0.25,
+    ) -> None:
+        """``by_rest`` False: a suspect silence is a stall (the venue's own heartbeat is overdue)."""
         self._scheduler = scheduler
+        self._by_rest = by_rest
         self._tick_s = tick_s
         self._scan_s = scan_s
         self._watched: dict[Watched, None] = {}
@@ -147,7 +161,13 @@ class StallChecker:
         watched = self._watched
         for replica in replicas:
             suspect = now >= replica.watch.suspect_at() and not replica.stalled and replica.engine.synced
-            if suspect and replica in watched:
+            if suspect and replica in watched and not self._by_rest:
+                replica.stats.stalls += 1
+                book = replica.book
+                log.warning("%s/%s: the venue's heartbeat is overdue; subscribing the book again",
+                            book.exchange, book.market)  # fmt: skip
+                replica.stall()
+            elif suspect and replica in watched:
                 del watched[replica]
                 check = self._checks[replica] = _Check(replica)
                 self._scheduler.request(check)

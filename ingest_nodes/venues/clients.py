@@ -9,8 +9,10 @@ import aiohttp
 from ingest_nodes.venues.alpaca.assets import AlpacaRest
 from ingest_nodes.venues.binance.rest import VenueRestClient
 from ingest_nodes.venues.budget import WeightBudget
+from ingest_nodes.venues.bybit.rest import BybitRest
 from ingest_nodes.venues.credentials import Credential
-from ingest_nodes.venues.registry import ExchangeSpec
+from ingest_nodes.venues.okx.rest import OkxRest
+from ingest_nodes.venues.registry import ExchangeSpec, VenueProtocol
 from ingest_nodes.venues.rest import VenueRest
 
 
@@ -22,8 +24,14 @@ def rest_client(
     *,
     on_status: Callable[[int], None],
 ) -> VenueRest:
-    """Alpaca's asset list (read with ``credential``), or Binance's snapshots and exchangeInfo
-    inside ``budget``; ``on_status`` observes every non-200 answer."""
-    if spec.resets_on_stream:
+    """Alpaca's asset list (read with ``credential``), or the books and market lists of Binance,
+    OKX and Bybit inside ``budget``; ``on_status`` observes every non-200 answer."""
+    protocol = spec.protocol
+    if protocol is VenueProtocol.ALPACA:
         return AlpacaRest(session, spec.id, spec.rest_url, credential)
+    if protocol is VenueProtocol.OKX:
+        return OkxRest(session, spec.id, spec.rest_url, budget, on_status=on_status)
+    if protocol in (VenueProtocol.BYBIT_SPOT, VenueProtocol.BYBIT_LINEAR):
+        category = "spot" if protocol is VenueProtocol.BYBIT_SPOT else "linear"
+        return BybitRest(session, spec.id, spec.rest_url, category, budget, on_status=on_status)
     return VenueRestClient(session, spec, budget, on_status=on_status)

@@ -5,12 +5,24 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from ingest_nodes.core.sync import AlpacaSyncMachine, FuturesSyncMachine, SpotSyncMachine, SyncMachine
+from ingest_nodes.core.stall_watch import StallPolicy
+from ingest_nodes.core.sync import (
+    AlpacaSyncMachine,
+    BybitSyncMachine,
+    FuturesSyncMachine,
+    OkxSyncMachine,
+    SpotSyncMachine,
+    SyncMachine,
+)
 from ingest_nodes.settings import IngestSettings
 from ingest_nodes.venues.alpaca.stream import AlpacaStream, stream_url
 from ingest_nodes.venues.binance import limits
 from ingest_nodes.venues.binance.stream import BinanceStream
+from ingest_nodes.venues.bybit import limits as bybit_limits
+from ingest_nodes.venues.bybit.stream import BybitStream
 from ingest_nodes.venues.credentials import Credential
+from ingest_nodes.venues.okx import limits as okx_limits
+from ingest_nodes.venues.okx.stream import OkxStream
 from ingest_nodes.venues.stream import VenueStream
 
 
@@ -20,6 +32,17 @@ class VenueProtocol(Enum):
     BINANCE_SPOT = "binance-spot"
     BINANCE_FUTURES = "binance-futures"
     ALPACA = "alpaca"
+    OKX = "okx"
+    BYBIT_SPOT = "bybit-spot"
+    BYBIT_LINEAR = "bybit-linear"
+
+
+_STREAM_BOOKS = frozenset(
+    {VenueProtocol.ALPACA, VenueProtocol.OKX, VenueProtocol.BYBIT_SPOT, VenueProtocol.BYBIT_LINEAR}
+)
+_BYBIT = frozenset({VenueProtocol.BYBIT_SPOT, VenueProtocol.BYBIT_LINEAR})
+_HEARTBEAT_MARGIN_MS = 15_000
+"""How late a venue's heartbeat may be before its silence means the book's stream is gone."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,9 +60,21 @@ class ExchangeSpec:
 
     @property
     def resets_on_stream(self) -> bool:
-        """True when a book is (re)built from a full book the stream sends on subscribe (Alpaca),
-        not from REST snapshots stitched to update ids (Binance)."""
-        return self.protocol is VenueProtocol.ALPACA
+        """True when a book is (re)built from the book the stream sends on subscribe (Alpaca, OKX,
+        Bybit), not from REST snapshots stitched to update ids (Binance)."""
+        return self.protocol in _STREAM_BOOKS
+
+    @property
+    def ids_comparable(self) -> bool:
+        """True when two replicas at one update id hold the same book, so they can be cross-checked
+        (every venue with ids; Alpaca's ids are each replica's own message count)."""
+        return self.protocol is not VenueProtocol.ALPACA
+
+    @property
+    def checks_by_rest(self) -> bool:
+        """True when a REST book carries the stream's update id, so a quiet book is checked against
+        it (Binance, Bybit's 1000-level ``u``); OKX proves quiet books by its own heartbeats."""
+        return self.protocol is not VenueProtocol.ALPACA and self.protocol is not VenueProtocol.OKX
 
     @property
     def needs_credentials(self) -> bool:
@@ -50,15 +85,51 @@ class ExchangeSpec:
         """The venue's stream protocol for one connection (Alpaca authenticates with ``credential``)."""
         if self.protocol is VenueProtocol.ALPACA:
             return AlpacaStream(self.ws_url, credential)
+        if self.protocol is VenueProtocol.OKX:
+            return OkxStream(self.ws_url)
+        if self.protocol in _BYBIT:
+            return BybitStream(self.ws_url, spot=self.protocol is VenueProtocol.BYBIT_SPOT)
         return BinanceStream(self.ws_url, futures=self.is_futures)
 
     def new_machine(self, max_buffer: int) -> SyncMachine:
         """A sync machine for one book of this exchange."""
         if self.protocol is VenueProtocol.ALPACA:
             return AlpacaSyncMachine(max_buffer=max_buffer)
+        if self.protocol is VenueProtocol.OKX:
+            return OkxSyncMachine(max_buffer=max_buffer)
+        if self.protocol in _BYBIT:
+            return BybitSyncMachine(max_buffer=max_buffer)
         if self.is_futures:
             return FuturesSyncMachine(max_buffer=max_buffer)
         return SpotSyncMachine(max_buffer=max_buffer)
+
+    def stall_policy(self, policy: StallPolicy) -> StallPolicy:
+        """When a book's silence is suspect. OKX sends every quiet book a heartbeat about once a
+        minute, so only a silence past it is: then the book's stream is gone (no check needed)."""
+        if self.protocol is not VenueProtocol.OKX:
+            return policy
+        overdue = okx_limits.HEARTBEAT_MS + _HEARTBEAT_MARGIN_MS
+        return StallPolicy(
+            factor=1, floor_ms=overdue, unknown_ms=overdue, ceiling_ms=overdue, grace_ms=policy.grace_ms
+        )
+
+    @property
+    def streams_per_connection(self) -> int | None:
+        """The most books one connection should carry, when the venue says (None: the setting)."""
+        if self.protocol is VenueProtocol.OKX:
+            return okx_limits.STREAMS_PER_CONNECTION
+        if self.protocol in _BYBIT:
+            return bybit_limits.STREAMS_PER_CONNECTION
+        return None
+
+    @property
+    def connects_per_s(self) -> float | None:
+        """Connection attempts a second this node may make to the venue (None: not paced)."""
+        if self.protocol is VenueProtocol.OKX:
+            return okx_limits.CONNECTS_PER_S
+        if self.protocol in _BYBIT:
+            return bybit_limits.CONNECTS_PER_S
+        return None
 
     @property
     def depth_path(self) -> str:
@@ -70,6 +141,11 @@ class ExchangeSpec:
 
     @property
     def depth_tiers(self) -> tuple[tuple[int, int], ...]:
+        """(largest snapshot limit, its weight) ascending; the last limit is the deepest book."""
+        if self.protocol is VenueProtocol.OKX:
+            return ((okx_limits.BOOKS_DEPTH, 1),)
+        if self.protocol in _BYBIT:
+            return ((bybit_limits.BOOK_DEPTH, 1),)
         return limits.FUTURES_DEPTH_WEIGHTS if self.is_futures else limits.SPOT_DEPTH_WEIGHTS
 
     def depth_weight(self, limit: int) -> int:
@@ -82,15 +158,22 @@ class ExchangeSpec:
 
     @property
     def weight_per_minute(self) -> int:
+        if self.protocol is VenueProtocol.OKX:
+            return okx_limits.REST_REQUESTS_PER_MINUTE
+        if self.protocol in _BYBIT:
+            return bybit_limits.REST_REQUESTS_PER_MINUTE
         return limits.FUTURES_WEIGHT_PER_MINUTE if self.is_futures else limits.SPOT_WEIGHT_PER_MINUTE
 
     @property
     def weight_pool(self) -> str:
         """What the venue counts request weight against: its REST host and market family.
 
-        Spot (``/api``) and USD-M futures (``/fapi``) have separate limits even on one host.
+        Spot (``/api``) and USD-M futures (``/fapi``) have separate limits even on one host; OKX and
+        Bybit count per IP whatever the market.
         """
         host = self.rest_url.split("://", 1)[-1].split("/", 1)[0]
+        if self.protocol is VenueProtocol.OKX or self.protocol in _BYBIT:
+            return host
         return f"{host}{'/fapi' if self.is_futures else '/api'}"
 
 
@@ -101,6 +184,9 @@ KNOWN_EXCHANGES = (
     "binance.com-futures-testnet",
     "binance.us",
     "alpaca-crypto",
+    "okx",
+    "bybit",
+    "bybit-linear",
 )
 
 
@@ -137,6 +223,11 @@ def exchange_specs(settings: IngestSettings) -> dict[str, ExchangeSpec]:
             VenueProtocol.ALPACA,
             s.alpaca_trading_url,
             stream_url(s.alpaca_stream_url, s.alpaca_location),
+        ),
+        "okx": ExchangeSpec("okx", VenueProtocol.OKX, s.okx_rest_url, s.okx_ws_url),
+        "bybit": ExchangeSpec("bybit", VenueProtocol.BYBIT_SPOT, s.bybit_rest_url, s.bybit_spot_ws_url),
+        "bybit-linear": ExchangeSpec(
+            "bybit-linear", VenueProtocol.BYBIT_LINEAR, s.bybit_linear_rest_url, s.bybit_linear_ws_url
         ),
     }
     unknown = [e for e in settings.exchange_ids if e not in every]

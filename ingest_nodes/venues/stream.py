@@ -4,7 +4,9 @@ A :class:`~ingest_nodes.runtime.connection.StreamConnection` carries the depth s
 knows nothing of the venue it talks to: it connects to ``url``, sends ``opening()`` (an auth
 message, say), waits for ``Ready`` when the venue has a handshake, then keeps the wanted
 ``topic`` of every book subscribed with ``request`` messages paced under
-``control_messages_per_s``, and reads every frame with ``read`` into these venue-neutral events.
+``control_messages_per_s`` (and ``requests_per_hour``, ``topics_per_request`` where the venue caps
+them), sends its ``keepalive`` if it has one, and reads every frame with ``read`` into these
+venue-neutral events.
 Each venue implements it under ``ingest_nodes/venues/<venue>/stream.py``.
 """
 
@@ -81,6 +83,18 @@ class VenueStream(Protocol):
     def sequenced(self) -> bool:
         """True when a lost frame shows up as a gap in its book's update ids; False (no ids): a frame
         that cannot be read costs every book of the connection its sync."""
+
+    @property
+    def keepalive(self) -> tuple[float, str] | None:
+        """``(seconds, message)``: send ``message`` that often (the venue cuts silent clients)."""
+
+    @property
+    def requests_per_hour(self) -> int | None:
+        """Subscribe and unsubscribe requests one connection may send an hour (None: no limit)."""
+
+    @property
+    def topics_per_request(self) -> int | None:
+        """Topics one subscribe or unsubscribe request may carry (None: no limit of the venue's)."""
 
     def topic(self, symbol: str) -> str:
         """What the venue subscribes for a book: ``btcusdt@depth@100ms``, ``BTC/USD``."""

@@ -44,6 +44,9 @@ class AlpacaStream:
 
     sequenced = False
     handshake = True
+    keepalive = None  # the venue pings; the client library answers
+    requests_per_hour = None
+    topics_per_request = None
     control_messages_per_s = CONTROL_MESSAGES_PER_S
 
     def __init__(self, url: str, credential: Credential | None) -> None:

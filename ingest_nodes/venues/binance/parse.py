@@ -8,7 +8,6 @@ event types, partial-depth pushes) come back as None.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping
 from typing import Final, cast
@@ -16,7 +15,7 @@ from typing import Final, cast
 import orjson
 
 from ingest_nodes.core.errors import VenuePayloadError
-from ingest_nodes.core.events import DepthSnapshot, DepthUpdate, Level
+from ingest_nodes.core.events import DepthSnapshot, DepthUpdate
 from ingest_nodes.venues.binance.schemas import (
     CombinedFrame,
     CommandError,
@@ -31,6 +30,7 @@ from ingest_nodes.venues.binance.schemas import (
     VenueErrorFrame,
     VenueRestError,
 )
+from ingest_nodes.venues.wire import int_field, json_object, levels, loads, retry_after
 
 _BANNED_UNTIL: Final = re.compile(r"banned until (\d+)", re.IGNORECASE)
 _ERROR_TEXT_LIMIT: Final = 200
@@ -73,9 +73,9 @@ def parse_spot_snapshot(body: bytes, symbol: str, limit: int, ingest_time: int) 
     snapshot = _snapshot_body(body)
     return DepthSnapshot(
         symbol=symbol,
-        last_update_id=_int(snapshot, "lastUpdateId"),
-        bids=_levels(snapshot["bids"], "bids"),
-        asks=_levels(snapshot["asks"], "asks"),
+        last_update_id=int_field(snapshot, "lastUpdateId"),
+        bids=levels(snapshot["bids"], "bids"),
+        asks=levels(snapshot["asks"], "asks"),
         limit=limit,
         ingest_time=ingest_time,
     )
@@ -92,11 +92,11 @@ def parse_futures_snapshot(body: bytes, symbol: str, limit: int, ingest_time: in
     snapshot = _snapshot_body(body)
     return DepthSnapshot(
         symbol=symbol,
-        last_update_id=_int(snapshot, "lastUpdateId"),
-        bids=_levels(snapshot["bids"], "bids"),
-        asks=_levels(snapshot["asks"], "asks"),
+        last_update_id=int_field(snapshot, "lastUpdateId"),
+        bids=levels(snapshot["bids"], "bids"),
+        asks=levels(snapshot["asks"], "asks"),
         limit=limit,
-        event_time=_int(snapshot, "E"),
+        event_time=int_field(snapshot, "E"),
         ingest_time=ingest_time,
     )
 
@@ -128,28 +128,28 @@ def parse_rest_error(status: int, body: bytes, headers: Mapping[str, str]) -> Ve
         status=status,
         code=code,
         msg=msg,
-        retry_after_s=_retry_after(headers),
+        retry_after_s=retry_after(headers),
         banned=status == 418 or until is not None,
         banned_until_ms=int(until.group(1)) if until is not None else None,
     )
 
 
 def _parse_frame(raw: bytes | str, ingest_time: int, *, futures: bool) -> DepthUpdate | ControlFrame | None:
-    frame = _object(_loads(raw), "frame")
+    frame = json_object(loads(raw), "frame")
     if "stream" in frame and "data" in frame:
-        frame = _object(cast(CombinedFrame, frame)["data"], "combined frame data")
+        frame = json_object(cast(CombinedFrame, frame)["data"], "combined frame data")
     kind = frame.get("e")
     if kind == "depthUpdate":
         return _depth_update(cast(DepthUpdateEvent, frame), ingest_time, futures=futures)
     if kind == "serverShutdown":
-        return ServerShutdown(event_time=_int(cast(ServerShutdownEvent, frame), "E"))
+        return ServerShutdown(event_time=int_field(cast(ServerShutdownEvent, frame), "E"))
     if kind is not None:
         return None
     if "result" in frame and "id" in frame:
         return _command_result(cast(CommandResult, frame))
     if "error" in frame:
         error = cast(CommandError, frame)
-        return _error_frame(_object(error["error"], "error"), error.get("id"))
+        return _error_frame(json_object(error["error"], "error"), error.get("id"))
     if "code" in frame and "msg" in frame:
         return _error_frame(frame, frame.get("id"))
     return None
@@ -161,13 +161,13 @@ def _depth_update(event: DepthUpdateEvent, ingest_time: int, *, futures: bool) -
         raise VenuePayloadError("depthUpdate without a symbol")
     return DepthUpdate(
         symbol=symbol,
-        first_update_id=_int(event, "U"),
-        final_update_id=_int(event, "u"),
-        prev_final_update_id=_int(event, "pu") if futures else None,
-        event_time=_int(event, "E"),
+        first_update_id=int_field(event, "U"),
+        final_update_id=int_field(event, "u"),
+        prev_final_update_id=int_field(event, "pu") if futures else None,
+        event_time=int_field(event, "E"),
         ingest_time=ingest_time,
-        bids=_levels(event.get("b"), "b"),
-        asks=_levels(event.get("a"), "a"),
+        bids=levels(event.get("b"), "b"),
+        asks=levels(event.get("a"), "a"),
     )
 
 
@@ -195,7 +195,7 @@ def _request_id(value: object) -> int | str | None:
 
 
 def _snapshot_body(body: bytes) -> DepthSnapshotBody:
-    snapshot = _object(_loads(body), "snapshot")
+    snapshot = json_object(loads(body), "snapshot")
     if "lastUpdateId" not in snapshot:
         error = cast(ErrorBody, snapshot)
         raise VenuePayloadError(
@@ -204,52 +204,3 @@ def _snapshot_body(body: bytes) -> DepthSnapshotBody:
     if "bids" not in snapshot or "asks" not in snapshot:
         raise VenuePayloadError("snapshot without bids or asks")
     return cast(DepthSnapshotBody, snapshot)
-
-
-def _loads(raw: bytes | str) -> object:
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise VenuePayloadError(f"invalid JSON: {exc}") from exc
-
-
-def _object(value: object, what: str) -> dict[str, object]:
-    if not isinstance(value, dict):
-        raise VenuePayloadError(f"{what} is not a JSON object")
-    return value
-
-
-def _int(container: Mapping[str, object], key: str) -> int:
-    value = container.get(key)
-    if type(value) is not int:
-        raise VenuePayloadError(f"field {key!r} is missing or not an integer")
-    return value
-
-
-def _levels(rows: object, side: str) -> tuple[Level, ...]:
-    """``[["price","qty"], ...]`` as a tuple of string pairs; extra trailing members are ignored."""
-    if not isinstance(rows, list):
-        raise VenuePayloadError(f"{side!r} is missing or not a list")
-    levels: list[Level] = []
-    for row in rows:
-        if type(row) is not list or len(row) < 2:
-            raise VenuePayloadError(f"{side!r} holds a level that is not a [price, qty] pair")
-        price, quantity = row[0], row[1]
-        if type(price) is not str or type(quantity) is not str:
-            raise VenuePayloadError(f"{side!r} holds a level whose price or quantity is not a string")
-        levels.append((price, quantity))
-    return tuple(levels)
-
-
-def _retry_after(headers: Mapping[str, str]) -> float | None:
-    """``Retry-After`` in seconds; an HTTP-date form (never sent by Binance) is not read."""
-    value = headers.get("Retry-After")
-    if value is None:
-        value = next((v for k, v in headers.items() if k.lower() == "retry-after"), None)
-    if value is None:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        return None
-    return seconds if math.isfinite(seconds) and seconds >= 0 else None

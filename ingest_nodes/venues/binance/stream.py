@@ -27,6 +27,9 @@ class BinanceStream:
 
     sequenced = True
     handshake = False
+    keepalive = None  # the venue pings; the client library answers
+    requests_per_hour = None
+    topics_per_request = None
 
     def __init__(self, ws_url: str, *, futures: bool) -> None:
         self.url = ws_url.rstrip("/") + STREAM_PATH

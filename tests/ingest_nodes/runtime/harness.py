@@ -29,7 +29,13 @@ from ingest_nodes.venues.registry import exchange_specs
 from ladder_process.telemetry.setup import Telemetry
 from tests.waiting import wait_until
 
-VENUE_OF = {"binance.com": "spot", "binance.com-futures": "futures"}
+VENUE_OF = {
+    "binance.com": "spot",
+    "binance.com-futures": "futures",
+    "okx": "okx",
+    "bybit": "bybit",
+    "bybit-linear": "bybit-linear",
+}
 
 
 def venue_config(**overrides: Any) -> VenueConfig:
@@ -38,6 +44,8 @@ def venue_config(**overrides: Any) -> VenueConfig:
         "spot_symbols": 12,
         "futures_symbols": 12,
         "alpaca_symbols": 1,
+        "okx_symbols": 6,
+        "bybit_symbols": 6,
         "levels": 200,
         "rate": 20.0,
         "weight_window_s": 3600.0,
@@ -76,6 +84,12 @@ class Harness:
             binance_futures_ws_url=venue.futures_ws_url,
             alpaca_stream_url=venue.alpaca_stream_url,
             alpaca_trading_url=venue.alpaca_trading_url,
+            okx_rest_url=venue.okx_rest_url,
+            okx_ws_url=venue.okx_ws_url,
+            bybit_rest_url=venue.bybit_rest_url,
+            bybit_linear_rest_url=venue.bybit_linear_rest_url,
+            bybit_spot_ws_url=venue.bybit_spot_ws_url,
+            bybit_linear_ws_url=venue.bybit_linear_ws_url,
             egress_id=f"test-{id(self)}",
             **settings,
         )
@@ -112,14 +126,15 @@ class Harness:
             self.publisher,
             depth=depth,
             depth_tiers=spec.depth_tiers,
-            checkpoints=None if spec.resets_on_stream else self.checkpoints,
-            stall_policy=self.settings.stall_policy,
+            checkpoints=self.checkpoints if spec.ids_comparable else None,
+            stall_policy=spec.stall_policy(self.settings.stall_policy),
             resets_on_stream=spec.resets_on_stream,
+            silence_checked=spec.ids_comparable,
             telemetry=self.telemetry,
         )
         replica.start()
         runtime.feed.attach(replica)
-        if not spec.resets_on_stream:
+        if spec.ids_comparable:
             runtime.stall_checker.watch(replica)
         self.replicas.append(replica)
         return replica
