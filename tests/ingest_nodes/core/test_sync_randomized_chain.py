@@ -1,14 +1,16 @@
 """Randomized check of the OKX and Bybit machines with the engine against a naive reference venue.
 
-The reference venue keeps one book, changes a few levels per message and chains its messages the
-venue's way (OKX: ``prevSeqId`` -> ``seqId`` with holes, heartbeats and id restarts; Bybit: ``u``
-+ 1, restarts at ``u`` = 1 with a snapshot). It sends a snapshot of its best ``limit`` levels when
-asked (a subscribe) and now and then on its own. Delivery is lossy: messages are lost, the last
-one is sent twice, an old one is replayed, the connection drops. After every step the engine is
-either synced and holds the venue's book as of the message it applied last, its trusted levels a
-prefix of the venue's sides, or not synced and empty. Whenever the engine asks (a resync), the
-caller resubscribes: a loss-free phase at the end must bring every run back to synced, at the
-venue's last message (a book that dropped live messages as replays would sit at an old one).
+The reference venue keeps one book, changes a few levels per message (every change, or only what
+changes in the channel's best ``limit`` levels, as a venue keeping that window would) and chains
+its messages the venue's way (OKX: ``prevSeqId`` -> ``seqId`` with holes, heartbeats and id
+restarts; Bybit: ``u`` + 1, restarts at ``u`` = 1 with a snapshot). It sends a snapshot of its
+best ``limit`` levels when asked (a subscribe) and now and then on its own. Delivery is lossy:
+messages are lost, the last one is sent twice, an old one is replayed, the connection drops.
+After every step the engine is either synced and holds the venue's book as of the message it
+applied last, its trusted levels a prefix of the venue's sides, or not synced and empty.
+Whenever the engine asks (a resync), the caller resubscribes: a loss-free phase at the end must
+bring every run back to synced, at the venue's last message (a book that dropped live messages
+as replays would sit at an old one).
 """
 
 from __future__ import annotations
@@ -28,10 +30,13 @@ from tests.ingest_nodes.core.test_sync_randomized import ASK_PRICES, BID_PRICES,
 class ChainVenue:
     """One instrument of a snapshot-on-the-stream venue; remembers the book after each message."""
 
-    def __init__(self, rng: random.Random, *, okx: bool, limit: int) -> None:
+    def __init__(self, rng: random.Random, *, okx: bool, limit: int, window: bool = False) -> None:
         self.rng = rng
         self.okx = okx
         self.limit = limit
+        self.window = window
+        """Send only what changes in the best ``limit`` levels (levels entering it, levels leaving it
+        as size 0), as a venue that keeps the channel's window itself would; else every change."""
         self.book = Book()
         self.seq = rng.randint(0, 10_000)
         self.after: dict[int, Book] = {}  # id(message) -> the book right after it
@@ -76,6 +81,7 @@ class ChainVenue:
             return self._message(prev, (), (), False)  # the heartbeat of a quiet book
         bids: list[Level] = []
         asks: list[Level] = []
+        before = self._window()
         for _ in range(self.rng.randint(1, 4)):
             side = self.rng.choice("ba")
             price = self.rng.choice(BID_PRICES if side == "b" else ASK_PRICES)
@@ -87,8 +93,29 @@ class ChainVenue:
             level = (written(price, self.rng), quantity)
             self.book.set(side, price, level)
             (bids if side == "b" else asks).append(level)
+        if self.window:
+            bids, asks = self._window_changes(before)
         self.seq += self.rng.randint(1, 40) if self.okx else 1
         return self._message(prev if self.okx else None, tuple(bids), tuple(asks), False)
+
+    def _window(self) -> tuple[dict[Decimal, Level], dict[Decimal, Level]]:
+        """The best ``limit`` levels a side, by price."""
+        bids, asks = self.book.sides()
+        return (
+            {Decimal(level[0]): level for level in bids[: self.limit]},
+            {Decimal(level[0]): level for level in asks[: self.limit]},
+        )
+
+    def _window_changes(
+        self, before: tuple[dict[Decimal, Level], dict[Decimal, Level]]
+    ) -> tuple[list[Level], list[Level]]:
+        """What changed in the window: levels new or resized in it, and the ones that left it."""
+        sides = []
+        for old, new in zip(before, self._window(), strict=True):
+            changed = [level for price, level in new.items() if old.get(price) != level]
+            changed += [(level[0], "0") for price, level in old.items() if price not in new]
+            sides.append(changed)
+        return sides[0], sides[1]
 
 
 def check(engine: BookEngine, venue: ChainVenue, result: EngineResult) -> None:
@@ -107,9 +134,9 @@ def check(engine: BookEngine, venue: ChainVenue, result: EngineResult) -> None:
         assert (top_bids, top_asks) == (bids, asks)  # nothing cut: the whole book is trusted
 
 
-def run(seed: int, *, okx: bool, limit: int, steps: int = 300) -> None:
+def run(seed: int, *, okx: bool, limit: int, steps: int = 300, window: bool = False) -> None:
     rng = random.Random(seed)
-    venue = ChainVenue(rng, okx=okx, limit=limit)
+    venue = ChainVenue(rng, okx=okx, limit=limit, window=window)
     engine = BookEngine(OkxSyncMachine() if okx else BybitSyncMachine())
     subscribe_at: int | None = 0  # the first subscribe brings the first snapshot
 
@@ -159,3 +186,10 @@ def test_bybit_engine_is_synced_and_exact_or_not_synced(seed: int) -> None:
 @pytest.mark.parametrize("okx", [False, True])
 def test_a_channel_cut_at_its_depth_serves_only_a_prefix_of_the_venue(seed: int, okx: bool) -> None:
     run(500 + seed, okx=okx, limit=6)
+
+
+@pytest.mark.parametrize("seed", range(10))
+@pytest.mark.parametrize("okx", [False, True])
+def test_a_venue_that_keeps_the_window_itself_is_served_right_too(seed: int, okx: bool) -> None:
+    """Whether the venue sends every change or only its window's, the served levels are right."""
+    run(700 + seed, okx=okx, limit=6, window=True)
