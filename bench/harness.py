@@ -84,11 +84,14 @@ class Bench:
         self.env.update(fake_venue_env(url))
         return url
 
-    def start_spot_venue(self, pairs: int, levels: int, alpaca_pairs: int = 0) -> str:
+    def start_spot_venue(
+        self, pairs: int, levels: int, alpaca_pairs: int = 0, okx_pairs: int = 0, bybit_pairs: int = 0
+    ) -> str:
         """A fake venue listing ``pairs`` spot markets ``levels`` deep (and ``alpaca_pairs`` Alpaca
-        crypto ones), nothing else, unthrottled."""
+        crypto, ``okx_pairs`` OKX SPOT, ``bybit_pairs`` Bybit spot ones), nothing else, unthrottled."""
         return self.start_fake_venue(
             *("--spot-symbols", str(pairs), "--futures-symbols", "0", "--alpaca-symbols", str(alpaca_pairs)),
+            *("--okx-symbols", str(okx_pairs), "--bybit-symbols", str(bybit_pairs)),
             *("--rate", "0", "--levels", str(levels)),
         )
 
@@ -205,10 +208,19 @@ def huge_page_mb(pid: int) -> float:
 
 
 async def trading_pairs(
-    http: aiohttp.ClientSession, venue_url: str, count: int, *, alpaca: bool = False
+    http: aiohttp.ClientSession, venue_url: str, count: int, *, venue: str = "spot"
 ) -> list[str]:
-    """The first ``count`` trading spot (or Alpaca crypto) pairs the (fake) venue lists."""
-    if alpaca:
+    """The first ``count`` trading pairs of one of the (fake) venue's venues (Binance spot, Alpaca
+    crypto, OKX SPOT, Bybit spot)."""
+    if venue == "okx":
+        async with http.get(f"{venue_url}/api/v5/public/instruments?instType=SPOT") as response:
+            listed = (await response.json())["data"]
+        pairs = [i["instId"] for i in listed if i["state"] == "live"][:count]
+    elif venue == "bybit":
+        async with http.get(f"{venue_url}/bybit-spot/v5/market/instruments-info?category=spot") as response:
+            listed = (await response.json())["result"]["list"]
+        pairs = [i["symbol"] for i in listed if i["status"] == "Trading"][:count]
+    elif venue == "alpaca":
         key, _, secret = FAKE_ALPACA_CREDENTIALS.split(",")[0].partition(":")
         headers = {"APCA-API-KEY-ID": key, "APCA-API-SECRET-KEY": secret}
         async with http.get(f"{venue_url}/v2/assets?asset_class=crypto", headers=headers) as response:

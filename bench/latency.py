@@ -29,6 +29,9 @@ the same Valkey, i.e. what the store and a Python subscriber cost before Ladder 
 ``--venue alpaca`` runs the same loads against Alpaca crypto books (``alpaca 20``: 20 levels of
 ``--pairs`` pairs on one authenticated connection, frames batching several messages, JSON-number
 prices read exactly) beside the Binance 20-level case, on the same harness, into one report.
+``--venue okx`` and ``--venue bybit`` do the same with OKX books (``okx 20``: the ``books``
+channel, at most 29 books a connection) and Bybit spot books (``bybit 20``: the 1000-level
+``orderbook`` topic), each beside Binance's 20 levels.
 
 ``ingest_time`` is a whole millisecond (the node stamps epoch milliseconds), so every figure
 reads up to 1 ms (0.5 ms on average) above the true latency.
@@ -63,6 +66,10 @@ from book_store.schema import BookKey
 
 EXCHANGE = "binance.com"
 ALPACA = "alpaca-crypto"
+VENUE_OF_EXCHANGE = {EXCHANGE: "spot", ALPACA: "alpaca", "okx": "okx", "bybit": "bybit"}
+"""The fake venue's name (its control endpoint's ``venue``) of each exchange a case may run."""
+OTHER_VENUES = {"alpaca": ("alpaca 20", "Alpaca"), "okx": ("okx 20", "OKX"), "bybit": ("bybit 20", "Bybit")}
+"""``--venue`` values besides binance: their case, and their name in the report."""
 BURST = 5
 DEEP_LEVELS = 6000
 DEEP_DEPTH = 5000
@@ -81,7 +88,7 @@ class Case:
     @property
     def venue(self) -> str:
         """The fake venue's name for the case's exchange (its control endpoint's ``venue``)."""
-        return "alpaca" if self.exchange == ALPACA else "spot"
+        return VENUE_OF_EXCHANGE[self.exchange]
 
 
 # 20 levels; 20 beside deep books; 100, the default, cut from full-depth venue books; and the whole
@@ -92,9 +99,14 @@ CASES = {
     "100": Case(100),
     "whole": Case(5000, {"head_levels": "5000"}),
     "alpaca 20": Case(20, exchange=ALPACA),
+    "okx 20": Case(20, exchange="okx"),
+    "bybit 20": Case(20, exchange="bybit"),
 }
-CASES_OF_VENUE = {"binance": ["20", "20 beside deep", "100", "whole"], "alpaca": ["20", "alpaca 20"]}
-SNAPSHOT_BYTES = {"20": 1_000, "100": 5_000, "whole": 110_000}  # "alpaca 20" compares with "20"
+CASES_OF_VENUE = {
+    "binance": ["20", "20 beside deep", "100", "whole"],
+    **{venue: ["20", case] for venue, (case, _) in OTHER_VENUES.items()},
+}
+SNAPSHOT_BYTES = {"20": 1_000, "100": 5_000, "whole": 110_000}  # "<venue> 20" compares with "20"
 REFERENCE = {  # the ingest -> publish pipeline Ladder replaces, same load (p50 / p90 / p99 ms)
     ("20", "smooth"): "21.2 / 29.4 / 44.2 ms",
     ("20", "bursts"): "42.7 / 88.8 / 144.0 ms",
@@ -235,12 +247,12 @@ async def measure(args: argparse.Namespace, report: Report) -> None:
     }
     results: dict[tuple[str, str], list[dict[str, float]]] = {}
     over_time: dict[str, tuple[list[float], list[float]]] = {}
-    alpaca = any(CASES[name].exchange == ALPACA for name in args.cases)
+    others = {CASES[name].venue for name in args.cases} - {"spot"}
     if not any(CASES[name].beside_deep for name in args.cases):
         args.deep_pairs = 0  # nothing runs beside them: the venue need not build them
     with Bench() as bench:
         url = bench.start_spot_venue(
-            args.pairs + args.deep_pairs, args.levels, alpaca_pairs=args.pairs * alpaca
+            args.pairs + args.deep_pairs, args.levels, **{f"{venue}_pairs": args.pairs for venue in others}
         )
         client = redis.Redis.from_url(bench.redis_url)
         async with aiohttp.ClientSession() as http:
@@ -250,9 +262,9 @@ async def measure(args: argparse.Namespace, report: Report) -> None:
             for pair in deep_pairs:  # before anything touches them, so that they are built this deep
                 await spot.control(action="book_levels", symbol=pair, levels=DEEP_LEVELS)
             venues = {"spot": spot}
-            if alpaca:
-                alpaca_pairs = await trading_pairs(http, url, args.pairs, alpaca=True)
-                venues["alpaca"] = Venue(http, url, alpaca_pairs, args.events_per_s, "alpaca")
+            for other in others:
+                other_pairs = await trading_pairs(http, url, args.pairs, venue=other)
+                venues[other] = Venue(http, url, other_pairs, args.events_per_s, other)
             for name, case in CASES.items():
                 if name not in args.cases:
                     continue
@@ -310,7 +322,7 @@ async def measure(args: argparse.Namespace, report: Report) -> None:
 
 def _floor_size(case: str) -> str:
     """The store floor a case compares with: its snapshot size's key in ``SNAPSHOT_BYTES``."""
-    return case.removeprefix("alpaca ").split()[0]
+    return case.split()[-1] if case.split()[0] in OTHER_VENUES else case.split()[0]
 
 
 async def _scenario(
@@ -388,8 +400,8 @@ def _write(
         ("20 beside deep", "bursts"): (2.0, 20.0),
         ("100", "smooth"): (None, 20.0),
         ("100", "bursts"): (None, 20.0),
-        ("alpaca 20", "smooth"): (2.0, 10.0),
-        ("alpaca 20", "bursts"): (2.0, 20.0),
+        **{(case, "smooth"): (2.0, 10.0) for case, _ in OTHER_VENUES.values()},
+        **{(case, "bursts"): (2.0, 20.0) for case, _ in OTHER_VENUES.values()},
     }
     labels = {
         "20": "20 levels",
@@ -397,6 +409,8 @@ def _write(
         "100": "100 levels of full books",
         "whole": "whole book",
         "alpaca 20": "Alpaca crypto, 20 levels",
+        "okx 20": "OKX, 20 levels",
+        "bybit 20": "Bybit spot, 20 levels",
     }
     for depth, label in labels.items():
         if depth not in args.cases:
@@ -447,12 +461,17 @@ def _write(
         ],
         rows,
     )
-    if "alpaca 20" in args.cases and "20" in args.cases:
+    for case, venue_name in OTHER_VENUES.values():
+        if case not in args.cases or "20" not in args.cases:
+            continue
         report.table(
-            "Alpaca crypto beside Binance: 20 levels, the same load in the same run, ms (median of runs)",
-            ["scenario", *(f"{venue} {k}" for venue in ("Binance", "Alpaca") for k in ("p50", "p90", "p99"))],
+            f"{venue_name} beside Binance: 20 levels, the same load in the same run, ms (median of runs)",
             [
-                [name, *(med(depth, name, k) for depth in ("20", "alpaca 20") for k in ("p50", "p90", "p99"))]
+                "scenario",
+                *(f"{venue} {k}" for venue in ("Binance", venue_name) for k in ("p50", "p90", "p99")),
+            ],
+            [
+                [name, *(med(depth, name, k) for depth in ("20", case) for k in ("p50", "p90", "p99"))]
                 for name in ("smooth", "bursts", "all at once")
             ],
         )
@@ -511,6 +530,13 @@ def _write(
             "count of applied messages, which is what tells a new snapshot from a repeat here."
         )
 
+    if "okx 20" in args.cases or "bybit 20" in args.cases:
+        report.note(
+            "OKX and Bybit: the fake venue's endpoints (OKX books, at most 29 a connection; Bybit spot's "
+            "1000-level orderbook topic); each book comes whole on subscribe, then updates chained by id "
+            "(seqId / u), which is what tells a new snapshot from a repeat here."
+        )
+
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
@@ -524,7 +550,7 @@ def main(argv: list[str] | None = None) -> None:
         "--venue",
         choices=sorted(CASES_OF_VENUE),
         default="binance",
-        help="binance: its cases; alpaca: Alpaca crypto's 20-level case beside Binance's",
+        help="binance: its cases; alpaca, okx, bybit: that venue's 20-level case beside Binance's",
     )
     parser.add_argument("--cases", type=lambda text: text.split(","), help=f"of {','.join(CASES)}")
     parser.add_argument(

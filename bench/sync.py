@@ -172,6 +172,27 @@ async def watch(
         await asyncio.sleep(0.2)
 
 
+async def watch_exchanges(
+    client: redis.Redis, nodes: Sequence[Node], books: dict[str, list[str]], timeout_s: float
+) -> dict[str, float]:
+    """Seconds until every node reports all of an exchange's ``books`` synced, per exchange."""
+    started = time.monotonic()
+    done_at: dict[str, float] = {}
+    while len(done_at) < len(books):
+        docs = [
+            orjson.loads(raw) for node in nodes if (raw := await client.get(node_stats_key(node.node_id)))
+        ]
+        now = time.monotonic() - started
+        for exchange, names in books.items():
+            counts = [int(doc.get("exchanges", {}).get(exchange, {}).get("synced", 0)) for doc in docs]
+            if len(counts) == len(nodes) and min(counts) >= len(names):
+                done_at.setdefault(exchange, now)
+        if now > timeout_s:
+            raise TimeoutError(f"not every replica synced within {timeout_s:.0f} s: {docs and counts}")
+        await asyncio.sleep(0.2)
+    return done_at
+
+
 async def stored_unsynced(client: redis.Redis, books: dict[str, list[str]], replicas: int) -> int:
     """Replicas the store does not hold as synced once the nodes say all are (last writes may lag)."""
     reader = BookReader(client)

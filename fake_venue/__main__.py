@@ -25,6 +25,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--futures-symbols", type=int, default=defaults.futures_symbols)
     parser.add_argument("--alpaca-symbols", type=int, default=defaults.alpaca_symbols)
     parser.add_argument(
+        "--okx-symbols", type=int, default=defaults.okx_symbols, help="OKX SPOT instruments (as many SWAP)"
+    )
+    parser.add_argument(
+        "--bybit-symbols", type=int, default=defaults.bybit_symbols, help="symbols of each Bybit category"
+    )
+    parser.add_argument(
         "--rate", type=float, default=defaults.rate, help="updates per second per active symbol"
     )
     parser.add_argument(
@@ -94,6 +100,8 @@ def config_from(args: argparse.Namespace) -> VenueConfig:
         spot_symbols=args.spot_symbols,
         futures_symbols=args.futures_symbols,
         alpaca_symbols=args.alpaca_symbols,
+        okx_symbols=args.okx_symbols,
+        bybit_symbols=args.bybit_symbols,
         rate=args.rate,
         rate_skew=args.rate_skew,
         levels=args.levels,

@@ -3,7 +3,9 @@
 Stats per venue: open connections, active and listed symbols, updates made (``events_generated``),
 events delivered to connections (``events_sent``, one per connection per event), the current rate,
 ``active_rate`` (the updates per second all active trading symbols make together, skew included)
-and, for Binance, REST requests, weight used per client IP and the 429/418 refusals so far. The
+and, for Binance, REST requests, weight used per client IP and the 429/418 refusals so far; for OKX
+and Bybit, the connection attempts refused (429) and the subscribe requests (in all, and the most
+one connection sent). The
 connections list names each connection's id (what ``connection`` in a control request takes) and
 its streams or order-book symbols.
 """
@@ -16,6 +18,7 @@ from typing import Any
 from aiohttp import web
 
 from fake_venue.binance.venue import BinanceVenue
+from fake_venue.chained.venue import ChainedVenue
 from fake_venue.registry import Venue
 
 
@@ -37,6 +40,12 @@ def venue_stats(venue: Venue) -> dict[str, Any]:
             weight_used=weights.usage(time.time()),
             http_429=weights.refused_429,
             http_418=weights.refused_418,
+        )
+    if isinstance(venue, ChainedVenue):
+        stats.update(
+            refused_connects=venue.refused_connects,
+            subscribe_requests=venue.subscribe_requests,
+            max_requests_per_connection=venue.max_requests_per_connection,
         )
     return stats
 

@@ -49,8 +49,8 @@ def truth_handler(venues: dict[str, Venue]) -> web.RouteDef:
         try:
             limit = int(query["limit"]) if "limit" in query else None
             update_id = int(query["update_id"]) if "update_id" in query else market.last_id
-            if isinstance(venue, ChainedVenue):  # OKX and Bybit ids may have restarted lower
-                update_id = venue.internal_id(market.name, update_id) if "update_id" in query else update_id
+            if isinstance(venue, ChainedVenue) and "update_id" in query:  # ids may have restarted lower
+                update_id = venue.internal_id(market.name, update_id, market.last_id)
             if "t" in query:
                 t_ns = parse_rfc3339_ns(query["t"])
                 found = market.history.id_at_time(t_ns)

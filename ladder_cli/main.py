@@ -80,7 +80,9 @@ def _parser() -> argparse.ArgumentParser:
     up.add_argument("--fake-rate", type=float, default=10.0, help="events/s per active fake symbol")
     for name, module in COMPONENTS.items():
         sub.add_parser(name, help=f"run one {module} process (see `ladder {name} --help`)", add_help=False)
-    sub.add_parser("bench", help="benchmarks: ladder bench read|read_cost|latency|ingest|sync|idle|overload")
+    sub.add_parser(
+        "bench", help="benchmarks: ladder bench read|read_cost|latency|ingest|sync|coldstart|idle|overload"
+    )
     sub.add_parser("package", help="build deployables: ladder package lambda")
     return parser
 
@@ -123,6 +125,10 @@ def _up(args: argparse.Namespace) -> None:
                     "--futures-symbols",
                     n,
                     "--alpaca-symbols",
+                    n,
+                    "--okx-symbols",
+                    n,
+                    "--bybit-symbols",
                     n,
                     "--rate",
                     str(args.fake_rate),
@@ -229,12 +235,13 @@ def _store_password(path: Path) -> str:
 FAKE_ALPACA_CREDENTIALS = ",".join(f"fake-alpaca-key-{i}:fake-alpaca-secret-{i}" for i in range(1, 9))
 """The keys the fake venue accepts, each for one connection at a time, as Alpaca's plans do."""
 FAKE_ALPACA_ARGS = ("--alpaca-credentials", FAKE_ALPACA_CREDENTIALS, "--alpaca-connection-limit", "1")
-FAKE_EXCHANGES = "binance.com,binance.com-futures,alpaca-crypto"
+FAKE_EXCHANGES = "binance.com,binance.com-futures,alpaca-crypto,okx,bybit,bybit-linear"
 
 
 def fake_venue_env(url: str) -> dict[str, str]:
-    """Point every venue endpoint at the fake venue served at ``url``, Alpaca (and its keys) included
-    unless ``LADDER_EXCHANGES`` says otherwise."""
+    """Point every venue endpoint at the fake venue served at ``url`` (the paths are the fake's, see
+    ``fake_venue.app``), Alpaca (and its keys), OKX and Bybit included unless ``LADDER_EXCHANGES``
+    says otherwise."""
     ws = "ws" + url.removeprefix("http")
     return {
         "LADDER_BINANCE_SPOT_REST_URL": url,
@@ -244,6 +251,12 @@ def fake_venue_env(url: str) -> dict[str, str]:
         "LADDER_ALPACA_STREAM_URL": ws,
         "LADDER_ALPACA_TRADING_URL": url,
         "LADDER_ALPACA_CREDENTIALS": FAKE_ALPACA_CREDENTIALS,
+        "LADDER_OKX_REST_URL": url,
+        "LADDER_OKX_WS_URL": ws,
+        "LADDER_BYBIT_REST_URL": f"{url}/bybit-spot",
+        "LADDER_BYBIT_LINEAR_REST_URL": f"{url}/bybit-linear",
+        "LADDER_BYBIT_SPOT_WS_URL": f"{ws}/v5/public/spot",
+        "LADDER_BYBIT_LINEAR_WS_URL": f"{ws}/v5/public/linear",
         "LADDER_EXCHANGES": os.environ.get("LADDER_EXCHANGES", FAKE_EXCHANGES),
     }
 

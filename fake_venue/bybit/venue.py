@@ -67,7 +67,7 @@ class BybitVenue(ChainedVenue):
 
     def restart_ids(self, market: Market) -> None:
         """The service restarts: ``u`` starts over at 1 with a snapshot to every listener."""
-        self.offsets[market.name] = market.last_id - 1
+        self.restart_at(market.name, market.last_id, market.last_id - 1)
         self.resend_books(market, self.listeners_of(market.name))
 
     # -- REST -----------------------------------------------------------------------------------

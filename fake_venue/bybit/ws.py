@@ -71,6 +71,7 @@ def _handle(venue: BybitVenue, conn: ChainedConnection, text: str) -> None:
     if op not in ("subscribe", "unsubscribe") or not isinstance(args, list):
         _answer(conn, req_id, str(op or ""), False, f"Invalid op or args: {text[:80]}")
         return
+    venue.count_request(conn)
     if venue.category == "spot" and len(args) > SPOT_ARGS_PER_REQUEST:
         _answer(conn, req_id, op, False, f"args size >{SPOT_ARGS_PER_REQUEST}")
         return

@@ -9,10 +9,10 @@ trust what lies past its edge (the real venues may keep the window themselves; a
 right for this is right for that too).
 
 Ids on the wire are the market's own ids less an offset per symbol: a venue whose ids *restart*
-(OKX after maintenance, Bybit after a restart of its service) raises the offset, so the wire ids
-drop while the market's ids, and the history the truth endpoint reads, keep growing.
-``internal_id`` turns a wire id back. A dialect says how messages look (``encode_*``), what a
-restart sends, and whether quiet books get heartbeats.
+(OKX after maintenance, Bybit after a restart of its service) starts an epoch with a larger offset,
+so the wire ids drop while the market's ids, and the history the truth endpoint reads, keep
+growing. ``internal_id`` turns a wire id back, in the epoch it belongs to. A dialect says how
+messages look (``encode_*``), what a restart sends, and whether quiet books get heartbeats.
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ class ChainedConnection(Connection):
         self.books: dict[str, int] = {}
         self.requests: deque[float] = deque()
         """When the client's recent subscribe/unsubscribe requests came (for hourly quotas)."""
+        self.request_count = 0
         self.active_at = self.opened_at
         """When something last went either way (a venue cuts connections quiet for too long)."""
 
@@ -83,12 +84,16 @@ class ChainedVenue(ABC):
         self.connections: dict[int, ChainedConnection] = {}
         self.events_generated = 0
         self.events_sent = 0
-        self.offsets: dict[str, int] = {}
+        self.epochs: dict[str, list[tuple[int, int]]] = {}
+        """Per symbol, the id restarts: (the market's first id of each, its wire offset), oldest first."""
         self.last_sent: dict[str, float] = {}
         """Per symbol, when its last message went out (monotonic), for heartbeats."""
         self._listeners: dict[str, dict[ChainedConnection, int]] = {}
         self._recent: dict[str, deque[tuple[int, bytes]]] = {}
         self.connect_times: deque[float] = deque()
+        self.refused_connects = 0
+        self.subscribe_requests = 0
+        self.max_requests_per_connection = 0
 
     # -- the dialect --------------------------------------------------------------------------
 
@@ -113,11 +118,27 @@ class ChainedVenue(ABC):
 
     # -- ids on the wire ------------------------------------------------------------------------
 
-    def wire_id(self, symbol: str, internal: int) -> int:
-        return internal - self.offsets.get(symbol, 0)
+    def restart_at(self, symbol: str, internal: int, offset: int) -> None:
+        """From the market's update ``internal`` on, wire ids are ``offset`` below the market's."""
+        self.epochs.setdefault(symbol, [(0, 0)]).append((internal, offset))
 
-    def internal_id(self, symbol: str, wire: int) -> int:
-        return wire + self.offsets.get(symbol, 0)
+    def wire_id(self, symbol: str, internal: int) -> int:
+        for start, offset in reversed(self.epochs.get(symbol, ())):
+            if internal >= start:
+                return internal - offset
+        return internal
+
+    def internal_id(self, symbol: str, wire: int, latest: int) -> int:
+        """The market's id of a wire id, read in the newest id epoch it fits (each epoch ends at the
+        state the next one starts from, which both name; the newest at ``latest``, the market's)."""
+        epochs = self.epochs.get(symbol, [(0, 0)])
+        for index in range(len(epochs) - 1, -1, -1):
+            start, offset = epochs[index]
+            end = epochs[index + 1][0] if index + 1 < len(epochs) else latest
+            internal = wire + offset
+            if start <= internal <= end:
+                return internal
+        return wire + epochs[-1][1]
 
     # -- connections and subscriptions ----------------------------------------------------------
 
@@ -128,9 +149,16 @@ class ChainedVenue(ABC):
         while attempts and attempts[0] <= now - window_s:
             attempts.popleft()
         if len(attempts) >= per_window:
+            self.refused_connects += 1
             return False
         attempts.append(now)
         return True
+
+    def count_request(self, conn: ChainedConnection) -> None:
+        """One subscribe or unsubscribe request of ``conn`` (for the stats)."""
+        conn.request_count += 1
+        self.subscribe_requests += 1
+        self.max_requests_per_connection = max(self.max_requests_per_connection, conn.request_count)
 
     def register(self, conn: ChainedConnection) -> None:
         self.connections[conn.id] = conn

@@ -64,14 +64,14 @@ class OkxVenue(ChainedVenue):
         self._prev = -1
         """The wire ``prevSeqId`` of the update being sent."""
         self._restarting: dict[str, int] = {}
-        """Per symbol, the offset its next update's ``seqId`` takes (a restart under way)."""
+        """Per symbol, the wire offset from its next update on (a restart under way)."""
 
     def send(self, market: Market, update: Update) -> None:
         """A restart under way takes effect between the update's ``prevSeqId`` and its ``seqId``."""
         self._prev = self.wire_id(market.name, update.prev_id)
         restarting = self._restarting.pop(market.name, None)
         if restarting is not None:
-            self.offsets[market.name] = restarting
+            self.restart_at(market.name, update.last_id, restarting)
         super().send(market, update)
 
     def encode_update(self, market: Market, update: Update, depth: int) -> bytes:
@@ -89,8 +89,9 @@ class OkxVenue(ChainedVenue):
 
     def restart_ids(self, market: Market) -> None:
         """The next update's ``seqId`` drops below its ``prevSeqId`` (at least to a tenth of it)."""
-        wire = self.wire_id(market.name, market.last_id)
-        self._restarting[market.name] = self.offsets.get(market.name, 0) + wire - wire // 10
+        internal = market.last_id
+        wire = self.wire_id(market.name, internal)
+        self._restarting[market.name] = internal - wire // 10
 
     def server_shutdown(self, conns: list[ChainedConnection]) -> None:
         """The notice 64008, and the close ``SHUTDOWN_NOTICE_S`` later (the venue says "soon")."""

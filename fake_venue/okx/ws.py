@@ -72,6 +72,7 @@ def _handle(venue: OkxVenue, conn: ChainedConnection, text: str) -> None:
     if op not in ("subscribe", "unsubscribe") or not isinstance(args, list):
         _error(conn, request_id, "60012", f"Invalid request: {text[:100]}")
         return
+    venue.count_request(conn)
     if not _within_quota(conn):
         _error(conn, request_id, "60014", "Requests too frequent.")
         conn.close(1008, "too many requests")

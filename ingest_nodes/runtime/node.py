@@ -392,6 +392,7 @@ class IngestNode:
             stall_policy=spec.stall_policy(self.settings.stall_policy),
             resets_on_stream=spec.resets_on_stream,
             silence_checked=spec.ids_comparable,
+            rest_audits=spec.resets_on_stream and spec.checks_by_rest,
             telemetry=self.telemetry,
         )
         self.replicas[(book, replica)] = runner

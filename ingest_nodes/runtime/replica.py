@@ -40,9 +40,11 @@ Alpaca, OKX, Bybit) has none of this: a book thrown away for any reason but a lo
 rebuilt by subscribing its symbol again on the same connection, and there is no shadow. A chained
 book (OKX, Bybit) refreshes a shrunk trusted window by subscribing again too (the venue's snapshot
 replaces the served book, which serves on meanwhile), and splices a handover at the successor's
-snapshot; an Alpaca book has no refresh, and a handover starts it over. A venue that refuses the
-connection's session (``on_refused``) leaves the book unserved, and its published status says why
-(``refusal``).
+snapshot; where the venue's REST book carries the stream's update id (Bybit's ``u``), an audit
+asks for one and compares it with the served book once that is at the same id (a disagreement
+resyncs the book). An Alpaca book has no refresh or audit, and a handover starts it over. A venue
+that refuses the connection's session (``on_refused``) leaves the book unserved, and its published
+status says why (``refusal``).
 
 Silent stalls: the replica keeps its book's rhythm (``watch``, see ``stall_watch``), and the
 exchange's :class:`~ingest_nodes.runtime.stall_checks.StallChecker` checks a suspect silence against the
@@ -58,13 +60,14 @@ import asyncio
 import logging
 from collections import deque
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from typing import Final
 
 from book_store.codec import BookStatus
 from book_store.schema import BookKey
-from ingest_nodes.core.book import SideWindow
+from ingest_nodes.core.book import OrderBook, SideWindow
 from ingest_nodes.core.engine import BookEngine, EngineResult
-from ingest_nodes.core.events import DepthUpdate
+from ingest_nodes.core.events import DepthSnapshot, DepthUpdate
 from ingest_nodes.core.stall_watch import Rhythm, StallPolicy
 from ingest_nodes.core.sync import FuturesSyncMachine, SpotSyncMachine, StreamChainMachine
 from ingest_nodes.core.trusted_window import WindowKeeper
@@ -74,7 +77,7 @@ from ingest_nodes.ops.telemetry import IngestTelemetry
 from ingest_nodes.runtime.connection import StreamConnection
 from ingest_nodes.runtime.lane import Lane
 from ingest_nodes.runtime.publisher import Publisher
-from ingest_nodes.runtime.snapshots import SnapshotScheduler
+from ingest_nodes.runtime.snapshots import Priority, SnapshotError, SnapshotScheduler
 from ingest_nodes.venues.stream import Refused
 from ladder_process.clock import now_ms
 
@@ -97,6 +100,35 @@ class _Splice:
         """The successor has delivered an event of this symbol: it is live for it."""
 
 
+class _Audit:
+    """One REST book asked for to audit a book the stream rebuilds (a snapshot requester)."""
+
+    __slots__ = ("book", "replica", "snapshot_limit")
+
+    priority: Final = Priority.BACKGROUND
+
+    def __init__(self, replica: BookReplica, limit: int) -> None:
+        self.replica = replica
+        self.snapshot_limit = limit
+        self.book: DepthSnapshot | None = None
+
+    @property
+    def symbol(self) -> str:
+        return self.replica.symbol
+
+    def snapshot_granted(self) -> bool:
+        return self.replica.engine.synced
+
+    def fetching(self) -> AbstractContextManager[None]:
+        return nullcontext()
+
+    def snapshot_arrived(self, snapshot: DepthSnapshot) -> None:
+        self.replica._audit_answered(snapshot)
+
+    def snapshot_failed(self, error: SnapshotError) -> None:
+        self.replica._audit_answered(None)
+
+
 class BookReplica:
     """Keeps one replica of one book in sync and published (see the module docstring)."""
 
@@ -114,12 +146,14 @@ class BookReplica:
         stall_policy: StallPolicy | None = None,
         resets_on_stream: bool = False,
         silence_checked: bool = True,
+        rest_audits: bool = False,
         telemetry: IngestTelemetry,
     ) -> None:
         """``depth`` is the levels a side to publish; ``depth_tiers`` the venue's snapshot weights;
         ``resets_on_stream``: the venue rebuilds a book by a resubscribe, not a snapshot;
         ``silence_checked``: something tells a quiet book from a stalled one (a REST id, a venue
-        heartbeat); without it a suspect silence is judged as a failed check is."""
+        heartbeat); without it a suspect silence is judged as a failed check is; ``rest_audits``: a
+        book the stream rebuilds is audited against REST books at its own update id (Bybit)."""
         self.book = book
         self.replica = replica
         self.stats = ReplicaStats()
@@ -138,6 +172,8 @@ class BookReplica:
         self.refusal: Refused | None = None
         """Why the venue will not serve this book now (bad key, no free key), until it does."""
         self._resets_on_stream = resets_on_stream
+        self._rest_audits = rest_audits
+        self._audit: _Audit | None = None
         self._new_engine = new_engine
         self._scheduler = scheduler
         self._publisher = publisher
@@ -189,6 +225,9 @@ class BookReplica:
     async def stop(self) -> None:
         self.main.close()
         self._drop_shadow()
+        if self._audit is not None:
+            self._scheduler.cancel(self._audit)
+            self._audit = None
         self._publisher.untrack(self)
         self._telemetry.stopped(self)
 
@@ -206,6 +245,8 @@ class BookReplica:
             self.main.feed(update)
             if self._shadow is not None:
                 self._shadow.feed(update)
+            if self._audit is not None:
+                self._audit_compare()
             if self._splice is not None:
                 self._try_splice()
         elif self._splice is not None and source is self._splice.target:
@@ -331,9 +372,60 @@ class BookReplica:
     # -- fresh snapshots: refreshes and audits ----------------------------------------------------
 
     def resnapshot(self) -> None:
-        """Audit: sync a second engine from a fresh snapshot, compare, and let it replace the served one."""
+        """Audit: sync a second engine from a fresh snapshot, compare, and let it replace the served one.
+
+        A book the stream rebuilds has no shadow: with ``rest_audits`` it asks for a REST book and
+        compares it with the served one when the served one is at that book's update id."""
+        if self._resets_on_stream:
+            if self._rest_audits and self._audit is None and self.engine.synced:
+                self._audit = _Audit(self, self._window.sync_limit)
+                self._scheduler.request(self._audit)
+                self.synced_since = asyncio.get_running_loop().time()  # the next one an interval on
+            return
         if self._can_shadow():
             self._start_shadow(self._window.sync_limit, audit=True)
+
+    def _audit_answered(self, snapshot: DepthSnapshot | None) -> None:
+        """The audit's REST book (None: it failed): compare now, or once the stream reaches it."""
+        audit = self._audit
+        if audit is None:
+            return
+        if snapshot is None or not self.engine.synced:
+            self._audit = None
+        else:
+            audit.book = snapshot
+            self._audit_compare()
+
+    def _audit_compare(self) -> None:
+        """Compare the served book with the audit's REST book if both are at one update id; a REST
+        book the stream has passed already proves nothing and is let go."""
+        audit = self._audit
+        engine = self.engine
+        if audit is None or audit.book is None:
+            return
+        update_id = engine.update_id
+        if update_id is None or update_id > audit.book.last_update_id:
+            self._audit = None
+            return
+        if update_id < audit.book.last_update_id:
+            return  # the stream is on its way there
+        self._audit = None
+        rest = OrderBook()
+        snapshot = audit.book
+        rest.load(
+            snapshot.bids,
+            snapshot.asks,
+            bids_complete=snapshot.bids_complete,
+            asks_complete=snapshot.asks_complete,
+        )
+        self.stats.audits += 1
+        self.stats.last_audit_ms = now_ms()
+        if not same_top(rest, engine.book, self.depth):
+            self.stats.audit_mismatches += 1
+            self.stats.mismatches += 1
+            log.warning("%s/%s r%d: the venue's REST book disagrees with the served book at %s",
+                        self.book.exchange, self.symbol, self.replica, update_id)  # fmt: skip
+            self.invalidate("audit_mismatch")
 
     def window_seen(self, bids: SideWindow, asks: SideWindow) -> None:
         """The publisher published the synced book with this trusted window: refresh it if due.

@@ -152,3 +152,26 @@ async def test_bybit_stall_checks_ask_rest_for_the_books_u(redis_client: redis.R
         await harness.control(action="withhold", venue=exchange, symbol=symbols[0], seconds=30)
         await wait_until(lambda: replica.stats.stalls >= 1, 10, "a withheld stream found stalled")
         await wait_until(lambda: replica.stats.resyncs["stall"] >= 1, 5, "and subscribed again")
+
+
+async def test_bybit_audits_compare_a_rest_book_at_the_served_u(redis_client: redis.Redis) -> None:
+    exchange, symbols = BYBIT
+    async with running(venue_config(), redis_client, exchanges=exchange) as harness:
+        replica = harness.replica(exchange, symbols[0])
+        await wait_synced([replica])
+        for audits in (1, 2):
+            replica.resnapshot()
+            await wait_until(lambda: replica.stats.audits >= audits, 10, "an audit at equal u")  # noqa: B023
+        assert replica.stats.audit_mismatches == 0 and replica.engine.synced
+        # A book that went wrong unseen (a level changed behind the stream's back) is caught.
+        await harness.control(action="rate", venue=exchange, rate=0)
+        await asyncio.sleep(0.3)
+        book = replica.engine.book
+        level = book.bids()[0]
+        book.apply([(level[0], "123456789")], [])
+        replica.resnapshot()
+        await wait_until(lambda: replica.stats.audit_mismatches == 1, 10, "the audit disagrees")
+        await wait_until(lambda: replica.stats.resyncs["audit_mismatch"] == 1, 5, "and the book resyncs")
+        await harness.control(action="rate", venue=exchange, rate=20)
+        await wait_synced([replica])
+        await harness.truth(replica)
