@@ -17,15 +17,14 @@ nothing sent either way for 10 minutes is closed.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import orjson
-from aiohttp import WSMsgType, web
+from aiohttp import web
 
 from fake_venue.bybit.venue import DEPTHS, BybitVenue
+from fake_venue.chained.session import serve_session
 from fake_venue.chained.venue import ChainedConnection
-from fake_venue.server.connection import next_connection_id
 
 CONNECTS_PER_WINDOW = 500
 CONNECT_WINDOW_S = 300.0
@@ -35,24 +34,7 @@ SPOT_ARGS_PER_REQUEST = 10
 async def serve(venue: BybitVenue, request: web.Request) -> web.StreamResponse:
     if not venue.accept_connect(CONNECTS_PER_WINDOW, CONNECT_WINDOW_S):
         return web.Response(status=429, text="too many connections")
-    ws = web.WebSocketResponse(autoping=False, compress=False, timeout=2.0, max_msg_size=1 << 20)
-    await ws.prepare(request)
-    transport = request.transport
-    assert transport is not None
-    conn = ChainedConnection(next_connection_id(), venue.name, ws, transport, venue.config.slow_client_bytes)
-    venue.register(conn)
-    try:
-        async for message in ws:
-            if conn.closing:
-                continue
-            conn.active_at = time.monotonic()
-            if message.type == WSMsgType.PING:
-                conn.pong(message.data)
-            elif message.type == WSMsgType.TEXT:
-                _handle(venue, conn, message.data)
-    finally:
-        venue.unregister(conn)
-    return ws
+    return await serve_session(venue, request, lambda conn, text: _handle(venue, conn, text))
 
 
 def _handle(venue: BybitVenue, conn: ChainedConnection, text: str) -> None:

@@ -23,11 +23,11 @@ import time
 from typing import Any
 
 import orjson
-from aiohttp import WSMsgType, web
+from aiohttp import web
 
+from fake_venue.chained.session import serve_session
 from fake_venue.chained.venue import ChainedConnection
 from fake_venue.okx.venue import BOOKS_DEPTH, OkxVenue
-from fake_venue.server.connection import next_connection_id
 
 CONNECTS_PER_S = 3
 REQUESTS_PER_HOUR = 480
@@ -37,24 +37,7 @@ HOUR_S = 3600.0
 async def serve(venue: OkxVenue, request: web.Request) -> web.StreamResponse:
     if not venue.accept_connect(CONNECTS_PER_S, 1.0):
         return web.json_response({"msg": "Too Many Requests", "code": "50011"}, status=429)
-    ws = web.WebSocketResponse(autoping=False, compress=False, timeout=2.0, max_msg_size=1 << 20)
-    await ws.prepare(request)
-    transport = request.transport
-    assert transport is not None
-    conn = ChainedConnection(next_connection_id(), "okx", ws, transport, venue.config.slow_client_bytes)
-    venue.register(conn)
-    try:
-        async for message in ws:
-            if conn.closing:
-                continue
-            conn.active_at = time.monotonic()
-            if message.type == WSMsgType.PING:
-                conn.pong(message.data)
-            elif message.type == WSMsgType.TEXT:
-                _handle(venue, conn, message.data)
-    finally:
-        venue.unregister(conn)
-    return ws
+    return await serve_session(venue, request, lambda conn, text: _handle(venue, conn, text))
 
 
 def _handle(venue: OkxVenue, conn: ChainedConnection, text: str) -> None:

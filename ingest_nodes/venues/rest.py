@@ -1,11 +1,16 @@
-"""What every venue's REST client offers an exchange's runtime, and how its calls fail."""
+"""What every venue's REST client offers an exchange's runtime, how its calls fail, and the one GET
+the OKX and Bybit clients share."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Protocol
+
+import aiohttp
 
 from book_store.catalog import MarketInfo
 from ingest_nodes.core.events import DepthSnapshot
+from ingest_nodes.venues.wire import retry_after
 from ladder_process.errors import LadderError
 
 
@@ -37,3 +42,27 @@ class VenueRest(Protocol):
 
     async def markets(self) -> list[MarketInfo]:
         """Every market the venue lists, with its status."""
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """A venue's REST answer, whatever its status: what a client decides on."""
+
+    status: int
+    body: bytes
+    retry_after_s: float | None
+
+
+async def get_answer(
+    session: aiohttp.ClientSession,
+    url: str,
+    params: dict[str, str],
+    client_timeout: aiohttp.ClientTimeout,
+    what: str,
+) -> Answer:
+    """GET ``url``; a transport failure or a timeout is a ``VenueRequestError`` naming ``what``."""
+    try:
+        async with session.get(url, params=params, timeout=client_timeout) as response:
+            return Answer(response.status, await response.read(), retry_after(response.headers))
+    except (aiohttp.ClientError, TimeoutError) as exc:
+        raise VenueRequestError(f"{what}: {type(exc).__name__}") from exc

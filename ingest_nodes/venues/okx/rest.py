@@ -19,8 +19,7 @@ from book_store.catalog import MarketInfo
 from ingest_nodes.core.events import DepthSnapshot
 from ingest_nodes.venues.budget import WeightBudget
 from ingest_nodes.venues.okx.parse import parse_okx_books, parse_okx_error, parse_okx_instruments
-from ingest_nodes.venues.rest import VenueRequestError
-from ingest_nodes.venues.wire import retry_after
+from ingest_nodes.venues.rest import VenueRequestError, get_answer
 from ladder_process.clock import now_ms
 
 INSTRUMENTS_PATH: Final = "/api/v5/public/instruments"
@@ -67,13 +66,10 @@ class OkxRest:
         return markets
 
     async def _get(self, path: str, params: dict[str, str]) -> bytes:
-        try:
-            async with self._session.get(self._base + path, params=params, timeout=self._timeout) as response:
-                body = await response.read()
-                status = response.status
-                pause_s = retry_after(response.headers)
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            raise VenueRequestError(f"{self._exchange} {path}: {type(exc).__name__}") from exc
+        answer = await get_answer(
+            self._session, self._base + path, params, self._timeout, f"{self._exchange} {path}"
+        )
+        status, body, pause_s = answer.status, answer.body, answer.retry_after_s
         code, msg = parse_okx_error(body)
         if status == 200 and code == 0:
             return body
