@@ -20,7 +20,7 @@ import orjson
 
 from fake_venue.chained.venue import ChainedVenue
 from fake_venue.config import VenueConfig
-from fake_venue.market.decimal_text import LevelStyle
+from fake_venue.market.decimal_text import LevelStyle, fixed
 from fake_venue.market.markets import Market, Update
 from fake_venue.market.scheduler import Scheduler
 from fake_venue.market.symbols import TRADING, SymbolSpec, bybit_catalogue
@@ -82,8 +82,8 @@ class BybitVenue(ChainedVenue):
                 "baseCoin": spec.base,
                 "quoteCoin": spec.quote,
                 "status": "Trading" if status == TRADING else status.title(),
-                "priceFilter": {"tickSize": str(spec.tick_size)},
-                "lotSizeFilter": {"basePrecision": str(spec.step_size)},
+                "priceFilter": {"tickSize": fixed(spec.tick_mult, spec.price_decimals)},
+                "lotSizeFilter": {"basePrecision": fixed(1, spec.qty_decimals)},
             }
             if self.category == "linear":
                 entry["contractType"] = "LinearPerpetual"

@@ -22,7 +22,7 @@ import orjson
 
 from fake_venue.chained.venue import ChainedConnection, ChainedVenue
 from fake_venue.config import VenueConfig
-from fake_venue.market.decimal_text import LevelStyle
+from fake_venue.market.decimal_text import LevelStyle, fixed
 from fake_venue.market.markets import Market, Update
 from fake_venue.market.scheduler import Scheduler
 from fake_venue.market.symbols import TRADING, SymbolSpec, okx_catalogue
@@ -118,8 +118,8 @@ class OkxVenue(ChainedVenue):
                     "quoteCcy": "" if swap else spec.quote,
                     "uly": f"{spec.base}-{spec.quote}" if swap else "",
                     "settleCcy": spec.quote if swap else "",
-                    "tickSz": str(spec.tick_size),
-                    "lotSz": str(spec.step_size),
+                    "tickSz": fixed(spec.tick_mult, spec.price_decimals),
+                    "lotSz": fixed(1, spec.qty_decimals),
                     "state": "live" if status == TRADING else status.lower(),
                 }
             )
