@@ -21,11 +21,11 @@ import yaml
 from opentelemetry.metrics import Meter
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from ladder_process.telemetry.span_queue import BoundedSpanProcessor
-from ladder_process.telemetry.histograms import LocalHistogram
-from ladder_process.telemetry.setup import Telemetry
 from control_plane.scheduling.telemetry import ControlTelemetry
 from ingest_nodes.ops.telemetry import IngestTelemetry
+from ladder_process.telemetry.histograms import LocalHistogram
+from ladder_process.telemetry.setup import Telemetry
+from ladder_process.telemetry.span_queue import BoundedSpanProcessor
 from read_functions.telemetry import ReadTelemetry
 
 OBSERVABILITY = Path(__file__).resolve().parents[2] / "iac" / "observability"
