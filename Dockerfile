@@ -17,12 +17,17 @@ ARG PIP_ARGS=""
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1 PIP_ROOT_USER_ACTION=ignore
 WORKDIR /src
 COPY . .
-# Ladder's own wheel first, then it and its dependencies, all from wheels, into an environment
-# that has no pip of its own (the base's pip installs into it: pip --python).
-RUN python3 -m pip wheel --no-deps --wheel-dir /tmp/wheels ${PIP_ARGS} . \
+# Every third-party package comes from the runtime lock (requirements/runtime.txt, hashes required),
+# the same pins the tests ran against and the Lambda zip carries; Ladder's own wheel is built by the
+# locked setuptools and installed without dependencies, into an environment that has no pip of its
+# own (the base's pip installs into it: pip --python).
+RUN python3 -m pip install --no-compile ${PIP_ARGS} --require-hashes -r requirements/build.txt \
+ && python3 -m pip wheel --no-deps --no-build-isolation --wheel-dir /tmp/wheels ${PIP_ARGS} . \
  && python3 -m venv --without-pip /opt/ladder \
  && python3 -m pip --python /opt/ladder/bin/python install --no-compile --only-binary=:all: \
-        ${PIP_ARGS} /tmp/wheels/ladder-*.whl \
+        ${PIP_ARGS} --require-hashes -r requirements/runtime.txt \
+ && python3 -m pip --python /opt/ladder/bin/python install --no-compile --no-deps ${PIP_ARGS} \
+        /tmp/wheels/ladder-*.whl \
  && /opt/ladder/bin/python -m compileall -q /opt/ladder/lib \
  && /opt/ladder/bin/ladder --help > /dev/null
 

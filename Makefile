@@ -4,15 +4,49 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 PYTHON ?= python3
 
-.PHONY: install up demo test test-cluster lint typecheck unit bench-tools browser-tools console-vendor image image-offline clean
+.PHONY: install lock upgrade test-sdk-range up demo test test-cluster lint typecheck unit bench-tools browser-tools console-vendor image image-offline clean
 
-$(STAMP): pyproject.toml sdk/pyproject.toml
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ./sdk -e '.[dev,bench]'
+# The locks (requirements/*.txt, written by `make lock`): every package with its hashes, so that a
+# fresh machine installs exactly the set the tests ran against. pip installs them as they are
+# (--require-hashes, nothing else) into a new venv, so nothing a former lock pinned stays behind; then
+# Ladder and its SDK editable, built by the locked setuptools.
+LOCKS := requirements/dev.txt requirements/runtime.txt requirements/build.txt
+$(STAMP): pyproject.toml sdk/pyproject.toml $(LOCKS)
+	rm -rf $(VENV) && $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --require-hashes -r requirements/dev.txt
+	$(PY) -m pip install -q --no-deps --no-build-isolation -e ./sdk -e .
 	touch $(STAMP)
 
 install: $(STAMP)
+
+## make lock: resolve pyproject.toml again into the locks, keeping every pin that still fits
+## (a dependency added or changed in pyproject.toml); make upgrade: move every pin to the newest
+## release its range admits (PACKAGE=name moves that one only). Both need the package index.
+UV_COMPILE = $(VENV)/bin/uv pip compile --quiet --universal --python-version 3.11 --generate-hashes \
+	--custom-compile-command "make lock"
+lock: install
+	$(UV_COMPILE) $(UPGRADE) pyproject.toml sdk/pyproject.toml requirements/build.in --extra dev --extra bench \
+		-o requirements/dev.txt
+	$(UV_COMPILE) pyproject.toml -c requirements/dev.txt -o requirements/runtime.txt
+	$(UV_COMPILE) requirements/build.in -c requirements/dev.txt -o requirements/build.txt
+	$(MAKE) install
+
+upgrade:
+	$(MAKE) lock UPGRADE="$(if $(PACKAGE),--upgrade-package $(PACKAGE),--upgrade)"
+
+## make test-sdk-range: the SDK's tests in two fresh environments, one with the lowest versions of
+## its dependencies that sdk/pyproject.toml admits, one with the newest the index serves (customers
+## install the SDK as a library, with no lock); the test tools stay at the lock's versions
+SDK_TEST_TOOLS := pytest pytest-asyncio pytest-timeout trustme aiohttp
+SDK_TOOL_PINS = $(foreach t,$(SDK_TEST_TOOLS),$(t)==$(shell sed -n 's/^$(t)==\([^ ;]*\).*/\1/p' requirements/dev.txt))
+test-sdk-range: install
+	for resolution in lowest-direct highest; do \
+		env=.venv-sdk-$$resolution && rm -rf $$env && $(VENV)/bin/uv venv -q --python $(PY) $$env && \
+		$(VENV)/bin/uv pip install -q --python $$env/bin/python --resolution $$resolution \
+			'./sdk[tracing]' opentelemetry-sdk $(SDK_TOOL_PINS) && \
+		$(VENV)/bin/uv pip list -q --python $$env/bin/python | grep -E '^(httpx|websockets|opentelemetry-api) ' && \
+		$$env/bin/python -m pytest -q -p no:cacheprovider sdk/tests || exit 1; \
+	done
 
 ## make up: the whole stack against live Binance (needs internet)
 up: install
@@ -92,12 +126,14 @@ image-offline: install
 	$(BUILDAH) inspect $(OFFLINE_BASE) >/dev/null 2>&1 || { c=$$($(BUILDAH) from scratch) && \
 		$(BUILDAH) copy $$c $(OFFLINE_ROOT) / >/dev/null && $(BUILDAH) commit -q $$c $(OFFLINE_BASE) && \
 		$(BUILDAH) rm $$c; }
-	rm -rf dist/wheels
-	$(PY) -m pip wheel -q --no-deps --wheel-dir dist/wheels .
+	rm -rf dist/wheels && mkdir -p dist/wheels
+	$(PY) -m pip wheel -q --no-deps --no-build-isolation --wheel-dir dist/wheels .
+	# bookworm's python3 is 3.11.2: keep the pins the lock marks for Pythons before 3.11.3
+	sed -e "s/ ; python_full_version < '3.11.3'//" requirements/runtime.txt > dist/wheels/runtime-bookworm.txt
 	$(PY) -m pip download -q --only-binary=:all: --dest dist/wheels --implementation cp --python-version 3.11 \
-		$(WHEEL_PLATFORMS) dist/wheels/ladder-*.whl "setuptools>=69" "async-timeout>=4.0.3"
+		$(WHEEL_PLATFORMS) --require-hashes -r dist/wheels/runtime-bookworm.txt -r requirements/build.txt
 	$(MAKE) image BUILD_ARGS="--build-arg PYTHON_IMAGE=$(OFFLINE_BASE) \
 		--build-arg 'PIP_ARGS=--no-index --find-links /src/dist/wheels'"
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .venv-sdk-* .pytest_cache .mypy_cache .ruff_cache

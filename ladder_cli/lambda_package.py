@@ -13,12 +13,14 @@ handler never reaches them. The one non-module part is the web console's static 
 does (``MODULE_DATA``).
 
 The imports that leave the first-party packages name third-party modules. Each one is traced to
-the installed distribution that owns its file, and pip installs those distributions into a staging
-directory with ``--only-binary=:all: --platform <manylinux tag> --python-version <ver>``. That way
-orjson, pydantic-core and uvloop are Lambda's Linux wheels, not this machine's. The constraints
-are every distribution installed here at its installed version, so the zip carries the versions
-the tests ran against, transitive ones included. boto3 and botocore are left out by default
-because the Lambda Python runtime ships them.
+the installed distribution that owns its file. Those distributions, and everything they need by the
+runtime lock's own dependency edges (``requirements/runtime.txt``, written by ``make lock``), are
+installed by pip into a staging directory from that lock, hashes required, with
+``--only-binary=:all: --platform <manylinux tag> --python-version <ver>``. That way orjson,
+pydantic-core and uvloop are Lambda's Linux wheels, not this machine's, and the zip carries exactly
+the versions the container image installs and the tests ran against, transitive ones included.
+boto3 and botocore are left out by default because the Lambda Python runtime ships them; what only
+they need (s3transfer, jmespath, ...) drops out with them.
 
 The builder then drops what is never used at run time: ``__pycache__``, test folders, type stubs,
 Cython sources, console scripts, and the install bookkeeping in ``*.dist-info``. It keeps
@@ -45,6 +47,8 @@ from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from ladder_cli.dependency_lock import LockError, Pin, canonical, needed_by, read_lock, requirements_text
+
 HANDLER = "read_functions.server.lambda_handler.handler"
 ENTRY_MODULE = "read_functions.server.lambda_handler"
 FIRST_PARTY = ("read_functions", "control_plane", "book_store", "ladder_process")
@@ -55,6 +59,8 @@ RUNTIME_PROVIDED = frozenset({"boto3", "botocore"})
 PLATFORMS = {"manylinux2014_x86_64": "x86_64", "manylinux2014_aarch64": "arm64"}
 PYTHON_VERSIONS = ("3.11", "3.12")
 DEFAULT_OUTPUT = Path("dist/ladder-read-lambda.zip")
+# The lock the container image installs too (relative to the repository; `make lock` writes it).
+RUNTIME_LOCK = Path("requirements/runtime.txt")
 # Files a module reads at run time rather than imports: the module, and the folder it reads.
 MODULE_DATA = {"read_functions.handlers.console": "read_functions/console"}
 
@@ -213,40 +219,32 @@ def _module_owners() -> dict[str, str]:
     return owners
 
 
-def requirements(distributions: Iterable[str], *, bundle_boto3: bool) -> list[str]:
-    """``name==version`` for each distribution the zip needs, pinned to what is installed here."""
+def lock_subset(distributions: Iterable[str], lock: Path, *, bundle_boto3: bool) -> list[Pin]:
+    """The pins of ``lock`` that ``distributions`` need (boto3's left out unless bundled)."""
     skipped = set() if bundle_boto3 else RUNTIME_PROVIDED
-    names = {_canonical(d) for d in distributions} - skipped
-    return [f"{name}=={importlib.metadata.version(name)}" for name in sorted(names)]
+    roots = {canonical(d) for d in distributions} - skipped - {PROJECT}
+    return needed_by(read_lock(lock), roots)
 
 
-def installed_constraints() -> list[str]:
-    """Every installed distribution at its installed version: pins transitive dependencies too."""
-    pins = {_canonical(d.metadata["Name"]): d.version for d in importlib.metadata.distributions()}
-    return [f"{name}=={version}" for name, version in sorted(pins.items()) if name != PROJECT]
+def pip_install(pins: list[Pin], target: Path, platform: str, python: str) -> None:
+    """Install Lambda's wheels of ``pins`` into ``target``, hashes checked; pip's messages go to stderr.
 
-
-def _canonical(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
-def pip_install(
-    requirements: list[str], constraints: list[str], target: Path, platform: str, python: str
-) -> None:
-    """Install Lambda's wheels of ``requirements`` into ``target``; pip's messages go to stderr."""
-    constraints_file = target.parent / "constraints.txt"
-    constraints_file.write_text("\n".join(constraints) + "\n")
+    Dependencies are not turned off: pip resolves them again for the target and refuses, in
+    hash-checking mode, any that the subset does not pin, so a hole in the lock's edges is an
+    error, never an unpinned install.
+    """
+    requirements_file = target.parent / "requirements.txt"
+    requirements_file.write_text(requirements_text(pins))
     command = [
         sys.executable, "-m", "pip", "install", "--quiet", "--no-input", "--disable-pip-version-check",
         "--no-compile", "--target", str(target), "--only-binary=:all:", "--implementation", "cp",
-        "--platform", platform, "--python-version", python, "--constraint", str(constraints_file),
-        *requirements,
+        "--platform", platform, "--python-version", python, "--require-hashes",
+        "--requirement", str(requirements_file),
     ]  # fmt: skip
     done = subprocess.run(command, stdout=sys.stderr, check=False)  # noqa: S603 - our own interpreter's pip
     if done.returncode != 0:
-        raise DependencyInstallError(
-            f"pip could not install {' '.join(requirements)} for {platform}/cp{python}"
-        )
+        names = " ".join(f"{pin.name}=={pin.version}" for pin in pins)
+        raise DependencyInstallError(f"pip could not install {names} for {platform}/cp{python}")
 
 
 # -- assembling the zip -------------------------------------------------------------------------
@@ -372,7 +370,9 @@ def _mb(size: int) -> str:
 # -- build --------------------------------------------------------------------------------------
 
 
-def build(output: Path, platform: str, python: str, *, bundle_boto3: bool = False) -> Path:
+def build(
+    output: Path, platform: str, python: str, *, bundle_boto3: bool = False, lock: Path | None = None
+) -> Path:
     """Build the zip at ``output`` and return its path; PackagingError says what went wrong."""
     if platform not in PLATFORMS:
         raise PackagingError(f"unsupported platform {platform!r}; choose one of {', '.join(PLATFORMS)}")
@@ -383,8 +383,8 @@ def build(output: Path, platform: str, python: str, *, bundle_boto3: bool = Fals
     distributions = set(owning_distributions(graph.external).values())
     with tempfile.TemporaryDirectory(prefix="ladder-lambda-") as staging:
         site = Path(staging, "site")
-        wanted = requirements(distributions, bundle_boto3=bundle_boto3)
-        pip_install(wanted, installed_constraints(), site, platform, python)
+        pins = lock_subset(distributions, lock or root / RUNTIME_LOCK, bundle_boto3=bundle_boto3)
+        pip_install(pins, site, platform, python)
         files = {**third_party_files(site), **first_party_files(graph, root)}
         write_zip(output, files, project_metadata())
     unpacked = sum(info.file_size for info in zip_entries(output))
@@ -415,17 +415,24 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also bundle boto3/botocore (the Lambda runtime ships them; bundle to pin their version)",
     )
+    parser.add_argument(
+        "--lock",
+        type=Path,
+        help=f"the lock to install third-party packages from (default: the repository's {RUNTIME_LOCK})",
+    )
     return parser
 
 
 def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
     try:
-        output = build(args.output, args.platform, args.python_version, bundle_boto3=args.bundle_boto3)
+        output = build(
+            args.output, args.platform, args.python_version, bundle_boto3=args.bundle_boto3, lock=args.lock
+        )
     except DependencyInstallError as exc:
         print(f"ladder package lambda: {exc}", file=sys.stderr)
         raise SystemExit(EXIT_DEPENDENCIES) from None
-    except PackagingError as exc:
+    except (PackagingError, LockError) as exc:
         print(f"ladder package lambda: {exc}", file=sys.stderr)
         raise SystemExit(1) from None
     print(size_report(output, args.platform, args.python_version))

@@ -1,7 +1,8 @@
 """What the container image installs, started for real: Ladder's wheel in a clean environment.
 
-The fixture builds Ladder's wheel once and installs it the way the Dockerfile does (binary wheels
-only, into a virtual environment that has no pip and no view of this repository). Then
+The fixture builds Ladder's wheel once and installs it the way the Dockerfile does (the runtime lock,
+binary wheels only and hashes checked, then the wheel without dependencies, into a virtual
+environment that has no pip and no view of this repository). Then
 ``ladder up --venue fake`` from that environment, with ``OTEL_EXPORTER_OTLP_ENDPOINT`` pointing at
 a loopback receiver (the issue's "fresh install, then make demo"), must bring every component to a
 healthy state: the read API answers, a subscribed book is served synced (so control placed it and
@@ -36,17 +37,21 @@ UP = re.compile(r"Ladder is up: (http://\S+)")
 
 @pytest.fixture(scope="session")
 def clean_env(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A virtual environment holding only Ladder's wheel and its dependencies (built once)."""
+    """A virtual environment holding only Ladder's wheel and the runtime lock (built once)."""
     base = tmp_path_factory.mktemp("clean-install")
     wheels, venv = base / "wheels", base / "venv"
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
     subprocess.run(
-        [*pip, "wheel", "--no-deps", "--wheel-dir", str(wheels), str(REPO)], check=True, timeout=300
+        [*pip, "wheel", "--no-deps", "--no-build-isolation", "--wheel-dir", str(wheels), str(REPO)],
+        check=True,
+        timeout=300,
     )
     (wheel,) = wheels.glob("ladder-*.whl")
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
-    install = [*pip, "--python", str(venv / "bin" / "python"), "install", "--only-binary=:all:", str(wheel)]
-    subprocess.run(install, check=True, timeout=600)
+    into_venv = [*pip, "--python", str(venv / "bin" / "python"), "install", "--only-binary=:all:"]
+    lock = REPO / "requirements" / "runtime.txt"
+    subprocess.run([*into_venv, "--require-hashes", "-r", str(lock)], check=True, timeout=600)
+    subprocess.run([*into_venv, "--no-deps", str(wheel)], check=True, timeout=120)
     return venv
 
 

@@ -81,8 +81,25 @@ def test_the_build_installs_binary_wheels_into_an_environment_without_pip() -> N
     assert "/opt/ladder/bin/ladder --help" in run, "the build proves the command starts"
 
 
+def test_the_build_installs_the_runtime_lock_and_nothing_else() -> None:
+    run = " ".join(args for op, args in stages()[1] if op == "RUN")
+    assert "--require-hashes -r requirements/runtime.txt" in run, "third-party packages come from the lock"
+    assert "--require-hashes -r requirements/build.txt" in run and "--no-build-isolation" in run, (
+        "the wheel is built by the locked setuptools"
+    )
+    assert "--no-deps" in run.split("runtime.txt", 1)[1], "Ladder's wheel adds no unlocked dependency"
+
+
 def test_the_build_context_leaves_out_the_bulk_but_not_what_the_wheel_needs() -> None:
     ignored = {line.strip() for line in (REPO / ".dockerignore").read_text().splitlines()}
     assert {".git", ".venv", "tests", "iac"} <= ignored
-    needed = {"pyproject.toml", "README.md", "book_store", "ingest_nodes", "control_plane", "read_functions"}
+    needed = {
+        "pyproject.toml",
+        "README.md",
+        "requirements",
+        "book_store",
+        "ingest_nodes",
+        "control_plane",
+        "read_functions",
+    }
     assert not needed & ignored

@@ -36,6 +36,7 @@ from control_plane.models import OPERATOR, Principal
 from control_plane.scheduling.markets import StaticMarketValidator
 from control_plane.service import ControlService
 from control_plane.stores.redis import RedisControlStore
+from ladder_cli.dependency_lock import canonical, read_lock
 from ladder_cli.lambda_package import (
     EXIT_DEPENDENCIES,
     HANDLER,
@@ -299,6 +300,21 @@ async def test_zip_answers_api_gateway_events_in_a_clean_interpreter(
         str(app)
     )
     assert outside(result["files"], app, runtime) == {}
+
+
+def test_the_zip_carries_the_runtime_locks_versions(lambda_zip: BuiltZip) -> None:
+    locked = {pin.name: pin.version for pin in read_lock(REPO / "requirements" / "runtime.txt")}
+    with zipfile.ZipFile(lambda_zip.path) as archive:
+        metadata = [name for name in archive.namelist() if name.endswith(".dist-info/METADATA")]
+        carried = {}
+        for name in metadata:
+            headers = archive.read(name).decode().split("\n\n", 1)[0].splitlines()
+            fields = dict(line.split(": ", 1) for line in headers if ": " in line)
+            carried[canonical(fields["Name"])] = fields["Version"]
+    carried.pop("ladder")
+    assert {"redis", "orjson", "pydantic-core", "uvloop"} <= set(carried)
+    assert {name: locked.get(name) for name in carried} == carried
+    assert not {"boto3", "botocore", "s3transfer"} & set(carried), "the Lambda runtime provides boto3"
 
 
 def test_handler_imports_only_the_read_path() -> None:
