@@ -29,6 +29,11 @@ shard's drop forgets only the books of that shard (the heartbeats ride on the pl
 standing channels, whose drop forgets them). Books nobody read for ``idle_s`` (and that no stream
 watches) are unsubscribed by a sweep; while the feed is down, reads go to the store directly
 without caching (the heartbeats with them).
+
+A watched book (a stream's) is the cache's to keep: its watchers belong to the book, not to one
+entry, and whenever its entry is dropped (the feed or its shard dropped, or its load failed) the
+cache loads it again by itself, retrying with a back-off until the book is live, and then hands its
+watchers the new entry. A watcher never has to notice a drop, so no drop can leave it silent.
 """
 
 from __future__ import annotations
@@ -59,6 +64,11 @@ reads it, so it is neither cleared nor set again to the value it holds."""
 
 log = logging.getLogger(__name__)
 
+_REWATCH_FIRST_S = 0.05
+_REWATCH_MAX_S = 1.0
+"""A watched book that lost its entry is loaded again once the feed is connected; a load that
+fails (a shard still failing over) is tried again after these back-offs, doubling."""
+
 
 class BookCache:
     """Snapshots of the books this process reads, kept true by the change feed."""
@@ -83,6 +93,8 @@ class BookCache:
         self._by_channel: dict[bytes, Entry] = {}
         self._pending: list[Entry] = []
         self._loader: asyncio.Task[None] | None = None
+        self._watched: dict[BookKey, set[Watcher]] = {}  # each book's watchers, shared by its entries
+        self._rewatcher: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self.heartbeats = Heartbeats()
         """What the cache knows of the nodes' heartbeats (its entries share it)."""
@@ -193,16 +205,27 @@ class BookCache:
         return result
 
     def watch(self, book: BookKey, watcher: Watcher) -> None:
-        """Call ``watcher.changed`` on every change of ``book`` (the book stays cached meanwhile)."""
+        """Call ``watcher.changed`` on every change of ``book`` until :meth:`unwatch`: the book stays
+        cached meanwhile, and is loaded again after every drop (see the module's doc)."""
         if self.feed is None:
             raise StoreError("this book cache follows no changes; streams need the server")
-        entry = self._entries.get(book) or self._register(book)
-        entry.watchers.add(watcher)
+        watchers = self._watched.get(book)
+        if watchers is None:
+            entry = self._entries.get(book)
+            watchers = self._watched[book] = set() if entry is None else entry.watchers
+        watchers.add(watcher)
+        if book not in self._entries:
+            if self.feed.connected:
+                self._register(book)
+            else:
+                self._rewatch_soon()
 
     def unwatch(self, book: BookKey, watcher: Watcher) -> None:
-        entry = self._entries.get(book)
-        if entry is not None:
-            entry.watchers.discard(watcher)
+        watchers = self._watched.get(book)
+        if watchers is not None:
+            watchers.discard(watcher)
+            if not watchers:
+                del self._watched[book]
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -210,6 +233,9 @@ class BookCache:
     # -- loading -----------------------------------------------------------------------------
     def _register(self, book: BookKey) -> Entry:
         entry = Entry(book, asyncio.get_running_loop().create_future(), self.heartbeats)
+        watchers = self._watched.get(book)
+        if watchers is not None:
+            entry.watchers = watchers
         self._entries[book] = entry
         self._by_channel[entry.channel] = entry
         self._pending.append(entry)
@@ -228,6 +254,8 @@ class BookCache:
             for entry in batch:
                 self._forget(entry)
                 _fail(entry.loaded, exc)
+            if any(entry.watchers for entry in batch):
+                self._rewatch_soon()
             return
         for entry, stored in zip(batch, fetched, strict=True):
             for snapshots in stored:
@@ -296,8 +324,8 @@ class BookCache:
         self.heartbeats.clear()
         for entry in entries:
             entry.live = False
-            for watcher in list(entry.watchers):
-                watcher.reset()
+        if self._watched:
+            self._rewatch_soon()
         if self._after_reset is not None:
             self._after_reset()
 
@@ -314,8 +342,29 @@ class BookCache:
             if entry is None:
                 continue
             self._forget(entry)
-            for watcher in list(entry.watchers):
-                watcher.reset()
+            if entry.watchers:
+                self._rewatch_soon()
+
+    def _rewatch_soon(self) -> None:
+        if self._rewatcher is None or self._rewatcher.done():
+            self._rewatcher = self._spawn(self._rewatch())
+
+    async def _rewatch(self) -> None:
+        """Load every watched book that has no live entry, backing off, until all of them are live."""
+        assert self.feed is not None  # only a following cache has watchers
+        delay = _REWATCH_FIRST_S
+        while True:
+            await asyncio.sleep(delay)
+            if not await self.feed.wait_connected(_REWATCH_MAX_S):
+                continue
+            for book in self._watched:
+                if book not in self._entries:
+                    self._register(book)
+            loading = [self._entries[book] for book in self._watched]
+            await asyncio.gather(*(asyncio.shield(e.loaded) for e in loading), return_exceptions=True)
+            if all(self._entries.get(e.book) is e and e.live for e in loading):
+                return
+            delay = min(2 * delay, _REWATCH_MAX_S)
 
     async def _sweep(self) -> None:
         """Unsubscribe books that were neither read nor watched for between idle_s/2 and idle_s."""
@@ -329,10 +378,11 @@ class BookCache:
             if self.feed is not None:
                 self.feed.unsubscribe(entry.book.channel for entry in idle)
 
-    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        return task
 
 
 def _fail(future: asyncio.Future[None], exc: BaseException) -> None:

@@ -31,12 +31,9 @@ book hold more than this many rendered copies."""
 
 
 class Watcher(Protocol):
-    """Something (a stream) that wants every change of one book."""
+    """Something (a stream) that wants every change of one book, through whatever entry holds it."""
 
     def changed(self, entry: Entry) -> None: ...
-
-    def reset(self) -> None:
-        """The cache was dropped: the watcher must watch again to keep receiving changes."""
 
 
 class Entry:

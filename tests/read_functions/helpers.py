@@ -137,9 +137,12 @@ def settings(redis_url: str, **overrides: Any) -> ReadSettings:
     )
 
 
-async def open_stack(redis_url: str, store: StoreClient, **overrides: Any) -> Stack:
-    await MarketCatalog(store).replace("binance.com", [m for m in MARKETS if m.exchange == "binance.com"])
-    await MarketCatalog(store).replace("alpaca-crypto", [m for m in MARKETS if m.exchange == "alpaca-crypto"])
+async def open_stack(
+    redis_url: str, store: StoreClient, markets: Sequence[MarketInfo] = MARKETS, **overrides: Any
+) -> Stack:
+    """The read API over ``redis_url`` (``store`` is a client of it), ``markets`` in its catalog."""
+    for exchange in sorted({m.exchange for m in markets}):
+        await MarketCatalog(store).replace(exchange, [m for m in markets if m.exchange == exchange])
     deps = await Deps.open(settings(redis_url, **overrides))
     main, main_url = await serve(deps, ROUTES)
     # The compat listener as a UBDCC user runs it: keyless clients may create and stop books.

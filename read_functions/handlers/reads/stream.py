@@ -11,7 +11,13 @@ flag again, so the client receives the newest snapshot next and the ones in betw
 
 The caller's key and entitlement are checked again every ``recheck_s``: a revoked key or a
 dropped subscription ends the stream with close code 4000 + the HTTP status (4401, 4403;
-:func:`read_functions.app.errors.close_code`).
+:func:`read_functions.app.errors.close_code`). A check the store cannot answer keeps the stream
+going (nobody can revoke a key through a store that does not answer, and a shard's failover takes
+seconds) for up to ``STORE_GRACE_S``; past that it ends the stream with 4503, which a client takes
+as "reconnect".
+
+A drop of the change feed, or of the book's shard, is the cache's to repair (it loads a watched
+book again by itself): the stream stays open and goes on once its book is served again.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from book_store.schema import BookKey
 from control_plane.errors import InvalidRequestError
 from control_plane.models import Principal
 from ladder_process.clock import now_ms
+from ladder_process.errors import StoreError
 from read_functions.app.api_key import presented_key
 from read_functions.app.messages import Request, Response
 from read_functions.app.params import int_param
@@ -32,6 +39,8 @@ from read_functions.books.render import BookView, Side
 from read_functions.deps import Deps
 from read_functions.handlers.reads.rules import authorize_book, deeper_view
 
+STORE_GRACE_S = 60.0
+"""How long a stream outlives access checks that fail because the store does not answer."""
 
 @dataclass(frozen=True, slots=True)
 class StreamPlan:
@@ -67,23 +76,18 @@ class BookStream:
         self._deps = deps
         self._plan = plan
         self._recheck_s = recheck_s
-        self._pending = False  # a change (or a reset) came since the last render
+        self._pending = False  # a change came since the last render
         self._closed = False
         self._waiter: asyncio.Future[None] | None = None  # the sender, while it waits
         self._entry: Entry | None = None
-        self._rewatch = False
         self._sent: BookView | None = None
-        self._checked_at = time.monotonic()
+        self._checked_at = self._confirmed_at = time.monotonic()
         self.conflated = 0
 
     def changed(self, entry: Entry) -> None:
         if self._pending:
             self.conflated += 1
         self._entry = entry
-        self._wake()
-
-    def reset(self) -> None:
-        self._rewatch = True
         self._wake()
 
     def start(self) -> None:
@@ -124,9 +128,6 @@ class BookStream:
             if not self._pending or self._closed:
                 continue
             self._pending = False
-            if self._rewatch:
-                self._rewatch = False
-                self._deps.books.watch(self._plan.book, self)
             entry = self._entry or await self._deps.books.entry(self._plan.book)
             message = self._render(entry)
             if message is not None:
@@ -143,17 +144,24 @@ class BookStream:
         since = view.known_time
         if view.truncated:
             view, since, _ = deeper_view(deps, entry, head, view, depth, Side.BOTH, now)
-        if view is self._sent:  # a view is rendered once per snapshot: the same one was sent
+        sent = self._sent  # a view is rendered once per snapshot, again only for a reloaded entry
+        if view is sent or (sent is not None and view.head == sent.head and view.etag == sent.etag):
             return None
         self._sent = view
         return view.body(max(0, now - since))
 
     async def _recheck(self) -> None:
-        self._checked_at = time.monotonic()
+        self._checked_at = now = time.monotonic()
         plan = self._plan
-        if plan.key is not None:
-            await self._deps.access.principal(plan.key, source=plan.source)
-        await authorize_book(self._deps, plan.principal, plan.book.exchange, plan.book.market)
+        try:
+            if plan.key is not None:
+                await self._deps.access.principal(plan.key, source=plan.source)
+            await authorize_book(self._deps, plan.principal, plan.book.exchange, plan.book.market)
+        except StoreError:
+            if now - self._confirmed_at > STORE_GRACE_S:
+                raise
+            return
+        self._confirmed_at = now
 
 
 def _resolve(waiter: asyncio.Future[None]) -> None:

@@ -26,7 +26,8 @@ async def next_book(socket: aiohttp.ClientWebSocketResponse) -> dict[str, Any]:
 
 def streams_of(stack: Stack) -> list[BookStream]:
     """The streams watching ETH in the read API's cache."""
-    return [w for w in stack.deps.books._entries[ETH].watchers if isinstance(w, BookStream)]
+    entry = stack.deps.books._entries.get(ETH)
+    return [] if entry is None else [w for w in entry.watchers if isinstance(w, BookStream)]
 
 
 async def test_one_message_per_published_snapshot(stack: Stack) -> None:
@@ -48,6 +49,20 @@ async def test_a_client_that_goes_away_is_no_longer_watched(stack: Stack) -> Non
         assert (await next_book(socket))["update_id"] == 1
         assert streams_of(stack)
     await wait_until(lambda: not streams_of(stack), 5, "the closed stream stopped watching its book")
+
+
+async def test_a_stream_goes_on_after_the_change_feed_drops(stack: Stack) -> None:
+    """The cache loads a watched book again by itself: the open stream is never left silent."""
+    headers = await stack.subscriber(ETH)
+    await stack.publish(ETH, 0, snapshot(1))
+    async with stack.http.ws_connect(stack.url + STREAM, headers=headers) as socket:
+        assert (await next_book(socket))["update_id"] == 1
+        await stack.drop_feed()
+        await wait_until(
+            lambda: stack.deps.books.following and bool(streams_of(stack)), 5, "the book loaded again"
+        )
+        await stack.publish(ETH, 0, snapshot(2))
+        assert (await next_book(socket))["update_id"] == 2, "the next snapshot, and not the last one again"
 
 
 async def test_key_in_query_for_browsers(stack: Stack) -> None:
