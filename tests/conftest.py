@@ -9,10 +9,16 @@ which ``make test`` already runs) are deselected: that mode exists to run the st
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import faulthandler
 import os
 import signal
+import subprocess
+import sys
+import threading
 from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
 import pytest
 
@@ -35,9 +41,91 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "single_store(reason): cannot apply to a cluster; skipped with LADDER_TEST_STORE=cluster"
     )
+    global _STDERR
+    _STDERR = _real_stderr(config)
     # A worker that is sent SIGTERM prints every thread's stack before it dies, where xdist would
-    # only say "node down" (a segfault prints its own, a hang is pytest-timeout's).
-    faulthandler.register(signal.SIGTERM, file=os.dup(2), all_threads=True, chain=True)
+    # only say "node down" (a segfault prints its own, a hang is pytest_timeout_set_timer's below).
+    faulthandler.register(signal.SIGTERM, file=_STDERR, all_threads=True, chain=True)
+
+
+_STDERR = 2
+"""The process's own stderr (set at configure time): pytest's capture has moved fd 2 by then, and
+what a dying worker writes there is lost with the capture's file."""
+_HANG_REPORT_AHEAD_S = 1.0
+
+
+def _real_stderr(config: pytest.Config) -> int:
+    """A duplicate of the stderr the process was started with, from under pytest's capture."""
+    capture = config.pluginmanager.getplugin("capturemanager")
+    if capture is None:
+        return os.dup(2)
+    capture.suspend_global_capture(in_=True)
+    try:
+        return os.dup(2)
+    finally:
+        capture.resume_global_capture()
+
+
+def pytest_timeout_set_timer(item: pytest.Item, settings: Any) -> None:
+    """Report a hang before pytest-timeout ends it. Its thread method writes the stacks to pytest's
+    terminal and exits the process: in an xdist worker that terminal is /dev/null (execnet keeps the
+    real stdout for its own messages), so the worker just died with no trace. So every thread's
+    stack and every pending asyncio task's go to the real stderr a second before."""
+    timeout = float(settings.timeout or 0)
+    if timeout > 2 * _HANG_REPORT_AHEAD_S:
+        timer = threading.Timer(timeout - _HANG_REPORT_AHEAD_S, _report_hang, args=(item.nodeid, timeout))
+        timer.daemon = True
+        timer.start()
+        item.stash[_HANG_TIMER] = timer
+
+
+def pytest_timeout_cancel_timer(item: pytest.Item) -> None:
+    timer = item.stash.get(_HANG_TIMER, None)
+    if timer is not None:
+        timer.cancel()
+
+
+_HANG_TIMER = pytest.StashKey[threading.Timer]()
+
+
+def _report_hang(nodeid: str, timeout: float) -> None:
+    with open(_STDERR, "w", closefd=False) as out:
+        out.write(
+            f"\n+++ {nodeid} has run for {timeout - _HANG_REPORT_AHEAD_S:g} s (timeout {timeout:g} s) +++\n"
+        )
+        out.flush()
+        faulthandler.dump_traceback(out, all_threads=True)
+        for task in list(asyncio.tasks._all_tasks):  # type: ignore[attr-defined]  # diagnostics: a loop that hangs is not asked
+            if not task.done():
+                with contextlib.suppress(Exception):
+                    task.print_stack(file=out)
+        out.write("+++ end of the hang's stacks +++\n")
+
+
+def pytest_testnodedown(node: Any, error: object | None) -> None:
+    """In the controller, when an xdist worker died: say how (its exit status, or the signal that
+    killed it), where xdist only says it crashed. A segfault prints its own stack and SIGTERM the
+    stacks above, so a worker that dies without a trace was killed outright (SIGKILL) or exited."""
+    if error is None:
+        return
+    popen = getattr(getattr(getattr(node, "gateway", None), "_io", None), "popen", None)
+    if not isinstance(popen, subprocess.Popen):
+        return
+    try:
+        status = popen.wait(5)
+    except subprocess.TimeoutExpired:
+        status = None
+    how = (
+        "still running" if status is None
+        else f"killed by {signal.Signals(-status).name}" if status < 0
+        else f"exited with status {status}"
+    )  # fmt: skip
+    line = f"xdist worker {node.gateway.id} (pid {popen.pid}) died: {how} ({error})"
+    reporter = node.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(line, red=True)
+    else:
+        sys.stderr.write(line + "\n")
 
 
 def pytest_report_header() -> str:
