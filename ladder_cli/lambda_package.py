@@ -6,9 +6,9 @@ The zip should hold what ``read_functions.server.lambda_handler`` imports and no
 first-party part comes from import analysis, not from a hand-kept list. Starting at the handler
 module, the builder parses every reachable module of ``read_functions``, ``control_plane``,
 ``book_store`` and ``ladder_process`` (it reads them and never imports them). It follows
-module-level and function-level imports and skips ``if TYPE_CHECKING:`` blocks. The aiohttp server,
-the CLI, the supervisor, ingest nodes, the fake venue, benchmarks and tests stay out because the
-handler never reaches them. The one non-module part is the web console's static files, which
+module-level and function-level imports and skips ``if TYPE_CHECKING:`` blocks. The HTTP server
+and its streams, the CLI, the supervisor, ingest nodes, the fake venue, benchmarks and tests stay
+out because the handler never reaches them. The one non-module part is the web console's static files, which
 ``read_functions.handlers.console`` reads from ``read_functions/console/``: they go in whenever that module
 does (``MODULE_DATA``).
 

@@ -20,9 +20,9 @@ The price: an object frozen while alive that later ends up in an unreachable cyc
 reclaimed by a round. What this code keeps long (cache entries, snapshots, views, keys,
 replicas, lanes, books, connections) is freed by reference counting, and tests hold the ingest
 node and the read worker to it (tests/ingest_nodes/runtime/test_heap.py,
-tests/read_functions/server/test_worker_heap.py). Libraries are not all so careful (aiohttp's server
-side of a closed WebSocket is a cycle), so every ``thaw_every_s`` a round first unfreezes
-everything and walks the whole heap: one long pause that bounds what such cycles can hold.
+tests/read_functions/server/test_worker_heap.py). Libraries are not all so careful (the socket
+transports of CPython's own event loop are cycles), so every ``thaw_every_s`` a round first
+unfreezes everything and walks the whole heap: one long pause that bounds what such cycles can hold.
 """
 
 from __future__ import annotations

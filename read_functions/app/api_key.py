@@ -7,6 +7,8 @@ browsers cannot set headers on a WebSocket, also a ``ladder.key.<key>`` subproto
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from read_functions.app.messages import Request
 
 STREAM_PROTOCOL = "ladder.v1"
@@ -32,9 +34,13 @@ def presented_key(request: Request, *, query_allowed: bool = False) -> str | Non
         if scheme.lower() == "bearer" and credentials.strip():
             return credentials.strip()
     if query_allowed:
-        for protocol in (request.headers.get("sec-websocket-protocol") or "").split(","):
-            offered = protocol.strip()
+        for offered in offered_protocols(request.headers):
             if offered.startswith(KEY_PROTOCOL_PREFIX) and len(offered) > len(KEY_PROTOCOL_PREFIX):
                 return offered.removeprefix(KEY_PROTOCOL_PREFIX)
         return request.query.get("api_key") or None
     return None
+
+
+def offered_protocols(headers: Mapping[str, str]) -> list[str]:
+    """The WebSocket subprotocols a client offers (a browser's key may be one: never log these)."""
+    return [p.strip() for p in (headers.get("sec-websocket-protocol") or "").split(",") if p.strip()]

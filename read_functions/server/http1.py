@@ -1,4 +1,4 @@
-"""HTTP/1.1 for the read API: a small asyncio protocol on llhttp; WebSocket streams go to aiohttp.
+"""HTTP/1.1 for the read API: a small asyncio protocol on llhttp; WebSocket streams leave it.
 
 Theory of operation
 -------------------
@@ -29,8 +29,8 @@ is the socket around it:
 - while the transport's write buffer is over its high-water mark no new answer starts and the
   connection is not read, so a client that does not read holds at most that much of our memory;
 - HEAD gets the headers of the GET route's answer without its body;
-- a WebSocket upgrade to a route that streams (``Route.websocket``) is handed, its request head
-  re-serialised, to aiohttp's own protocol (:class:`read_functions.server.aiohttp_app.AiohttpAdapter`),
+- a WebSocket upgrade to a route that streams (``Route.websocket``) is handed, with its request and
+  the bytes after it, to the stream's protocol (:mod:`read_functions.server.websocket.connection`),
   which owns the connection from then on and closes it when the stream ends or is refused.
 """
 
@@ -47,14 +47,12 @@ from http import HTTPStatus
 from socket import SO_LINGER, SOL_SOCKET, socket
 from typing import Any, cast
 
-from aiohttp import web
-
 from control_plane.errors import InvalidRequestError
 from read_functions.app.dispatch import Dispatcher, request_id
 from read_functions.app.errors import error_response
 from read_functions.app.messages import Request, Response
-from read_functions.server.aiohttp_app import AiohttpAdapter
-from read_functions.server.http1_machine import CONTINUE, MAX_HEAD_BYTES, Answer, Http1Machine, Upgrade
+from read_functions.server.http1_machine import CONTINUE, Answer, Http1Machine, Upgrade
+from read_functions.server.websocket.connection import StreamConnection, StreamServer
 from read_functions.settings import ReadSettings
 
 Core = Callable[[Request], Awaitable[Response]]
@@ -97,6 +95,11 @@ def encode_response(response: Response, date: str, *, head: bool, connection: st
     return encoded if head or not body else encoded + body
 
 
+def _encode_closing(response: Response, connection: str) -> bytes:
+    """An answer that ends HTTP/1.1 on its connection: a stream's 101, or its refusal."""
+    return encode_response(response, formatdate(usegmt=True), head=False, connection=connection)
+
+
 class Http1Server:
     """Serves one listener (the main API or the compat one) with :class:`Http1Connection`\\ s."""
 
@@ -106,7 +109,7 @@ class Http1Server:
         *,
         max_body_bytes: int,
         secure: bool,
-        upgrades: AiohttpAdapter | None = None,
+        upgrades: StreamServer | None = None,
         upgradable: Upgradable | None = None,
         keepalive_timeout_s: float = KEEPALIVE_TIMEOUT_S,
         request_timeout_s: float = REQUEST_TIMEOUT_S,
@@ -121,9 +124,8 @@ class Http1Server:
         self.connections: set[Http1Connection] = set()
         self.now = 0.0  # the coarse clock: loop time, advanced once a second
         self.date = ""
-        self._adapter = upgrades
+        self._streams = upgrades
         self._upgradable = upgradable
-        self._upgrades: web.Server | None = None
         self._listening: asyncio.Server | None = None
         self._clock: asyncio.Task[None] | None = None
         self._drained: asyncio.Event | None = None  # set at shutdown, once no connection is left
@@ -132,29 +134,25 @@ class Http1Server:
     def for_api(
         cls, dispatcher: Dispatcher[Any], settings: ReadSettings, *, secure: bool, **timeouts: float
     ) -> Http1Server:
-        """The read API's server: the core answers requests, aiohttp runs WebSocket streams."""
-        adapter = AiohttpAdapter(
-            dispatcher, settings.max_body_bytes, secure=secure, max_head_bytes=MAX_HEAD_BYTES
-        )
+        """The read API's server: the core answers requests and accepts WebSocket streams."""
         configured = {
             "keepalive_timeout_s": settings.keepalive_timeout_s,
             "request_timeout_s": settings.request_timeout_s,
             "write_timeout_s": settings.write_timeout_s,
         }
         limits = {name: value for name, value in configured.items() if value is not None} | timeouts
+        write_timeout_s = limits.get("write_timeout_s", WRITE_TIMEOUT_S)
         return cls(
             dispatcher,
             max_body_bytes=settings.max_body_bytes,
             secure=secure,
-            upgrades=adapter,
+            upgrades=StreamServer(dispatcher, _encode_closing, write_timeout_s=write_timeout_s),
             upgradable=dispatcher.router.streams,
             **limits,
         )
 
     async def start(self, sock: socket, tls: ssl.SSLContext | None) -> None:
         loop = asyncio.get_running_loop()
-        if self._adapter is not None:
-            self._upgrades = self._adapter.server()
         self.tick()
         self._listening = await loop.create_server(
             lambda: Http1Connection(self), sock=sock, ssl=tls, backlog=LISTEN_BACKLOG
@@ -162,22 +160,22 @@ class Http1Server:
         self._clock = loop.create_task(self._run_clock())
 
     def forget(self, connection: Http1Connection) -> None:
-        """A connection closed or went to aiohttp."""
+        """A connection closed or went to a stream."""
         self.connections.discard(connection)
         if self._drained is not None and not self.connections:
             self._drained.set()
 
     def takes_upgrade(self, request: Request) -> bool:
-        """Whether this request leaves for aiohttp: a WebSocket upgrade to a route that streams."""
-        if self._adapter is None or self._upgradable is None or request.method != "GET":
+        """Whether this request leaves for a stream: a WebSocket upgrade to a route that streams."""
+        if self._streams is None or self._upgradable is None or request.method != "GET":
             return False
         protocols = request.headers.get("upgrade", "").lower()
         return "websocket" in protocols and self._upgradable(request.method, request.raw_path)
 
-    def hand_over(self) -> asyncio.Protocol:
-        """A fresh aiohttp protocol for a connection that upgrades to WebSocket."""
-        assert self._upgrades is not None
-        return self._upgrades()
+    def hand_over(self) -> StreamConnection:
+        """A fresh protocol for a connection that upgrades to WebSocket."""
+        assert self._streams is not None
+        return self._streams.hand_over()
 
     async def close(self, grace_s: float = SHUTDOWN_GRACE_S) -> None:
         """Stop accepting, let answers in progress finish (at most ``grace_s``), close the rest."""
@@ -193,8 +191,8 @@ class Http1Server:
                 await asyncio.wait_for(self._drained.wait(), grace_s)
         for connection in list(self.connections):
             connection.abort()
-        if self._upgrades is not None:
-            await self._upgrades.shutdown(grace_s)
+        if self._streams is not None:
+            await self._streams.close(grace_s)
 
     def tick(self) -> None:
         """Advance the coarse clock and the Date header (``start`` does it, then once a second)."""
@@ -207,6 +205,8 @@ class Http1Server:
             self.tick()
             for connection in list(self.connections):
                 connection.check_timeouts(self.now)
+            if self._streams is not None:
+                self._streams.tick(self.now)
 
 
 class Http1Connection(asyncio.Protocol):
@@ -227,7 +227,7 @@ class Http1Connection(asyncio.Protocol):
         self._closed = False
         self._lost = False
         self._lingering: int | None = None  # after a refusal: the bytes still to drop before a reset
-        self._upgrade: bytes | None = None  # a WebSocket upgrade waiting for earlier answers
+        self._upgrade: Upgrade | None = None  # a WebSocket upgrade waiting for earlier answers
         self._last_active = server.now
         self._written = 0  # bytes handed to the transport, for the write timeout
         self._sent = 0  # of those, the bytes the transport had sent at the last tick
@@ -259,8 +259,8 @@ class Http1Connection(asyncio.Protocol):
             if self._lingering < 0:
                 self.abort()
             return
-        if self._upgrade is not None:
-            self._upgrade += data  # for aiohttp, once the earlier answers are out
+        if self._upgrade is not None:  # for the stream, once the earlier answers are out
+            self._upgrade = self._upgrade._replace(data=self._upgrade.data + data)
             return
         machine, transport = self._machine, self._transport
         if self._closed or machine is None or transport is None or transport.is_closing():
@@ -274,9 +274,9 @@ class Http1Connection(asyncio.Protocol):
             elif event is CONTINUE:
                 if self._idle():
                     self._write(_CONTINUE)
-            else:  # the connection leaves for aiohttp once the answers before it are out
+            else:  # the connection leaves for the stream once the answers before it are out
                 assert isinstance(event, Upgrade)
-                self._upgrade = event.data
+                self._upgrade = event
                 self._pause_reading()
                 self._answer_next()
 
@@ -399,15 +399,18 @@ class Http1Connection(asyncio.Protocol):
 
     # -- upgrades ----------------------------------------------------------------------------
     def _hand_over(self) -> None:
-        """Give the connection, and the bytes read for it, to aiohttp for the rest of its life."""
-        transport, data = self._transport, self._upgrade
-        assert transport is not None and data is not None
+        """Give the connection, its upgrade request and the bytes read after it, to the stream."""
+        transport, upgrade = self._transport, self._upgrade
+        assert transport is not None and upgrade is not None
         protocol = self._server.hand_over()
-        self._closed = True
+        self._closed = self._lost = True
         self._server.forget(self)
+        self._transport = self._upgrade = None
+        if self._machine is not None:
+            self._machine.release()  # as when a connection is lost: nothing of it is a cycle
         transport.set_protocol(protocol)
         protocol.connection_made(transport)
-        protocol.data_received(data)
+        protocol.start(upgrade.request, upgrade.data)
         if self._reading_paused:
             transport.resume_reading()
 

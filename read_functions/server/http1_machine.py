@@ -19,7 +19,7 @@ the tests feed it scripted byte sequences in memory. The rules:
   the body's data alone is what the limit means;
 - repeated request headers are joined with ``", "`` (so two different ``X-API-Key`` headers are
   one invalid key, never a choice); an absolute-form target is reduced to its path and query;
-- a WebSocket upgrade that ``takes_upgrade`` accepts leaves with its head re-serialised; any other
+- a WebSocket upgrade that ``takes_upgrade`` accepts leaves with its request; any other
   ``Upgrade`` is ignored (RFC 9110 section 7.8) and the request answered as usual, and one that
   also declares a body is refused, as its body could only be read as the next request;
 - a request whose bytes take longer than the protocol's request timeout to arrive gets 408
@@ -61,8 +61,9 @@ class Answer(NamedTuple):
 
 
 class Upgrade(NamedTuple):
-    """The connection leaves for WebSocket: the upgrade request's head and every byte after it."""
+    """The connection leaves for WebSocket: the upgrade request and every byte after it."""
 
+    request: Request
     data: bytes
 
 
@@ -262,21 +263,12 @@ class Http1Machine:
             return b""
         if self._takes_upgrade(request):
             self.upgraded = True
-            self._events.append(Upgrade(self._request_head() + rest))
+            self._events.append(Upgrade(request, rest))
             return b""
         # Every other Upgrade is ignored: the request is answered here, the rest read as HTTP/1.1.
         self._parser = httptools.HttpRequestParser(self)
         self._events.append(answer)
         return rest
-
-    def _request_head(self) -> bytes:
-        """The upgrade request's head as it came, but for the case of header names."""
-        method = self._parser.get_method().decode("latin-1")
-        version = self._parser.get_http_version()
-        lines = [f"{method} {b''.join(self._url).decode('latin-1')} HTTP/{version}\r\n"]
-        lines.extend(f"{name}: {value}\r\n" for name, value in self._headers.items())
-        lines.append("\r\n")
-        return "".join(lines).encode("latin-1")
 
 
 def _head_too_large() -> HeadersTooLargeError:

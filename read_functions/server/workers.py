@@ -47,7 +47,8 @@ FREEZE_EVERY_S = 1.0
 replaces its snapshot and rendered views, thousands a second with all of Binance followed, and a
 round's pause grows with what was made since the last one."""
 THAW_EVERY_S = 600.0
-"""How often a round walks the whole heap, for the cycles of closed WebSocket streams."""
+"""How often a round walks the whole heap, for cycles a library may leave (ours, streams included,
+are freed by reference counting)."""
 _RESTART_BACKOFF_S = 1.0
 
 

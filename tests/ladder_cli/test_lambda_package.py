@@ -76,7 +76,7 @@ NOT_IN_ZIP = (
     "botocore",
 )
 NOT_IN_ZIP_FILES = (
-    "read_functions/server/aiohttp_app.py",
+    "read_functions/server/websocket/connection.py",
     "read_functions/server/http1.py",
     "read_functions/server/workers.py",
     "read_functions/__main__.py",
@@ -326,7 +326,7 @@ def test_handler_imports_only_the_read_path() -> None:
         "book_store.reader",
     } <= set(graph.modules)
     left_out = {
-        "read_functions.server.aiohttp_app",
+        "read_functions.server.websocket.connection",
         "read_functions.server.http1",
         "read_functions.server.workers",
         "ladder_cli.lambda_package",

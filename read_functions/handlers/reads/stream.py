@@ -31,7 +31,7 @@ from control_plane.errors import InvalidRequestError
 from control_plane.models import Principal
 from ladder_process.clock import now_ms
 from ladder_process.errors import StoreError
-from read_functions.app.api_key import presented_key
+from read_functions.app.api_key import STREAM_PROTOCOL, offered_protocols, presented_key
 from read_functions.app.messages import Request, Response
 from read_functions.app.params import int_param
 from read_functions.books.entry import Entry
@@ -41,6 +41,7 @@ from read_functions.handlers.reads.rules import authorize_book, deeper_view
 
 STORE_GRACE_S = 60.0
 """How long a stream outlives access checks that fail because the store does not answer."""
+
 
 @dataclass(frozen=True, slots=True)
 class StreamPlan:
@@ -64,6 +65,9 @@ async def open_stream(request: Request, deps: Deps) -> Response:
     book = (await authorize_book(deps, request.principal, exchange, market)).key
     if (request.headers.get("upgrade") or "").lower() != "websocket":
         raise InvalidRequestError("this route needs a WebSocket upgrade (Upgrade: websocket)")
+    protocols = offered_protocols(request.headers)
+    if protocols and STREAM_PROTOCOL not in protocols:  # never named: a browser's key is among them
+        raise InvalidRequestError(f"a stream's subprotocols must include {STREAM_PROTOCOL}")
     key = presented_key(request, query_allowed=True)
     plan = StreamPlan(book, depth, request.principal, key, request.peer)
     return Response(101, b"", None, {}, stream=BookStream(deps, plan))

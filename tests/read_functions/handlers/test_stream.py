@@ -12,6 +12,8 @@ import pytest
 
 from read_functions.handlers.reads.stream import BookStream
 from tests.read_functions.helpers import ETH, Stack, levels, snapshot, validate
+from tests.read_functions.hostile.raw_ws import upgrade
+from tests.read_functions.wire import connect, read_reply
 from tests.waiting import wait_until
 
 STREAM = "/v1/stream?exchange=binance.com&market=ETHBTC"
@@ -63,6 +65,22 @@ async def test_a_stream_goes_on_after_the_change_feed_drops(stack: Stack) -> Non
         )
         await stack.publish(ETH, 0, snapshot(2))
         assert (await next_book(socket))["update_id"] == 2, "the next snapshot, and not the last one again"
+
+
+async def test_subprotocols_without_ladder_v1_are_refused_and_the_key_is_not_echoed(stack: Stack) -> None:
+    headers = await stack.subscriber(ETH)
+    await stack.publish(ETH, 0, snapshot(1))
+    key = headers["X-API-Key"]
+    async with connect(stack.url) as (reader, writer):
+        writer.write(upgrade("", f"Sec-WebSocket-Protocol: ladder.key.{key}"))
+        reply = await read_reply(reader)
+    assert (reply.status, reply.error_code()) == (400, "invalid_request")
+    assert key not in reply.body.decode() and "ladder.v1" in reply.body.decode()
+    async with stack.http.ws_connect(
+        stack.url + STREAM, protocols=("ladder.v1", f"ladder.key.{key}")
+    ) as socket:
+        assert socket.protocol == "ladder.v1"
+        assert (await next_book(socket))["update_id"] == 1  # a browser's way: the key beside ladder.v1
 
 
 async def test_key_in_query_for_browsers(stack: Stack) -> None:

@@ -77,16 +77,16 @@ def test_an_upgrade_with_a_body_is_refused() -> None:
     assert fed.refusal() == (400, "invalid_request") and fed.requests() == []
 
 
-def test_only_the_stream_route_leaves_and_its_head_goes_with_it() -> None:
+def test_only_the_stream_route_leaves_and_its_request_goes_with_it() -> None:
     """In memory: an upgrade elsewhere is answered here and the next request parsed here; the
-    stream route's upgrade leaves with its head as sent and every byte after it."""
+    stream route's upgrade leaves with its request, parsed, and every byte after it."""
     fed = feed(
         machine(), get("/healthz", "up", *UPGRADE, NONCE) + get(STREAM, "ws", *UPGRADE, NONCE) + b"\x81"
     )
     up, leaving = fed.events
     assert isinstance(up, Answer) and up.request is not None and up.request.request_id == "up"
-    assert isinstance(leaving, Upgrade) and leaving.data.startswith(b"GET " + STREAM.encode())
-    assert leaving.data.endswith(b"\r\n\r\n\x81")
+    assert isinstance(leaving, Upgrade) and leaving.request.request_id == "ws"
+    assert leaving.request.raw_path + "?" + leaving.request.query_string == STREAM and leaving.data == b"\x81"
 
 
 async def test_the_stream_route_still_upgrades(target: Target) -> None:

@@ -1,0 +1,1 @@
+"""WebSocket book streams: the opening handshake, frames under inbound limits, the connection."""
