@@ -28,6 +28,7 @@ class StoreReadiness:
         self._timeout_s = timeout_s
         self.reachable = False
         self._task: asyncio.Task[None] | None = None
+        self._closed = False
 
     async def start(self) -> None:
         """Ping once (the first answer is known before the worker serves), then keep pinging."""
@@ -35,13 +36,18 @@ class StoreReadiness:
         self._task = asyncio.get_running_loop().create_task(self._run())
 
     async def close(self) -> None:
+        self._closed = True
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
 
     async def _run(self) -> None:
-        while True:
+        # The loop also ends on the flag: a cancellation that meets a ping's own timeout can come
+        # out of it as the TimeoutError the ping expects (asyncio.timeout with redis-py, CPython
+        # 3.11: about one close in thirty with pings timing out), and a worker's or a test's
+        # shutdown then waited for this task for ever.
+        while not self._closed:
             await asyncio.sleep(self._interval_s)
             await self._ping()
 
