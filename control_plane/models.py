@@ -16,6 +16,10 @@ from control_plane.depth import DEFAULT_DEPTH, DEFAULT_MAX_DEPTH
 
 JsonScalar = str | int | float | bool | None
 
+DEFAULT_MAX_STREAMS = 100
+"""Open streams a tenant may hold at once, unless its operator sets ``max_streams`` (and every tenant
+created before the limit existed)."""
+
 
 @dataclass(frozen=True, slots=True)
 class Tenant:
@@ -30,6 +34,7 @@ class Tenant:
     disabled: bool
     created_at: int
     max_depth: int = DEFAULT_MAX_DEPTH  # last, with a default: code written before it still builds
+    max_streams: int = DEFAULT_MAX_STREAMS
 
     def to_json(self) -> dict[str, JsonScalar]:
         return {
@@ -38,6 +43,7 @@ class Tenant:
             "max_markets": self.max_markets,
             "max_replicas": self.max_replicas,
             "max_depth": self.max_depth,
+            "max_streams": self.max_streams,
             "rate_limit_rps": self.rate_limit_rps,
             "burst": self.burst,
             "disabled": self.disabled,

@@ -2,7 +2,7 @@
 
 ``Deps.open`` creates the store client, the caches and the control service; in a Lambda sandbox
 it runs once, on the first event, and the result serves every warm invocation. One housekeeping
-task flushes usage counts and keys' ``last_used_at`` every second.
+task flushes usage counts, keys' ``last_used_at`` and the stream slots given back every second.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from read_functions.telemetry import ReadTelemetry
 from read_functions.tenancy.access import CHANGES, Access
 from read_functions.tenancy.catalog_cache import CatalogCache
 from read_functions.tenancy.rate_limit import RateLimiter
+from read_functions.tenancy.stream_slots import StreamSlots
 from read_functions.tenancy.usage import UsageCounter
 
 log = logging.getLogger(__name__)
@@ -48,6 +49,7 @@ class Deps:
     access: Access
     control: ControlService
     limiter: RateLimiter
+    streams: StreamSlots
     usage: UsageCounter
     telemetry: ReadTelemetry
     readiness: StoreReadiness
@@ -113,6 +115,7 @@ class Deps:
                 access=access,
                 control=control,
                 limiter=RateLimiter(client, lease_window_s=settings.rate_lease_ms / 1000),
+                streams=StreamSlots(client),
                 usage=UsageCounter(client),
                 telemetry=ReadTelemetry(),
                 readiness=readiness,
@@ -160,6 +163,7 @@ class Deps:
         self._flushed_at = time.monotonic()
         await self.usage.flush()
         await self.control.auth.flush_last_used()
+        await self.streams.flush()
 
 
 WORKER_METRICS: tuple[Metric[Deps], ...] = (
@@ -204,6 +208,12 @@ WORKER_METRICS: tuple[Metric[Deps], ...] = (
         Kind.COUNTER,
         "Requests refused 503 overloaded: too many held.",
         read=lambda d: value(d.load.shed),
+    ),
+    Metric(
+        "ladder_read_open_streams",
+        Kind.GAUGE,
+        "Streams open on this worker.",
+        read=lambda d: value(d.streams.held),
     ),
     Metric(
         "ladder_read_cached_keys",

@@ -23,12 +23,13 @@ from control_plane.accounts.audit import AuditLog
 from control_plane.depth import DEFAULT_MAX_DEPTH, MAX_DEPTH_LIMIT
 from control_plane.errors import InvalidRequestError, NotFoundError
 from control_plane.ids import TENANT_ID_PREFIX, new_id
-from control_plane.models import Principal, Tenant
+from control_plane.models import DEFAULT_MAX_STREAMS, Principal, Tenant
 from control_plane.stores.base import ControlStore
 from control_plane.validation import require_bool, require_id, require_int, require_name, require_number
 from ladder_process.clock import Clock
 
 MAX_REPLICAS_LIMIT = 16
+MAX_STREAMS_LIMIT = 100_000
 DEFAULT_RATE_LIMIT_RPS = 10.0
 MIN_DEFAULT_BURST = 20
 
@@ -37,6 +38,7 @@ _CHECKS: dict[str, Callable[[object], object]] = {
     "max_markets": lambda v: require_int("max_markets", v, lo=0, hi=100_000),
     "max_replicas": lambda v: require_int("max_replicas", v, lo=1, hi=MAX_REPLICAS_LIMIT),
     "max_depth": lambda v: require_int("max_depth", v, lo=1, hi=MAX_DEPTH_LIMIT),
+    "max_streams": lambda v: require_int("max_streams", v, lo=0, hi=MAX_STREAMS_LIMIT),
     "rate_limit_rps": lambda v: require_number("rate_limit_rps", v, lo=0.01, hi=1_000_000),
     "burst": lambda v: require_int("burst", v, lo=1, hi=10_000_000),
     "disabled": lambda v: require_bool("disabled", v),
@@ -69,7 +71,8 @@ class TenantAdmin:
     async def create(self, fields: Mapping[str, object], *, actor: Principal) -> Tenant:
         """A new tenant from ``name`` and any of its limits; a limit not given gets its default.
 
-        The limits: ``max_markets``, ``max_replicas``, ``max_depth``, ``rate_limit_rps``, ``burst``.
+        The limits: ``max_markets``, ``max_replicas``, ``max_depth``, ``max_streams``, ``rate_limit_rps``,
+        ``burst``.
         """
         values = _checked(fields, frozenset(_CHECKS) - {"disabled"})
         if "name" not in values:
@@ -81,6 +84,7 @@ class TenantAdmin:
             max_markets=10,
             max_replicas=2,
             max_depth=DEFAULT_MAX_DEPTH,
+            max_streams=DEFAULT_MAX_STREAMS,
             rate_limit_rps=rate,
             burst=default_burst(rate),
             disabled=False,

@@ -3,7 +3,8 @@
 Attribute values are written in DynamoDB's typed JSON (``{"S": ...}``, ``{"N": ...}``) by hand:
 the few types used here do not need boto3's serializer, and ints stay ints on the way back.
 Items written before depth existed lack ``depth`` (subscriptions) and ``max_depth`` (tenants);
-they read as the defaults of control_plane.depth.
+they read as the defaults of control_plane.depth. A tenant written before ``max_streams`` existed
+reads as :data:`~control_plane.models.DEFAULT_MAX_STREAMS`.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import json
 from typing import Any
 
 from control_plane.depth import DEFAULT_DEPTH, DEFAULT_MAX_DEPTH
-from control_plane.models import ApiKey, AuditEvent, NodeInfo, Subscription, Tenant
+from control_plane.models import DEFAULT_MAX_STREAMS, ApiKey, AuditEvent, NodeInfo, Subscription, Tenant
 from control_plane.stores._common import name_key
 
 Item = dict[str, Any]
@@ -77,6 +78,7 @@ def tenant_fields(tenant: Tenant) -> Item:
         "max_markets": num_attr(tenant.max_markets),
         "max_replicas": num_attr(tenant.max_replicas),
         "max_depth": num_attr(tenant.max_depth),
+        "max_streams": num_attr(tenant.max_streams),
         "rate_limit_rps": num_attr(float(tenant.rate_limit_rps)),
         "burst": num_attr(tenant.burst),
         "disabled": bool_attr(tenant.disabled),
@@ -95,6 +97,7 @@ def tenant_from(item: Item) -> Tenant:
         disabled=bool(item["disabled"]["BOOL"]),
         created_at=int(item["created_at"]["N"]),
         max_depth=int_or(item, "max_depth", DEFAULT_MAX_DEPTH),
+        max_streams=int_or(item, "max_streams", DEFAULT_MAX_STREAMS),
     )
 
 

@@ -40,7 +40,7 @@ comes back. Node records are not covered: the loop reads them every round anyway
 
 Values written before depth existed lack it (``"replicas:created_at"``, ``"replicas"``,
 ``"exchange|market|replica"``, a tenant without ``max_depth``) and read as the defaults of
-control_plane.depth.
+control_plane.depth; a tenant without ``max_streams`` reads as its default.
 
 The store borrows a ``redis.asyncio.Redis`` (bytes or decoded responses) that its owner closes.
 """
@@ -70,6 +70,7 @@ from control_plane.errors import (
     UnauthorizedError,
 )
 from control_plane.models import (
+    DEFAULT_MAX_STREAMS,
     ApiKey,
     AuditEvent,
     BookWish,
@@ -128,6 +129,7 @@ def _tenant_fields(tenant: Tenant) -> dict[str, str]:
         "max_markets": str(tenant.max_markets),
         "max_replicas": str(tenant.max_replicas),
         "max_depth": str(tenant.max_depth),
+        "max_streams": str(tenant.max_streams),
         "rate_limit_rps": repr(tenant.rate_limit_rps),
         "burst": str(tenant.burst),
         "disabled": "1" if tenant.disabled else "0",
@@ -146,6 +148,7 @@ def _tenant(f: dict[str, str]) -> Tenant:
         disabled=f["disabled"] == "1",
         created_at=int(f["created_at"]),
         max_depth=int(f.get("max_depth", DEFAULT_MAX_DEPTH)),
+        max_streams=int(f.get("max_streams", DEFAULT_MAX_STREAMS)),
     )
 
 

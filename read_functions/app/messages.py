@@ -108,9 +108,12 @@ def empty_response(status: int = 204) -> Response:
 
 
 class Stream(Protocol):
-    r"""A stream a handler accepted, for an adapter that speaks WebSocket to run: it starts the
-    stream once the connection is upgraded, sends each message until ``next_message`` returns
-    None, ``close``\ s it when the client goes away and ``stop``\ s it at the end."""
+    r"""A stream a handler accepted, for an adapter that speaks WebSocket to run: it ``admit``\ s it
+    before it upgrades the connection (a LadderError refuses it), starts it once the connection
+    is upgraded, sends each message until ``next_message`` returns None, ``close``\ s it when the
+    client goes away and ``stop``\ s it at the end (or when it was admitted but never started)."""
+
+    async def admit(self) -> None: ...
 
     def start(self) -> None: ...
 

@@ -23,8 +23,9 @@ _ERROR_TEXT = {
     409: "Already exists (conflict).",
     413: "Body too large (payload_too_large).",
     422: "A tenant limit would be exceeded (limit_exceeded).",
-    429: "Rate limit exceeded (rate_limited), or too many failed authentications from this address "
-    "(too_many_failed_authentications); see Retry-After.",
+    429: "Rate limit exceeded (rate_limited), too many failed authentications from this address "
+    "(too_many_failed_authentications), or the tenant's max_streams open (too_many_streams); see "
+    "Retry-After.",
     503: "Book not synced or too old, the store unavailable, or the worker overloaded (overloaded); "
     "see Retry-After.",
 }

@@ -9,7 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from control_plane.accounts.subscriptions import MAX_BULK_MARKETS
+from control_plane.accounts.tenants import MAX_STREAMS_LIMIT
 from control_plane.depth import DEFAULT_DEPTH, DEFAULT_MAX_DEPTH, MAX_DEPTH_LIMIT, VENUE_MAX_DEPTH
+from control_plane.models import DEFAULT_MAX_STREAMS
 
 Schema = dict[str, Any]
 
@@ -86,6 +88,12 @@ TENANT_FIELDS = {
         "minimum": 1,
         "maximum": MAX_DEPTH_LIMIT,
         "description": f"The deepest any of the tenant's subscriptions may be (default {DEFAULT_MAX_DEPTH}).",
+    },
+    "max_streams": {
+        "type": "integer",
+        "minimum": 0,
+        "maximum": MAX_STREAMS_LIMIT,
+        "description": f"Streams the tenant may hold open at once (default {DEFAULT_MAX_STREAMS}).",
     },
     "rate_limit_rps": {"type": "number"},
     "burst": INT,
@@ -300,6 +308,7 @@ COMPONENTS: dict[str, Schema] = {
             "markets": {"type": "integer", "description": "subscriptions, against max_markets"},
             "most_replicas": {"type": "integer", "description": "the most any subscription asks"},
             "deepest": {"type": "integer", "description": "the deepest any subscription asks"},
+            "streams": {"type": "integer", "description": "open streams, against max_streams"},
         }
     ),
     "Account": obj(

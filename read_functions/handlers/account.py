@@ -11,7 +11,7 @@ from read_functions.tenancy.access import keys_changed
 
 MAX_GRACE_S = 30 * 24 * 3600
 _KEY_FIELDS = frozenset({"expires_in_s"})
-LIMITS = ("max_markets", "max_replicas", "max_depth", "rate_limit_rps", "burst")
+LIMITS = ("max_markets", "max_replicas", "max_depth", "max_streams", "rate_limit_rps", "burst")
 
 
 async def account(request: Request, deps: Deps) -> Response:
@@ -37,7 +37,8 @@ async def usage_report(deps: Deps, tenant_id: str) -> dict[str, object]:
     """Requests counted, and what the tenant uses against each of its limits (``GET /v1/usage``).
 
     ``deepest`` and ``most_replicas`` are the largest wishes among its subscriptions, beside
-    ``max_depth`` and ``max_replicas``; ``markets`` is the count beside ``max_markets``.
+    ``max_depth`` and ``max_replicas``; ``markets`` is the count beside ``max_markets``, ``streams``
+    (open now, on every worker) beside ``max_streams``.
     """
     tenant = await deps.control.tenants.get(tenant_id)
     subscriptions = await deps.control.subscriptions.list_for(tenant_id)
@@ -47,6 +48,7 @@ async def usage_report(deps: Deps, tenant_id: str) -> dict[str, object]:
         "markets": len(subscriptions),
         "most_replicas": max((s.replicas for s in subscriptions), default=0),
         "deepest": max((s.depth for s in subscriptions), default=0),
+        "streams": await deps.streams.open_streams(tenant_id),
     }
 
 

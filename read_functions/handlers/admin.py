@@ -10,7 +10,7 @@ from read_functions.tenancy.access import keys_changed, tenant_changed
 
 AUDIT_LIMIT_MAX = 1000
 _TENANT_FIELDS = frozenset(
-    {"name", "max_markets", "max_replicas", "max_depth", "rate_limit_rps", "burst", "disabled"}
+    {"name", "max_markets", "max_replicas", "max_depth", "max_streams", "rate_limit_rps", "burst", "disabled"}
 )
 _KEY_FIELDS = frozenset({"expires_in_s"})
 

@@ -160,6 +160,10 @@ def test_subscription_usage_and_keys() -> None:
                          "markets": 3, "most_replicas": 2, "deepest": 500})  # fmt: skip
     assert usage.limits == UsageLimits(5, 2, 700, 2.5, 9)
     assert (usage.markets, usage.most_replicas, usage.deepest) == (3, 2, 500)
+    assert usage.streams is None and usage.limits.max_streams is None  # a server before max_streams
+    usage = parse.usage({"tenant_id": "t1", "requests_total": 5, "minutes": [],
+                         "limits": {**limits, "max_streams": 100}, "streams": 7})  # fmt: skip
+    assert usage.limits is not None and (usage.streams, usage.limits.max_streams) == (7, 100)
     with pytest.raises(APIResponseError, match="max_depth"):
         parse.usage(
             {"tenant_id": "t1", "requests_total": 5, "minutes": [], "limits": {**limits, "max_depth": "x"}}
@@ -201,7 +205,8 @@ def test_tenant_and_operator_listings() -> None:
         }
     )
     assert (tenant.name, tenant.rate_limit_rps, tenant.disabled) == ("acme", 12.5, False)
-    assert tenant.max_depth == 1000
+    assert tenant.max_depth == 1000 and tenant.max_streams is None  # a server before max_streams
+    assert parse.tenant({**tenant.__dict__, "created_at": 0, "max_streams": 500}).max_streams == 500
     with pytest.raises(APIResponseError, match="max_depth"):
         parse.tenant({**tenant.__dict__, "created_at": 0, "max_depth": "deep"})
     with pytest.raises(APIResponseError, match="disabled"):

@@ -23,6 +23,7 @@ def test_tenant_json_has_the_documented_fields() -> None:
         "max_markets": 10,
         "max_replicas": 2,
         "max_depth": 1000,
+        "max_streams": 100,
         "rate_limit_rps": 5.5,
         "burst": 20,
         "disabled": False,

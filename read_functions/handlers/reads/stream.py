@@ -38,6 +38,7 @@ from read_functions.books.entry import Entry
 from read_functions.books.render import BookView, Side
 from read_functions.deps import Deps
 from read_functions.handlers.reads.rules import authorize_book, deeper_view
+from read_functions.tenancy.stream_slots import StreamSlot
 
 STORE_GRACE_S = 60.0
 """How long a stream outlives access checks that fail because the store does not answer."""
@@ -84,6 +85,7 @@ class BookStream:
         self._closed = False
         self._waiter: asyncio.Future[None] | None = None  # the sender, while it waits
         self._entry: Entry | None = None
+        self._slot: StreamSlot | None = None
         self._sent: BookView | None = None
         self._checked_at = self._confirmed_at = time.monotonic()
         self.conflated = 0
@@ -94,12 +96,24 @@ class BookStream:
         self._entry = entry
         self._wake()
 
+    async def admit(self) -> None:
+        """Take the tenant's stream slot (TooManyStreamsError past its ``max_streams``); the
+        operator's streams are not counted."""
+        tenant_id = self._plan.principal.tenant_id
+        if tenant_id is not None:
+            deps = self._deps
+            self._slot = await deps.streams.take(await deps.access.tenant(tenant_id))
+
     def start(self) -> None:
         self._deps.books.watch(self._plan.book, self)
         self._wake()  # send the current snapshot at once
 
     def stop(self) -> None:
+        """Stop watching the book and give the tenant's slot back."""
         self._deps.books.unwatch(self._plan.book, self)
+        slot, self._slot = self._slot, None
+        if slot is not None:
+            self._deps.streams.release(slot)
 
     def close(self) -> None:
         """The client went away: :meth:`next_message` returns None."""

@@ -4,11 +4,13 @@ Theory of operation
 -------------------
 :mod:`read_functions.server.http1` parses the upgrade request and hands the connection over with the
 request and the bytes that came after it. The core answers that request as any other
-(authentication, limits, ``/v1/stream``'s checks); a refusal is written as an HTTP answer and the
-connection closed. An accepted stream gets the 101 answer of :mod:`.handshake`, and a sender task
-runs the :class:`~read_functions.app.messages.Stream` the handler made: each message is framed
-(and, when agreed, deflated on its own) and written; while the transport's buffer is over its high-water mark the
-sender waits and the stream conflates meanwhile, and a buffer that sends nothing for
+(authentication, limits, ``/v1/stream``'s checks); then the handshake is checked and the stream
+admitted (it takes its tenant's slot: a tenant holding its ``max_streams`` gets 429
+``too_many_streams``). A refusal is written as an HTTP answer and the connection closed. An
+accepted stream gets the 101 answer of :mod:`.handshake`, and a sender task runs the
+:class:`~read_functions.app.messages.Stream` the handler made: each message is framed (and, when
+agreed, deflated on its own) and written; while the transport's buffer is over its high-water
+mark the sender waits and the stream conflates meanwhile, and a buffer that sends nothing for
 ``write_timeout_s`` aborts the connection.
 
 Everything the client sends goes through :class:`.frames.FrameReader` as it arrives: pings are
@@ -168,11 +170,18 @@ class StreamConnection(asyncio.Protocol):
     async def _run(self, request: Request) -> None:
         try:
             response = await self._server.core(request)
-            stream = response.stream
-            agreed = None if stream is None else agree(request.headers)
-        except Exception as exc:  # the Dispatcher maps its own errors; the handshake's are a 400
-            response, stream, agreed = error_response(exc, request.request_id), None, None
-        if stream is None or agreed is None:
+        except Exception as exc:  # the Dispatcher maps its own errors; any other core still answers
+            response = error_response(exc, request.request_id)
+        stream, agreed = response.stream, None
+        if stream is not None:
+            try:
+                agreed = agree(request.headers)
+                await stream.admit()
+            except LadderError as exc:  # not a handshake (400), max_streams open (429), no store (503)
+                response, agreed = error_response(exc, request.request_id), None
+            if agreed is None or self._transport is None:
+                stream.stop()  # gives back what admitting it took
+        if stream is None or agreed is None or self._transport is None:
             self._write(self._server.encode(response, "close"))
             if self._transport is not None:
                 self._transport.close()

@@ -249,10 +249,13 @@ class AsyncLadderAdmin(_AsyncClient):
         max_depth: int | None = None,
         rate_limit_rps: float | None = None,
         burst: int | None = None,
+        max_streams: int | None = None,
     ) -> Tenant:
         """Create a tenant; limits left out get the server's defaults."""
         return await self._run(
-            admin.create_tenant(name, max_markets, max_replicas, max_depth, rate_limit_rps, burst)
+            admin.create_tenant(
+                name, max_markets, max_replicas, max_depth, rate_limit_rps, burst, max_streams
+            )
         )
 
     async def tenants(self) -> list[Tenant]:
@@ -264,7 +267,8 @@ class AsyncLadderAdmin(_AsyncClient):
         return await self._run(admin.tenant(tenant_id))
 
     async def update_tenant(self, tenant_id: str, **fields: object) -> Tenant:
-        """Change any of name, max_markets, max_replicas, max_depth, rate_limit_rps, burst, disabled."""
+        """Change any of name, max_markets, max_replicas, max_depth, max_streams, rate_limit_rps, burst,
+        disabled."""
         return await self._run(admin.update_tenant(tenant_id, fields))
 
     async def create_tenant_key(self, tenant_id: str) -> CreatedKey:

@@ -274,10 +274,13 @@ class LadderAdmin(_SyncClient):
         max_depth: int | None = None,
         rate_limit_rps: float | None = None,
         burst: int | None = None,
+        max_streams: int | None = None,
     ) -> Tenant:
         """Create a tenant; limits left out get the server's defaults."""
         return self._run(
-            admin.create_tenant(name, max_markets, max_replicas, max_depth, rate_limit_rps, burst)
+            admin.create_tenant(
+                name, max_markets, max_replicas, max_depth, rate_limit_rps, burst, max_streams
+            )
         )
 
     def tenants(self) -> list[Tenant]:
@@ -289,7 +292,8 @@ class LadderAdmin(_SyncClient):
         return self._run(admin.tenant(tenant_id))
 
     def update_tenant(self, tenant_id: str, **fields: object) -> Tenant:
-        """Change any of name, max_markets, max_replicas, max_depth, rate_limit_rps, burst, disabled."""
+        """Change any of name, max_markets, max_replicas, max_depth, max_streams, rate_limit_rps, burst,
+        disabled."""
         return self._run(admin.update_tenant(tenant_id, fields))
 
     def create_tenant_key(self, tenant_id: str) -> CreatedKey:

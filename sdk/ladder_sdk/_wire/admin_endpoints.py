@@ -10,7 +10,7 @@ from .errors import ConfigurationError
 from .models import ApiKey, AuditEntry, ClusterBook, CreatedKey, EgressBudget, Node, Tenant, Usage
 
 TENANT_FIELDS = frozenset(
-    {"name", "max_markets", "max_replicas", "max_depth", "rate_limit_rps", "burst", "disabled"}
+    {"name", "max_markets", "max_replicas", "max_depth", "max_streams", "rate_limit_rps", "burst", "disabled"}
 )
 
 
@@ -21,6 +21,7 @@ def create_tenant(
     max_depth: int | None,
     rate_limit_rps: float | None,
     burst: int | None,
+    max_streams: int | None = None,
 ) -> Call[Tenant]:
     """POST /v1/admin/tenants: creates an account, so never re-sent once it may have arrived.
 
@@ -30,6 +31,7 @@ def create_tenant(
         max_markets=max_markets,
         max_replicas=max_replicas,
         max_depth=max_depth,
+        max_streams=max_streams,
         rate_limit_rps=rate_limit_rps,
         burst=burst,
     )

@@ -14,7 +14,7 @@ The tree (catch the narrowest class that fits what you can act on)::
         ├── NotFoundError            404 unknown_exchange, unknown_market, not_found
         ├── ConflictError            409 conflict
         ├── LimitExceededError       422 limit_exceeded (max_markets, max_replicas or max_depth)
-        ├── RateLimitError           429 rate_limited
+        ├── RateLimitError           429 rate_limited, too_many_streams (the tenant's max_streams are open)
         ├── BookUnavailableError     503 for one book; retry after .retry_after
         │   ├── BookNotSyncedError   503 book_not_synced
         │   └── BookTooOldError      503 book_too_old
@@ -115,7 +115,8 @@ class LimitExceededError(APIStatusError):
 
 
 class RateLimitError(APIStatusError):
-    """429: the tenant's request rate is exceeded; come back after `retry_after` seconds."""
+    """429: the tenant's request rate is exceeded (rate_limited), or it holds its `max_streams` open
+    streams (too_many_streams); come back after `retry_after` seconds."""
 
 
 class BookUnavailableError(APIStatusError):

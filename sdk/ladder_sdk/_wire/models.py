@@ -87,6 +87,8 @@ class UsageLimits:
     max_depth: int
     rate_limit_rps: float
     burst: int
+    max_streams: int | None = None
+    """Open streams it may hold at once (None from a server that predates the limit)."""
 
 
 @dataclass(frozen=True)
@@ -94,7 +96,8 @@ class Usage:
     """A tenant's request counts (the total and the last 60 minutes) and its use of its limits.
 
     `markets` is its subscriptions against `limits.max_markets`; `most_replicas` and `deepest`
-    are the largest wishes among them. The last four are None from a server that predates them.
+    are the largest wishes among them; `streams` its open streams against `limits.max_streams`.
+    The last five are None from a server that predates them.
     """
 
     tenant_id: str
@@ -104,6 +107,7 @@ class Usage:
     markets: int | None = None
     most_replicas: int | None = None
     deepest: int | None = None
+    streams: int | None = None
 
 
 @dataclass(frozen=True)
@@ -153,6 +157,8 @@ class Tenant:
     burst: int
     disabled: bool
     created_at: datetime
+    max_streams: int | None = None
+    """Open streams it may hold at once (None from a server that predates the limit)."""
 
 
 @dataclass(frozen=True)

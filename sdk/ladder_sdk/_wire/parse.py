@@ -304,6 +304,7 @@ def usage(data: object) -> Usage:
             max_depth=given.integer("max_depth"),
             rate_limit_rps=given.number("rate_limit_rps"),
             burst=given.integer("burst"),
+            max_streams=given.optional_integer("max_streams"),
         )
     return Usage(
         tenant_id=fields.text("tenant_id"),
@@ -313,6 +314,7 @@ def usage(data: object) -> Usage:
         markets=fields.optional_integer("markets"),
         most_replicas=fields.optional_integer("most_replicas"),
         deepest=fields.optional_integer("deepest"),
+        streams=fields.optional_integer("streams"),
     )
 
 
@@ -371,6 +373,7 @@ def tenant(data: object) -> Tenant:
         burst=fields.integer("burst"),
         disabled=fields.flag("disabled"),
         created_at=fields.time("created_at"),
+        max_streams=fields.optional_integer("max_streams"),
     )
 
 

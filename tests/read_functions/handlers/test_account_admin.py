@@ -222,3 +222,25 @@ async def test_service_routes(stack: Stack) -> None:
         text = await r.text()
         assert r.status == 200 and r.headers["Content-Type"].startswith("text/plain")
     assert "ladder_read_requests_total{" in text and "ladder_read_cached_books" in text
+
+
+async def test_operator_sets_max_streams(stack: Stack) -> None:
+    admin = stack.admin
+    status, plain = await call(stack, "POST", "/v1/admin/tenants", admin, {"name": "Plain"})
+    assert status == 201 and plain["max_streams"] == 100
+    status, many = await call(
+        stack, "POST", "/v1/admin/tenants", admin, {"name": "Many", "max_streams": 5000}
+    )
+    assert status == 201 and many["max_streams"] == 5000
+    validate(many, "Tenant")
+    status, none = await call(stack, "PATCH", f"/v1/admin/tenants/{many['id']}", admin, {"max_streams": 0})
+    assert status == 200 and none["max_streams"] == 0
+    status, usage = await call(stack, "GET", f"/v1/admin/tenants/{many['id']}/usage", admin)
+    validate(usage, "Usage")
+    assert (usage["limits"]["max_streams"], usage["streams"]) == (0, 0)
+    for bad in (-1, 100_001, "10", True, 2.5):
+        status, error = await call(
+            stack, "POST", "/v1/admin/tenants", admin, {"name": "Bad", "max_streams": bad}
+        )
+        assert (status, error["error"]["code"]) == (400, "invalid_request"), bad
+        assert "max_streams" in error["error"]["message"]

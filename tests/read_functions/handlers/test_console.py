@@ -90,7 +90,7 @@ async def test_usage_is_shown_against_the_limits(stack: Stack) -> None:
     status, usage = await get(stack, "/v1/usage", me)
     validate(usage, "Usage")
     assert (usage["markets"], usage["most_replicas"], usage["deepest"]) == (1, 2, 500)
-    assert usage["limits"] == {"max_markets": 4, "max_replicas": 3, "max_depth": 700,
+    assert usage["limits"] == {"max_markets": 4, "max_replicas": 3, "max_depth": 700, "max_streams": 100,
                                "rate_limit_rps": 100_000, "burst": 100_000}  # fmt: skip
     status, seen = await get(stack, f"/v1/admin/tenants/{tenant_id}/usage", stack.admin)
     validate(seen, "Usage")

@@ -110,6 +110,29 @@ async def test_a_slow_consumer_gets_the_latest_snapshot_not_a_backlog(stack: Sta
         assert len(received) < published / 2, len(received)
 
 
+async def test_a_tenant_s_streams_beyond_max_streams_are_refused_until_one_ends(stack: Stack) -> None:
+    headers = await stack.subscriber(ETH, max_streams=1)
+    await stack.publish(ETH, 0, snapshot(1))
+    async with stack.http.ws_connect(stack.url + STREAM, headers=headers) as socket:
+        await next_book(socket)
+        with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
+            await stack.http.ws_connect(stack.url + STREAM, headers=headers)
+        assert refused.value.status == 429 and refused.value.headers is not None
+        assert refused.value.headers["Retry-After"] == "5"
+        async with stack.http.get(f"{stack.url}/v1/usage", headers=headers) as r:
+            usage = await r.json()
+        assert (usage["streams"], usage["limits"]["max_streams"]) == (1, 1)
+    started = time.monotonic()
+    while True:  # the slot is given back as the stream ends (the server sees the close a moment later)
+        try:
+            async with stack.http.ws_connect(stack.url + STREAM, headers=headers) as socket:
+                assert (await next_book(socket))["update_id"] == 1
+                break
+        except aiohttp.WSServerHandshakeError as exc:
+            assert exc.status == 429 and time.monotonic() - started < 3
+            await asyncio.sleep(0.1)
+
+
 async def test_refused_before_the_upgrade(stack: Stack) -> None:
     _, key = await stack.tenant()
     for path, headers, status in [

@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 
 import aiohttp
 import orjson
-from book_store.keys import BookKey
 from redis.crc import key_slot
 
 from book_store.catalog import MarketInfo
+from book_store.schema import BookKey
 from ladder_process.embedded_valkey import EmbeddedValkey, free_port
 from tests.read_functions.helpers import ETH, MARKETS, Stack, open_stack, snapshot
 from tests.stores import TestStore
