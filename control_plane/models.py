@@ -205,20 +205,33 @@ class ReplicaAssignment:
         }
 
 
+OPERATOR_SCOPE = "operator"
+"""The audit scope of the operator's own actions (a tenant's are in its id's)."""
+
+
 @dataclass(frozen=True, slots=True)
 class AuditEvent:
-    """One operator or key action: who (``actor``) did what (``action``) to what (``target``)."""
+    """One operator or key action: who (``actor``) did what (``action``) to what (``target``).
+
+    ``scope`` is whose log keeps it: the acting tenant's id, or ``"operator"``; each scope has a
+    retention of its own, so no tenant's actions can push another's, or the operator's, out.
+    ``id`` is where the store keeps it (set when read back; a page of events continues before the
+    last one's)."""
 
     at: int
     actor: str
     action: str
     target: str
     detail: Mapping[str, JsonScalar] = field(default_factory=dict)
+    scope: str = OPERATOR_SCOPE
+    id: str | None = None
 
     def to_json(self) -> dict[str, JsonScalar | dict[str, JsonScalar]]:
         return {
+            "id": self.id,
             "at": self.at,
             "actor": self.actor,
+            "scope": self.scope,
             "action": self.action,
             "target": self.target,
             "detail": dict(self.detail),

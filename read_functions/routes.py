@@ -455,7 +455,11 @@ ROUTES: tuple[Route[Deps], ...] = (
         ADMIN,
         "The audit log, newest first",
         "admin",
-        (Param("limit", {"type": "integer", "minimum": 1, "maximum": 1000}, "Events (default 100)."),),
+        (
+            Param("limit", {"type": "integer", "minimum": 1, "maximum": 1000}, "Events (default 100)."),
+            Param("before", {"type": "string"}, "Only events older than this one (a page's next)."),
+            Param("scope", {"type": "string"}, "Only this scope's events: a tenant id, or operator."),
+        ),
         replies=_ok("Audit"),
     ),
     *HEALTH_ROUTES,

@@ -56,6 +56,7 @@ class KeyAdmin:
         self, tenant_id: object, expires_in_s: object = None, *, actor: Principal
     ) -> tuple[ApiKey, str]:
         """A new key for the tenant: ``(record, key)``; the key is never retrievable again."""
+        self._audit.admit(actor)
         owner = await self._require_tenant(tenant_id)
         lifetime = (
             None
@@ -91,6 +92,7 @@ class KeyAdmin:
     ) -> ApiKey:
         """Revoke now, or after ``grace_s``. ``tenant_id`` None means the operator (any key);
         otherwise the key must be that tenant's, and another tenant's key is "not found"."""
+        self._audit.admit(actor)
         checked = require_id("key", key_id, KEY_ID_PREFIX)
         grace = 0 if grace_s is None else require_int("grace_s", grace_s, lo=0, hi=MAX_GRACE_S)
         key = await self._store.get_key(checked)

@@ -93,6 +93,7 @@ class SubscriptionDesk:
         actor: Principal,
     ) -> tuple[Subscription, bool]:
         """Create or update (replicas and depth) the subscription: ``(subscription, created)``."""
+        self._audit.admit(actor)
         book = BookKey(require_exchange(exchange), require_market(market))
         tenant = await self._tenant(tenant_id)
         await self._require_exchange(book.exchange)
@@ -130,6 +131,7 @@ class SubscriptionDesk:
         go ahead. The markets that would be new count against ``max_markets`` together: all fit,
         or LimitExceededError and nothing changes.
         """
+        self._audit.admit(actor)
         venue = require_exchange(exchange)
         names = _market_list(markets)
         tenant = await self._tenant(tenant_id)
@@ -150,6 +152,8 @@ class SubscriptionDesk:
         for stored, created in await self._store.put_subscriptions(wanted):
             outcomes[stored.market] = BulkOutcome(venue, stored.market, stored, created)
         self._entitled.pop(tenant.id, None)
+        if not wanted:
+            return [outcomes[name] for name in names]  # nothing changed: nothing to record
         await self._audit.record(
             actor,
             "subscription.put_many",
@@ -164,6 +168,7 @@ class SubscriptionDesk:
     async def unsubscribe(
         self, tenant_id: str, exchange: object, market: object, *, actor: Principal
     ) -> None:
+        self._audit.admit(actor)
         book = BookKey(require_exchange(exchange), require_market(market))
         if not await self._store.delete_subscription(tenant_id, book):
             raise NotFoundError(f"no subscription to {book.exchange} {book.market}")
@@ -177,6 +182,7 @@ class SubscriptionDesk:
     ) -> list[BulkOutcome]:
         """Unsubscribe from many markets of one exchange, one outcome per distinct market (a
         market the tenant does not subscribe to fails with ``not_found``; the others go ahead)."""
+        self._audit.admit(actor)
         venue = require_exchange(exchange)
         names = _market_list(markets)
         outcomes: dict[str, BulkOutcome] = {}
@@ -193,9 +199,10 @@ class SubscriptionDesk:
             outcomes[book.market] = BulkOutcome(venue, book.market, error=None if removed else missing)
         self._entitled.pop(tenant_id, None)
         removed_count = sum(1 for o in outcomes.values() if o.error is None)
-        await self._audit.record(
-            actor, "subscription.delete_many", tenant_id, exchange=venue, markets=removed_count
-        )
+        if removed_count:  # a delete of nothing changes nothing: nothing to record
+            await self._audit.record(
+                actor, "subscription.delete_many", tenant_id, exchange=venue, markets=removed_count
+            )
         return [outcomes[name] for name in names]
 
     async def _tenant(self, tenant_id: str) -> Tenant:

@@ -15,6 +15,7 @@ from typing import Any
 from control_plane.depth import DEFAULT_DEPTH, DEFAULT_MAX_DEPTH
 from control_plane.models import DEFAULT_MAX_STREAMS, ApiKey, AuditEvent, NodeInfo, Subscription, Tenant
 from control_plane.stores._common import name_key
+from control_plane.stores.base import LEGACY_SCOPE
 
 Item = dict[str, Any]
 
@@ -170,4 +171,6 @@ def audit_from(item: Item) -> AuditEvent:
         action=item["action"]["S"],
         target=item["target"]["S"],
         detail=json.loads(item["detail"]["S"]),
+        scope=item["scope"]["S"] if "scope" in item else LEGACY_SCOPE,
+        id=item["sk"]["S"],
     )

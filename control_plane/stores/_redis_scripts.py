@@ -244,3 +244,31 @@ RELEASE_LEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
 return 0
 """
+
+# KEYS: audit sequence, the log of every scope, the event's scope's log, the list of the version
+# before scopes, that list's scope's log. ARGV: event JSON, events a scope keeps.
+# An event is a member "<seq>|<json>" scored by its sequence number in the whole log and in its
+# scope's; the scope's oldest beyond what it keeps leave both. The first append after an upgrade
+# moves the old list (newest first) into the scope "legacy", oldest first.
+APPEND_AUDIT = """
+local keep = tonumber(ARGV[2])
+local function add(json, scope)
+  local seq = redis.call('INCR', KEYS[1])
+  local member = seq .. '|' .. json
+  redis.call('ZADD', KEYS[2], seq, member)
+  redis.call('ZADD', scope, seq, member)
+  local excess = redis.call('ZCARD', scope) - keep
+  if excess > 0 then
+    local old = redis.call('ZRANGE', scope, 0, excess - 1)
+    redis.call('ZREMRANGEBYRANK', scope, 0, excess - 1)
+    redis.call('ZREM', KEYS[2], unpack(old))
+  end
+end
+if redis.call('TYPE', KEYS[4])['ok'] == 'list' then
+  local old = redis.call('LRANGE', KEYS[4], 0, -1)
+  for i = #old, 1, -1 do add(old[i], KEYS[5]) end
+  redis.call('DEL', KEYS[4])
+end
+add(ARGV[1], KEYS[3])
+return 1
+"""

@@ -41,6 +41,8 @@ from control_plane.models import (
 )
 
 AUDIT_LIMIT_MAX = 1000
+LEGACY_SCOPE = "legacy"
+"""The audit scope of events recorded before events had scopes."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,10 +173,15 @@ class ControlStore(Protocol):
 
     # -- audit ------------------------------------------------------------------------------
     async def append_audit(self, event: AuditEvent) -> None:
-        """Record an event; the log is bounded (old events are dropped or expire)."""
+        """Record an event in its scope's log; each scope is bounded on its own (its oldest events
+        are dropped, or expire), so no scope's events push another's out."""
 
-    async def list_audit(self, limit: int) -> list[AuditEvent]:
-        """Up to ``limit`` (at most AUDIT_LIMIT_MAX) events, newest first."""
+    async def list_audit(
+        self, limit: int, *, before: str | None = None, scope: str | None = None
+    ) -> list[AuditEvent]:
+        """Up to ``limit`` (at most AUDIT_LIMIT_MAX) events, newest first, each with its ``id``:
+        of every scope, or of ``scope`` only; only those older than the event ``before`` names (a
+        page continues from the last one's id; InvalidRequestError for an id this store never gave)."""
 
     # -- scheduler lease --------------------------------------------------------------------
     async def try_lease(self, name: str, owner: str, now_ms: int, ttl_ms: int) -> bool:

@@ -43,6 +43,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import re
 import secrets
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -53,7 +54,13 @@ import boto3
 from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
 
 from book_store.schema import BookKey
-from control_plane.errors import ConflictError, LimitExceededError, NotFoundError, UnauthorizedError
+from control_plane.errors import (
+    ConflictError,
+    InvalidRequestError,
+    LimitExceededError,
+    NotFoundError,
+    UnauthorizedError,
+)
 from control_plane.models import (
     ApiKey,
     AuditEvent,
@@ -95,6 +102,7 @@ from control_plane.stores.base import AUDIT_LIMIT_MAX, Generations
 from ladder_process.errors import StoreError
 
 AUDIT_RETENTION_S = 90 * 24 * 3600
+_AUDIT_SK = re.compile(r"\d+#\d{20}#[0-9a-f]{8}")
 _NEVER = 2**63 - 1
 """A key without an end, in the live-keys map (DynamoDB numbers have no infinity)."""
 _TRANSACTION_ATTEMPTS = 8
@@ -718,26 +726,43 @@ class DynamoControlStore:
             "actor": str_attr(event.actor),
             "action": str_attr(event.action),
             "target": str_attr(event.target),
+            "scope": str_attr(event.scope),
             "detail": str_attr(json.dumps(dict(event.detail), separators=(",", ":"))),
             "expires_at": num_attr(event.at // 1000 + AUDIT_RETENTION_S),
         }
         await self._run(self._client.put_item, TableName=self._table, Item=item)
 
     @_translated
-    async def list_audit(self, limit: int) -> list[AuditEvent]:
+    async def list_audit(
+        self, limit: int, *, before: str | None = None, scope: str | None = None
+    ) -> list[AuditEvent]:
         count = max(0, min(limit, AUDIT_LIMIT_MAX))
         if count == 0:
             return []
-        reply = await self._run(
-            self._client.query,
-            TableName=self._table,
-            KeyConditionExpression="pk = :pk",
-            ExpressionAttributeValues={":pk": str_attr("AUDIT")},
-            ScanIndexForward=False,
-            Limit=count,
-            ConsistentRead=True,
-        )
-        return [audit_from(item) for item in reply.get("Items", [])]
+        if before is not None and not _AUDIT_SK.fullmatch(before):
+            raise InvalidRequestError("before must be the id of an audit event")
+        return await self._run(self._audit_page, count, before, scope)
+
+    def _audit_page(self, count: int, before: str | None, scope: str | None) -> list[AuditEvent]:
+        """Newest first, older than ``before``; a scope's events are filtered from the whole log
+        page by page (events expire by age, AUDIT_RETENTION_S, so no scope can push another out)."""
+        condition, values = "pk = :pk", {":pk": str_attr("AUDIT")}
+        if before is not None:
+            condition, values = condition + " AND sk < :before", {**values, ":before": str_attr(before)}
+        query: dict[str, Any] = {"TableName": self._table, "KeyConditionExpression": condition,
+                                 "ScanIndexForward": False, "ConsistentRead": True}  # fmt: skip
+        if scope is not None:
+            query["FilterExpression"] = "#scope = :scope"
+            query["ExpressionAttributeNames"] = {"#scope": "scope"}
+            values[":scope"] = str_attr(scope)
+        events: list[AuditEvent] = []
+        while len(events) < count:
+            reply = self._client.query(**query, ExpressionAttributeValues=values, Limit=count - len(events))
+            events += [audit_from(item) for item in reply.get("Items", [])]
+            if "LastEvaluatedKey" not in reply:
+                break
+            query["ExclusiveStartKey"] = reply["LastEvaluatedKey"]
+        return events
 
     # -- scheduler lease --------------------------------------------------------------------
     @_translated

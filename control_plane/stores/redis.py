@@ -22,7 +22,11 @@ reads, so one slot is not a bottleneck; in exchange nothing needs a cross-slot p
     <prefix>{control}:assigned             set    node ids that have assignments
     <prefix>{control}:generation:desired   string token, new with each write that changes desired_books
     <prefix>{control}:generation:assignments string token, new with each write of an assignment set
-    <prefix>{control}:audit                list   JSON events, newest first, trimmed to AUDIT_KEEP
+    <prefix>{control}:audit-seq            string the last audit event's sequence number
+    <prefix>{control}:audit-log            zset   "<seq>|<event JSON>" scored by seq: every scope's events
+    <prefix>{control}:audit-log:<scope>    zset   the same members of one scope (a tenant id, or
+                                                  "operator"), its newest AUDIT_KEEP kept (they leave both)
+    <prefix>{control}:audit                list   the version before scopes (moved to scope "legacy")
     <prefix>{control}:lease:<name>         string owner, with a PX expiry
     <prefix>{control}:pepper               string hex pepper, when the store keeps it
     <prefix>{control}:assignments:<node>   channel: a message whenever the node's set changes
@@ -51,7 +55,7 @@ import json
 import secrets
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 from redis.asyncio.client import Pipeline
 from redis.asyncio.cluster import ClusterPipeline
@@ -65,6 +69,7 @@ from control_plane.depth import DEFAULT_DEPTH, DEFAULT_MAX_DEPTH
 from control_plane.errors import (
     ConfigurationError,
     ConflictError,
+    InvalidRequestError,
     LimitExceededError,
     NotFoundError,
     UnauthorizedError,
@@ -90,10 +95,11 @@ from control_plane.stores._common import (
     parse_replica_id,
     replica_id,
 )
-from control_plane.stores.base import AUDIT_LIMIT_MAX, Generations
+from control_plane.stores.base import AUDIT_LIMIT_MAX, LEGACY_SCOPE, Generations
 from ladder_process.errors import StoreError
 
 AUDIT_KEEP = 10_000
+"""Audit events each scope keeps (a tenant's, the operator's), newest first."""
 HASH_TAG = "{control}"
 SCAN_PAGE = 500
 """Fields asked of each HSCAN page of a large hash (a page costs a few ms to parse)."""
@@ -150,6 +156,18 @@ def _tenant(f: dict[str, str]) -> Tenant:
         max_depth=int(f.get("max_depth", DEFAULT_MAX_DEPTH)),
         max_streams=int(f.get("max_streams", DEFAULT_MAX_STREAMS)),
     )
+
+
+def _audit_event(row: str) -> AuditEvent:
+    seq, _, event = row.partition("|")
+    fields = json.loads(event)
+    return AuditEvent(**{**fields, "scope": fields.get("scope", LEGACY_SCOPE), "id": seq})
+
+
+def _audit_seq(cursor: str) -> int:
+    if not cursor.isdigit():
+        raise InvalidRequestError("before must be the id of an audit event")
+    return int(cursor)
 
 
 def _wish(text: str) -> BookWish:
@@ -248,6 +266,7 @@ class RedisControlStore:
         self._update_if_exists = client.register_script(lua.UPDATE_IF_EXISTS)
         self._try_lease = client.register_script(lua.TRY_LEASE)
         self._release_lease = client.register_script(lua.RELEASE_LEASE)
+        self._append_audit = client.register_script(lua.APPEND_AUDIT)
         self._generations = client.register_script(lua.GENERATIONS)
 
     @property
@@ -535,18 +554,22 @@ class RedisControlStore:
     # -- audit ------------------------------------------------------------------------------
     @_translated
     async def append_audit(self, event: AuditEvent) -> None:
-        async with self._client.pipeline(transaction=True) as pipe:
-            pipe.lpush(self._k("audit"), json.dumps(event.to_json(), separators=(",", ":")))
-            pipe.ltrim(self._k("audit"), 0, AUDIT_KEEP - 1)
-            await pipe.execute()
+        fields = {k: v for k, v in event.to_json().items() if k != "id"}
+        keys = [self._k("audit-seq"), self._k("audit-log"), self._k("audit-log", event.scope),
+                self._k("audit"), self._k("audit-log", LEGACY_SCOPE)]  # fmt: skip
+        await self._append_audit(keys=keys, args=[json.dumps(fields, separators=(",", ":")), AUDIT_KEEP])
 
     @_translated
-    async def list_audit(self, limit: int) -> list[AuditEvent]:
+    async def list_audit(
+        self, limit: int, *, before: str | None = None, scope: str | None = None
+    ) -> list[AuditEvent]:
         count = max(0, min(limit, AUDIT_LIMIT_MAX))
         if count == 0:
             return []
-        rows = await self._client.lrange(self._k("audit"), 0, count - 1)
-        return [AuditEvent(**json.loads(row)) for row in rows]
+        log = self._k("audit-log") if scope is None else self._k("audit-log", scope)
+        newest = "+inf" if before is None else f"({_audit_seq(before)}"
+        rows = cast(list[bytes], await self._client.zrevrangebyscore(log, newest, "-inf", start=0, num=count))
+        return [_audit_event(_text(row)) for row in rows]
 
     # -- scheduler lease --------------------------------------------------------------------
     @_translated

@@ -346,8 +346,22 @@ COMPONENTS: dict[str, Schema] = {
     "Audit": obj(
         {
             "audit": array_of(
-                obj({"at": INT, "actor": STR, "action": STR, "target": STR, "detail": {"type": "object"}})
-            )
+                obj(
+                    {
+                        "id": STR,
+                        "at": INT,
+                        "actor": STR,
+                        "scope": STR,
+                        "action": STR,
+                        "target": STR,
+                        "detail": {"type": "object"},
+                    }
+                )
+            ),
+            "next": {
+                "type": ["string", "null"],
+                "description": "pass as before= for the events before this page (null: no more)",
+            },
         }
     ),
     "Status": obj({"status": STR}),

@@ -71,4 +71,7 @@ async def revoke_any_key(request: Request, deps: Deps) -> Response:
 
 async def audit(request: Request, deps: Deps) -> Response:
     limit = int_param(request.query, "limit", lo=1, hi=AUDIT_LIMIT_MAX) or 100
-    return json_response({"audit": [e.to_json() for e in await deps.control.audit.recent(limit)]})
+    query = request.query
+    events = await deps.control.audit.recent(limit, before=query.get("before"), scope=query.get("scope"))
+    following = events[-1].id if len(events) == limit else None
+    return json_response({"audit": [e.to_json() for e in events], "next": following})

@@ -80,10 +80,12 @@ def test_subscription_node_assignment_and_audit_shapes() -> None:
         "node_id": "n1",
     }
     assert replica.book == BookKey("binance.com", "BTCUSDT")
-    event = AuditEvent(5, "operator", "tenant.create", "tnt_1", {"name": "Acme"})
+    event = AuditEvent(5, "operator", "tenant.create", "tnt_1", {"name": "Acme"}, id="17")
     assert event.to_json() == {
+        "id": "17",
         "at": 5,
         "actor": "operator",
+        "scope": "operator",
         "action": "tenant.create",
         "target": "tnt_1",
         "detail": {"name": "Acme"},

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from control_plane.accounts.audit import WRITE_BURST, WRITES_PER_S
 from control_plane.accounts.keys import MAX_USABLE_KEYS_PER_TENANT
 from control_plane.errors import (
     ConflictError,
@@ -14,6 +15,7 @@ from control_plane.errors import (
     InvalidRequestError,
     LimitExceededError,
     NotFoundError,
+    RateLimitedError,
     UnauthorizedError,
     UnknownExchangeError,
     UnknownMarketError,
@@ -266,7 +268,10 @@ async def test_parallel_key_creation_never_passes_the_limit(service: ControlServ
     outcomes = await asyncio.gather(
         *(service.keys.create(tenant_id, actor=actor) for _ in range(60)), return_exceptions=True
     )
-    assert all(isinstance(o, tuple | LimitExceededError | ConflictError) for o in outcomes)
+    # A key's changes are also rate-bounded (control_plane/accounts/audit.py): its burst of 50 lets
+    # more through than the 49 keys the tenant has room for.
+    assert all(isinstance(o, tuple | LimitExceededError | ConflictError | RateLimitedError) for o in outcomes)
+    assert any(isinstance(o, LimitExceededError | ConflictError) for o in outcomes)
     usable = [k for k in await service.keys.list_for(tenant_id) if k.revoked_at is None]
     assert len(usable) <= MAX_USABLE_KEYS_PER_TENANT
     assert sum(isinstance(o, tuple) for o in outcomes) == len(usable) - 1
@@ -492,6 +497,44 @@ async def test_audit_names_the_actor_and_never_the_key(service: ControlService) 
     assert events[1].detail == {"exchange": "binance.com", "market": "BTCUSDT", "replicas": 1, "depth": 100}
     with pytest.raises(InvalidRequestError):
         await service.audit.recent(0)
+
+
+async def test_a_tenant_s_no_op_changes_record_nothing_and_its_events_stay_in_its_scope(
+    service: ControlService, clock: ManualClock
+) -> None:
+    """The issue's attack: a tenant key mints a key, which sends deletes of subscriptions it does
+    not have. They record nothing, and what the tenant records is in its own scope."""
+    tenant_id = await new_tenant(service)
+    principal, _ = await tenant_key(service, tenant_id)
+    minted, _ = await service.keys.create(tenant_id, actor=principal)
+    minted_key = Principal(tenant_id, minted.id, False)
+    for _ in range(30):
+        clock.now += 100  # within the key's budget
+        await service.subscriptions.unsubscribe_many(tenant_id, "binance.com", ["BTCUSDT"], actor=minted_key)
+        await service.subscriptions.subscribe_many(tenant_id, "binance.com", ["NOPE"], actor=minted_key)
+    assert [(e.action, e.scope) for e in await service.audit.recent()] == [
+        ("key.create", tenant_id),
+        ("key.create", "operator"),
+        ("tenant.create", "operator"),
+    ]
+    assert [e.action for e in await service.audit.recent(scope="operator")] == ["key.create", "tenant.create"]
+
+
+async def test_a_key_s_changes_are_rate_bounded_before_they_act(
+    service: ControlService, clock: ManualClock
+) -> None:
+    tenant_id = await new_tenant(service, max_markets=100)
+    principal, _ = await tenant_key(service, tenant_id)
+    for _ in range(WRITE_BURST):
+        await service.subscriptions.subscribe(tenant_id, "binance.com", "BTCUSDT", actor=principal)
+    with pytest.raises(RateLimitedError) as refused:
+        await service.subscriptions.unsubscribe(tenant_id, "binance.com", "BTCUSDT", actor=principal)
+    assert refused.value.retry_after_s == pytest.approx(1 / WRITES_PER_S)
+    assert len(await service.subscriptions.list_for(tenant_id)) == 1, "refused before it acted"
+    clock.now += 1000  # a second brings WRITES_PER_S changes back
+    await service.subscriptions.unsubscribe(tenant_id, "binance.com", "BTCUSDT", actor=principal)
+    for _ in range(3 * WRITE_BURST):  # the operator is not bounded
+        await service.subscriptions.subscribe(tenant_id, "binance.com", "BTCUSDT", actor=OPERATOR)
 
 
 async def test_nodes_view_shows_liveness_and_assignments(

@@ -9,7 +9,13 @@ import pytest
 
 from book_store.schema import BookKey
 from control_plane.depth import DEFAULT_DEPTH
-from control_plane.errors import ConflictError, LimitExceededError, NotFoundError, UnauthorizedError
+from control_plane.errors import (
+    ConflictError,
+    InvalidRequestError,
+    LimitExceededError,
+    NotFoundError,
+    UnauthorizedError,
+)
 from control_plane.models import ApiKey, AuditEvent, BookWish, ReplicaAssignment, Subscription
 from control_plane.stores.base import ControlStore, Generations
 from control_plane.stores.dynamodb import DynamoControlStore
@@ -619,6 +625,27 @@ async def test_audit_is_newest_first_and_limited(store: ControlStore) -> None:
     assert [e.target for e in events] == ["tnt_4", "tnt_3", "tnt_2"]
     assert events[0].detail == {"n": 4}
     assert await store.list_audit(limit=0) == []
+
+
+async def test_audit_pages_by_cursor_over_every_scope_or_one(store: ControlStore) -> None:
+    scopes = ["operator", "tnt_a", "tnt_b", "tnt_a", "operator", "tnt_a", "tnt_b"]
+    for i, scope in enumerate(scopes):
+        await store.append_audit(AuditEvent(1_000 + i, "someone", "x.do", f"t{i}", scope=scope))
+    first = await store.list_audit(limit=3)
+    assert [e.target for e in first] == ["t6", "t5", "t4"] and all(e.id for e in first)
+    second = await store.list_audit(limit=3, before=first[-1].id)
+    assert [(e.target, e.scope) for e in second] == [("t3", "tnt_a"), ("t2", "tnt_b"), ("t1", "tnt_a")]
+    assert [e.target for e in await store.list_audit(limit=3, before=second[-1].id)] == ["t0"]
+    tenant_a = await store.list_audit(limit=2, scope="tnt_a")
+    assert [e.target for e in tenant_a] == ["t5", "t3"]
+    assert [e.target for e in await store.list_audit(limit=2, scope="tnt_a", before=tenant_a[-1].id)] == [
+        "t1"
+    ]
+    assert await store.list_audit(limit=5, scope="tnt_none") == []
+    for cursor in ("nope", "ldr_pasted_key"):
+        with pytest.raises(InvalidRequestError) as refused:
+            await store.list_audit(limit=1, before=cursor)
+        assert cursor not in str(refused.value)
 
 
 async def test_lease_is_exclusive_until_released_or_expired(store: ControlStore) -> None:

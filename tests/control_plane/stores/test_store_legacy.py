@@ -1,8 +1,10 @@
-"""Records written before depth existed, as each store held them, read back with the defaults."""
+"""Records written before depth existed (and audit events before scopes), as each store held them,
+read back with the defaults."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -12,7 +14,8 @@ import pytest
 
 from book_store.schema import BookKey
 from control_plane.depth import DEFAULT_DEPTH, DEFAULT_MAX_DEPTH
-from control_plane.models import BookWish, ReplicaAssignment, Subscription
+from control_plane.models import AuditEvent, BookWish, ReplicaAssignment, Subscription
+from control_plane.stores import redis as redis_module
 from control_plane.stores.dynamodb import DynamoControlStore, create_table
 from control_plane.stores.redis import HASH_TAG, RedisControlStore
 from tests.control_plane.helpers import make_tenant
@@ -43,6 +46,42 @@ async def test_redis_reads_tenants_and_subscriptions_without_depth(redis_store: 
     assert not created and updated == Subscription(tenant.id, BTC.exchange, BTC.market, 1, 1000, 300)
     assert await redis_store.list_subscriptions(tenant.id) == [updated]
     assert await redis_store.desired_books() == {BTC: BookWish(1, 300)}
+
+
+async def test_redis_moves_the_audit_list_of_before_scopes_into_the_scope_legacy(
+    redis_store: RedisControlStore,
+) -> None:
+    base = f"{redis_store.prefix}{HASH_TAG}:"
+    old = [AuditEvent(1_000 + i, "operator", "tenant.create", f"tnt_{i}") for i in range(3)]
+    for event in old:  # as the list was written: newest first
+        fields = {k: v for k, v in event.to_json().items() if k not in ("id", "scope")}
+        await redis_store.client.lpush(f"{base}audit", json.dumps(fields))
+    await redis_store.append_audit(AuditEvent(2_000, "operator", "tenant.create", "tnt_new"))
+    events = await redis_store.list_audit(10)
+    assert [(e.target, e.scope) for e in events] == [
+        ("tnt_new", "operator"), ("tnt_2", "legacy"), ("tnt_1", "legacy"), ("tnt_0", "legacy")
+    ]  # fmt: skip
+    assert [e.target for e in await redis_store.list_audit(10, scope="legacy")] == ["tnt_2", "tnt_1", "tnt_0"]
+    assert not await redis_store.client.exists(f"{base}audit")
+
+
+async def test_redis_keeps_each_audit_scope_apart(
+    redis_store: RedisControlStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tenant that fills its own log drops its own oldest events, never the operator's."""
+    monkeypatch.setattr(redis_module, "AUDIT_KEEP", 5)
+    await redis_store.append_audit(AuditEvent(1, "operator", "tenant.create", "tnt_a"))
+    for i in range(20):
+        await redis_store.append_audit(AuditEvent(10 + i, "key:k1", "x.do", f"t{i}", scope="tnt_a"))
+    assert [e.target for e in await redis_store.list_audit(10)] == [
+        "t19",
+        "t18",
+        "t17",
+        "t16",
+        "t15",
+        "tnt_a",
+    ]
+    assert [e.target for e in await redis_store.list_audit(10, scope="operator")] == ["tnt_a"]
 
 
 async def test_redis_reads_assignments_without_depth(redis_store: RedisControlStore) -> None:

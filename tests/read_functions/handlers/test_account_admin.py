@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from book_store.catalog import MarketCatalog, MarketInfo
@@ -244,3 +245,36 @@ async def test_operator_sets_max_streams(stack: Stack) -> None:
         )
         assert (status, error["error"]["code"]) == (400, "invalid_request"), bad
         assert "max_streams" in error["error"]["message"]
+
+
+async def test_a_tenant_s_1100_no_op_deletes_leave_the_operator_s_audit_events_visible(stack: Stack) -> None:
+    """The issue's attack: a tenant key mints a key, which sends 1,100 deletes of subscriptions
+    the tenant does not have. They record nothing (and a key's changes are rate-bounded), and the
+    operator's events are in a scope no tenant can fill."""
+    tenant_id, key = await stack.tenant()
+    status, minted = await call(stack, "POST", "/v1/keys", {"X-API-Key": key})
+    assert status == 201
+    minted_headers = {"X-API-Key": minted["key"]}
+    statuses: Counter[int] = Counter()
+    for _ in range(1100):
+        status, _ = await call(
+            stack, "DELETE", "/v1/subscriptions?exchange=binance.com&markets=ETHBTC", minted_headers
+        )
+        statuses[status] += 1
+    assert set(statuses) <= {200, 429} and statuses[200] >= 50
+    status, page = await call(stack, "GET", "/v1/admin/audit?limit=1000", stack.admin)
+    assert status == 200
+    validate(page, "Audit")
+    assert [(e["action"], e["scope"]) for e in page["audit"][:3]] == [
+        ("key.create", tenant_id),
+        ("key.create", "operator"),
+        ("tenant.create", "operator"),
+    ]
+    status, operators = await call(stack, "GET", "/v1/admin/audit?scope=operator&limit=2", stack.admin)
+    assert [e["action"] for e in operators["audit"]] == ["key.create", "tenant.create"]
+    status, older = await call(
+        stack, "GET", f"/v1/admin/audit?limit=2&before={operators['next']}", stack.admin
+    )
+    assert status == 200 and all(e["at"] <= operators["audit"][-1]["at"] for e in older["audit"])
+    status, refused = await call(stack, "GET", f"/v1/admin/audit?before={minted['key']}", stack.admin)
+    assert status == 400 and minted["key"] not in str(refused)
