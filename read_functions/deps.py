@@ -57,6 +57,7 @@ class Deps:
     _stack: AsyncExitStack = field(repr=False)
     _housekeeping: asyncio.Task[None] | None = field(default=None, repr=False)
     _flushed_at: float = field(default=0.0, repr=False)
+    _closing: bool = field(default=False, repr=False)
 
     @classmethod
     async def open(cls, settings: ReadSettings, *, follow_changes: bool = True) -> Deps:
@@ -130,6 +131,7 @@ class Deps:
         return deps
 
     async def close(self) -> None:
+        self._closing = True
         if self._housekeeping is not None:
             self._housekeeping.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -155,7 +157,9 @@ class Deps:
                 log.warning("usage flush failed (%s); keeping the counts for the next one", exc)
 
     async def _housekeep(self) -> None:
-        while True:
+        # The flag ends the loop too: a flush's store error can be the cancellation itself (see
+        # read_functions/books/readiness.py), and this task would never end.
+        while not self._closing:
             await asyncio.sleep(_HOUSEKEEPING_S)
             await self.flush_if_due()
 

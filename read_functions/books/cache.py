@@ -95,6 +95,7 @@ class BookCache:
         self._loader: asyncio.Task[None] | None = None
         self._watched: dict[BookKey, set[Watcher]] = {}  # each book's watchers, shared by its entries
         self._rewatcher: asyncio.Task[None] | None = None
+        self._closed = False
         self._tasks: set[asyncio.Task[None]] = set()
         self.heartbeats = Heartbeats()
         """What the cache knows of the nodes' heartbeats (its entries share it)."""
@@ -135,6 +136,7 @@ class BookCache:
             self._spawn(self._sweep())
 
     async def close(self) -> None:
+        self._closed = True  # the loops end on it too (a cancellation can come out as a store error)
         for task in list(self._tasks):
             task.cancel()
         for task in list(self._tasks):
@@ -353,7 +355,7 @@ class BookCache:
         """Load every watched book that has no live entry, backing off, until all of them are live."""
         assert self.feed is not None  # only a following cache has watchers
         delay = _REWATCH_FIRST_S
-        while True:
+        while not self._closed:
             await asyncio.sleep(delay)
             if not await self.feed.wait_connected(_REWATCH_MAX_S):
                 continue
@@ -368,7 +370,7 @@ class BookCache:
 
     async def _sweep(self) -> None:
         """Unsubscribe books that were neither read nor watched for between idle_s/2 and idle_s."""
-        while True:
+        while not self._closed:
             await asyncio.sleep(self._idle_s / 2)
             idle = [e for e in self._entries.values() if e.live and not e.touched and not e.watchers]
             for entry in self._entries.values():

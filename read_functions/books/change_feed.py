@@ -72,6 +72,7 @@ class ChangeFeed:
         self._pong_due = False
         self._connected = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._closed = False
         self.resets = 0
 
     @property
@@ -88,6 +89,11 @@ class ChangeFeed:
         return self.connected
 
     async def close(self) -> None:
+        # The flag and the abort end the loop too: a cancellation that meets a connect's timeout
+        # can come out as the TimeoutError the loop retries on (see read_functions/books/readiness.py).
+        self._closed = True
+        if self._transport is not None:
+            self._transport.abort()
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -134,7 +140,7 @@ class ChangeFeed:
 
     async def _run(self) -> None:
         backoff = 0.05
-        while True:
+        while not self._closed:
             try:
                 protocol = await asyncio.wait_for(self._open(), self._connect_timeout_s)
             except (OSError, TimeoutError) as exc:
