@@ -16,6 +16,7 @@ from control_plane.scheduling.telemetry import ControlTelemetry
 from control_plane.settings import ControlSettings
 from ladder_process.health import ReadinessSlot
 from ladder_process.metrics_server import serve_metrics
+from ladder_process.redaction import install_log_redaction, secrets_of
 from ladder_process.telemetry.setup import Telemetry
 
 
@@ -27,6 +28,7 @@ def main(argv: list[str] | None = None) -> None:
         level=args.log_level, format="%(asctime)s control %(levelname)s %(name)s: %(message)s"
     )
     settings = ControlSettings()
+    install_log_redaction(*secrets_of(settings))
     if not settings.redis_url:
         raise SystemExit(str(ConfigurationError("LADDER_REDIS_URL is missing (replica status lives there)")))
     asyncio.run(_serve(settings, settings.redis_url))

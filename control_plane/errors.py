@@ -25,6 +25,7 @@ the caller and never contain an API key, a key hash or the pepper.
 from __future__ import annotations
 
 from ladder_process.errors import LadderError
+from ladder_process.redaction import redact
 
 
 class ApiError(LadderError):
@@ -101,3 +102,9 @@ class ConfigurationError(LadderError):
     """A process was started without a setting it needs; the message names the variable."""
 
     code = "configuration"
+
+
+def shown(value: object) -> str:
+    """A caller's input as an error message may quote it: in quotes, and never a pasted key (a key
+    sent where a market or an exchange belongs is masked)."""
+    return redact(repr(value))

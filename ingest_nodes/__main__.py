@@ -21,6 +21,7 @@ from ingest_nodes.settings import IngestSettings
 from ladder_process.health import ReadinessSlot
 from ladder_process.heap import freeze_survivors
 from ladder_process.metrics_server import serve_metrics
+from ladder_process.redaction import install_log_redaction, secrets_of
 from ladder_process.telemetry.setup import Telemetry
 
 
@@ -32,6 +33,7 @@ def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(level=args.log_level, format="%(asctime)s ingest %(levelname)s %(name)s: %(message)s")
     overrides = {"node_id": args.node_id} if args.node_id else {}
     settings = IngestSettings(**overrides)  # the rest comes from LADDER_*
+    install_log_redaction(*secrets_of(settings))
     try:
         import uvloop
 

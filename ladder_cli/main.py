@@ -90,8 +90,10 @@ def _parser() -> argparse.ArgumentParser:
 def _up(args: argparse.Namespace) -> None:
     from book_store.connect import redacted
     from ladder_cli.supervisor import Child, Supervisor, child_env
+    from ladder_process.redaction import install_log_redaction
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s up %(levelname)s: %(message)s")
+    install_log_redaction(os.environ.get("LADDER_ADMIN_KEY"))  # and every key-shaped word children print
     supervisor = Supervisor()
     env: dict[str, str] = {}
     try:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ladder_process.embedded_valkey import die_with_parent
+from ladder_process.redaction import redact
 
 log = logging.getLogger("ladder.up")
 STABLE_AFTER_S = 60.0
@@ -67,8 +68,8 @@ class Child:
             if self.ready_key and line.startswith(f"{self.ready_key}="):
                 self.ready_value = line.strip().split("=", 1)[1]
                 self._ready.set()
-            else:
-                sys.stdout.write(f"[{self.name}] {line}")
+            else:  # each child masks keys in its own log; a line it printed otherwise is masked here
+                sys.stdout.write(f"[{self.name}] {redact(line)}")
                 sys.stdout.flush()
 
     def wait_ready(self, timeout_s: float) -> str:

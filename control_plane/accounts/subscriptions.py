@@ -27,6 +27,7 @@ from control_plane.errors import (
     NotFoundError,
     UnknownExchangeError,
     UnknownMarketError,
+    shown,
 )
 from control_plane.ids import TENANT_ID_PREFIX
 from control_plane.models import Principal, Subscription, Tenant
@@ -98,7 +99,7 @@ class SubscriptionDesk:
         tenant = await self._tenant(tenant_id)
         await self._require_exchange(book.exchange)
         if not await self._markets.tradable(book.exchange, book.market):
-            raise UnknownMarketError(f"{book.exchange} has no trading market {book.market!r}")
+            raise UnknownMarketError(f"{book.exchange} has no trading market {shown(book.market)}")
         count, levels = self._wish(tenant, book.exchange, replicas, depth)
         wanted = Subscription(tenant.id, book.exchange, book.market, count, self._clock(), levels)
         stored, created = await self._store.put_subscription(wanted)
@@ -144,7 +145,7 @@ class SubscriptionDesk:
             try:
                 market = require_market(name)
                 if not await self._markets.tradable(venue, market):
-                    raise UnknownMarketError(f"{venue} has no trading market {market!r}")
+                    raise UnknownMarketError(f"{venue} has no trading market {shown(market)}")
             except ApiError as error:
                 outcomes[name] = BulkOutcome(venue, name, error=error)
                 continue
@@ -171,7 +172,7 @@ class SubscriptionDesk:
         self._audit.admit(actor)
         book = BookKey(require_exchange(exchange), require_market(market))
         if not await self._store.delete_subscription(tenant_id, book):
-            raise NotFoundError(f"no subscription to {book.exchange} {book.market}")
+            raise NotFoundError(f"no subscription to {book.exchange} {shown(book.market)}")
         self._entitled.pop(tenant_id, None)
         await self._audit.record(
             actor, "subscription.delete", tenant_id, exchange=book.exchange, market=book.market
@@ -195,7 +196,7 @@ class SubscriptionDesk:
         for book, removed in zip(
             books, await self._store.delete_subscriptions(tenant_id, books), strict=True
         ):
-            missing = NotFoundError(f"no subscription to {book.exchange} {book.market}")
+            missing = NotFoundError(f"no subscription to {book.exchange} {shown(book.market)}")
             outcomes[book.market] = BulkOutcome(venue, book.market, error=None if removed else missing)
         self._entitled.pop(tenant_id, None)
         removed_count = sum(1 for o in outcomes.values() if o.error is None)
@@ -213,7 +214,7 @@ class SubscriptionDesk:
 
     async def _require_exchange(self, exchange: str) -> None:
         if not await self._markets.known_exchange(exchange):
-            raise UnknownExchangeError(f"unknown exchange {exchange!r}")
+            raise UnknownExchangeError(f"unknown exchange {shown(exchange)}")
 
     @staticmethod
     def _wish(tenant: Tenant, exchange: str, replicas: object, depth: object) -> tuple[int, int]:

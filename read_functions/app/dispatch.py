@@ -32,6 +32,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from control_plane.errors import ForbiddenError
 from control_plane.models import Principal
+from ladder_process.redaction import redact
 from read_functions.app.api_key import presented_key
 from read_functions.app.errors import OverloadedError, error_response
 from read_functions.app.load_shedding import Load
@@ -82,8 +83,8 @@ _ids = itertools.count(1)
 
 
 def request_id(sent: str | None) -> str:
-    """The caller's ``X-Request-ID`` when it is safe to echo, else a new unique one."""
-    if sent and _SAFE_REQUEST_ID.fullmatch(sent):
+    """The caller's ``X-Request-ID`` when it is safe to echo (and not a pasted key), else a new one."""
+    if sent and _SAFE_REQUEST_ID.fullmatch(sent) and redact(sent) == sent:
         return sent
     return f"{_id_prefix}{next(_ids)}"
 

@@ -17,6 +17,7 @@ import os
 from typing import Any
 
 from control_plane.errors import InvalidRequestError
+from ladder_process.redaction import install_log_redaction, secrets_of
 from read_functions.app.dispatch import request_id
 from read_functions.app.errors import PayloadTooLargeError, error_response
 from read_functions.app.messages import Request, Response, parse_query
@@ -62,7 +63,9 @@ async def _handle(event: dict[str, Any]) -> dict[str, Any]:
 
 async def _start() -> ReadApp:
     resolve_secret_arns(os.environ)
-    app = _state["app"] = await ReadApp.open(load_settings(), follow_changes=False)
+    settings = load_settings()
+    install_log_redaction(*secrets_of(settings))  # on the runtime's own handler
+    app = _state["app"] = await ReadApp.open(settings, follow_changes=False)
     return app
 
 

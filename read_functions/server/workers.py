@@ -33,6 +33,7 @@ from multiprocessing.process import BaseProcess
 from control_plane.errors import ConfigurationError
 from ladder_process.embedded_valkey import die_with_parent
 from ladder_process.heap import freeze_survivors
+from ladder_process.redaction import install_log_redaction, secrets_of
 from read_functions.app.dispatch import reset_request_ids
 from read_functions.server.http1 import LISTEN_BACKLOG, Http1Server
 from read_functions.server.huge_pages import restart_with_huge_pages
@@ -260,6 +261,7 @@ def main(argv: list[str] | None = None) -> None:
         if args.compat_keyless_changes:
             overrides["compat_keyless_changes"] = True
         settings = load_settings(**overrides)
+        install_log_redaction(*secrets_of(settings))
         keyless = settings.compat_keyless_changes and args.compat_port is not None
         if keyless and not is_loopback(args.compat_host):
             raise ConfigurationError(

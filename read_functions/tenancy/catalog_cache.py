@@ -22,7 +22,7 @@ from redis.exceptions import RedisError
 
 from book_store.catalog import MarketCatalog, MarketInfo
 from book_store.connect import StoreClient
-from control_plane.errors import UnknownExchangeError, UnknownMarketError
+from control_plane.errors import UnknownExchangeError, UnknownMarketError, shown
 from ladder_process.errors import StoreError, StoreUnavailableError
 
 
@@ -82,10 +82,10 @@ class CatalogCache:
             if info is not None:
                 return info
             if time.monotonic() - self._loaded_at[exchange] <= self._recheck_s:
-                raise UnknownMarketError(f"{exchange} has no market {market!r}")
+                raise UnknownMarketError(f"{exchange} has no market {shown(market)}")
         info = (await self._markets_of(exchange)).get(market)
         if info is None:
-            raise UnknownMarketError(f"{exchange} has no market {market!r}")
+            raise UnknownMarketError(f"{exchange} has no market {shown(market)}")
         return info
 
     # The control plane's MarketValidator protocol, answered from the same cache.
@@ -104,7 +104,7 @@ class CatalogCache:
             return markets
         if exchange not in await self.exchanges():
             self._markets.pop(exchange, None)
-            raise UnknownExchangeError(f"unknown exchange {exchange!r}")
+            raise UnknownExchangeError(f"unknown exchange {shown(exchange)}")
         return await asyncio.shield(self._reload(exchange))
 
     def _reload(self, exchange: str) -> asyncio.Task[MarketListing]:

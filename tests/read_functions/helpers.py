@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -163,7 +164,10 @@ async def serve(
 
 
 class ServerProcess:
-    """``python -m read_functions`` in a subprocess; its announced URLs; stopped with SIGTERM."""
+    """``python -m read_functions`` in a subprocess; its announced URLs; stopped with SIGTERM.
+
+    Everything it prints is kept in :attr:`output` (read as it comes, so that a server that logs
+    much never blocks on a full pipe)."""
 
     def __init__(self, args: list[str], env: dict[str, str], timeout_s: float = 30.0) -> None:
         import os
@@ -191,6 +195,13 @@ class ServerProcess:
             name, _, value = line.strip().partition("=")
             if name in wanted:
                 self.urls[name] = value
+        self._reader = threading.Thread(target=self._keep_output, daemon=True)
+        self._reader.start()
+
+    def _keep_output(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.output.append(line)
 
     @property
     def url(self) -> str:
@@ -201,7 +212,10 @@ class ServerProcess:
 
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
-        return self.proc.wait(timeout_s)
+        status = self.proc.wait(timeout_s)
+        if hasattr(self, "_reader"):
+            self._reader.join(timeout_s)  # every line it printed is in output
+        return status
 
 
 def machine_has_huge_pages() -> bool:

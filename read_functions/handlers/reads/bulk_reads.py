@@ -17,6 +17,7 @@ from control_plane.errors import ApiError, BookNotSyncedError, InvalidRequestErr
 from control_plane.validation import require_exchange
 from ladder_process.clock import now_ms
 from ladder_process.errors import LadderError
+from ladder_process.redaction import redact
 from read_functions.app.messages import JSON, Request, Response
 from read_functions.app.params import int_param
 from read_functions.books.entry import Entry
@@ -95,7 +96,12 @@ def _book_part(deps: Deps, entry: Entry, depth: int, now: int) -> bytes:
 
 
 def _failed(exchange: str, market: str, error: LadderError) -> bytes:
-    """A book of the answer that cannot be served, with the error a read of it alone would give."""
+    """A book of the answer that cannot be served, with the error a read of it alone would give (a
+    market that is a pasted key is not echoed)."""
     return orjson.dumps(
-        {"exchange": exchange, "market": market, "error": {"code": error.code, "message": str(error)}}
+        {
+            "exchange": redact(exchange),
+            "market": redact(market),
+            "error": {"code": error.code, "message": str(error)},
+        }
     )
