@@ -23,8 +23,9 @@ taken for a single node (and said so in the log): set ``LADDER_REDIS_CLUSTER`` w
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from typing import Protocol, TypeAlias
+from typing import Any, Protocol, TypeAlias
 from urllib.parse import urlsplit, urlunsplit
 
 import redis
@@ -32,7 +33,7 @@ import redis.asyncio as aioredis
 from redis.asyncio.cluster import RedisCluster
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialWithJitterBackoff
-from redis.exceptions import RedisError
+from redis.exceptions import MaxConnectionsError, RedisError
 
 log = logging.getLogger(__name__)
 
@@ -60,21 +61,51 @@ def store_client(
     """A client (and its pool) for ``url``; ``password`` is used when the URL carries none.
 
     ``cluster=None`` asks the node (:func:`is_cluster`). A cluster client bounds each node's
-    connections by ``max_connections`` too, but refuses a call at once when they are all busy.
+    connections by ``max_connections`` too, and a call that finds them all busy waits up to
+    ``pool_wait_s`` as well (:class:`WaitingCluster`).
     """
     secret = (password.get_secret_value() if password is not None else "") or None  # the URL's wins
     retry = Retry(ExponentialWithJitterBackoff(base=0.01, cap=0.05), RETRIES)
     if cluster is None:
         cluster = is_cluster(url, password)
     if cluster:
-        per_node = {} if max_connections is None else {"max_connections": max_connections}
-        return RedisCluster.from_url(url, retry=retry, password=secret, **per_node)
+        if max_connections is None:
+            return RedisCluster.from_url(url, retry=retry, password=secret)
+        return WaitingCluster.from_url(
+            url, retry=retry, password=secret, max_connections=max_connections, pool_wait_s=pool_wait_s
+        )
     if max_connections is None:
         return aioredis.Redis.from_url(url, retry=retry, password=secret)
     pool = aioredis.BlockingConnectionPool.from_url(
         url, max_connections=max_connections, timeout=pool_wait_s, retry=retry, password=secret
     )
     return aioredis.Redis.from_pool(pool)
+
+
+class WaitingCluster(RedisCluster):
+    """A cluster client whose call, finding every connection to its node busy, waits up to
+    ``pool_wait_s`` for one, as a single node's blocking pool does, where redis-py's refuses it at
+    once (``MaxConnectionsError``, raised before anything is sent, so trying again is safe). Only
+    single commands and scripts wait; a pipeline still fails at once."""
+
+    def __init__(self, *args: Any, pool_wait_s: float = 0.5, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.pool_wait_s = pool_wait_s
+
+    async def execute_command(self, *args: Any, **kwargs: Any) -> Any:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.pool_wait_s
+        while True:
+            try:
+                return await super().execute_command(*args, **kwargs)
+            except MaxConnectionsError:
+                if loop.time() >= deadline:
+                    raise
+                await asyncio.sleep(_POOL_POLL_S)
+
+
+_POOL_POLL_S = 0.002
+"""How often a waiting call looks for a connection come back (a call holds one for a round trip)."""
 
 
 async def opened(client: StoreClient) -> StoreClient:

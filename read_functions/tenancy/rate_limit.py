@@ -13,6 +13,11 @@ a burst and spend it later.
 
 When the bucket is empty the script says how long until the next token; the worker refuses
 locally until then, so an over-limit client costs no store traffic either.
+
+While the bucket cannot be reached (its shard failing over, which takes seconds, or the store
+down), a worker does not refuse the tenant's every request: it spends a bucket of its own at the
+tenant's rate and burst, so that for those seconds a fleet of N workers allows the tenant at most
+N times its rate, where refusing would have stopped its reads everywhere for want of a counter.
 """
 
 from __future__ import annotations
@@ -27,7 +32,6 @@ from redis.exceptions import RedisError
 from book_store.connect import StoreClient
 from control_plane.errors import RateLimitedError
 from control_plane.models import Tenant
-from ladder_process.errors import StoreUnavailableError
 
 # KEYS[1] bucket hash. ARGV: rate (tokens/s), burst, wanted.
 # Returns {granted, tokens left (floor), ms until one token, ms until full}.
@@ -89,7 +93,8 @@ class TenantRateLimitedError(RateLimitedError):
 class _Lease:
     """One worker's tokens of one tenant, and what the store said at the last lease."""
 
-    __slots__ = ("blocked_until", "expires_at", "refill", "reset_s", "size", "store_left", "tokens")
+    __slots__ = ("blocked_until", "expires_at", "local_at", "local_tokens", "refill", "reset_s", "size",
+                 "store_left", "tokens")  # fmt: skip
 
     def __init__(self, burst: int, size: int) -> None:
         self.size = size  # tokens per lease
@@ -99,6 +104,10 @@ class _Lease:
         self.refill: asyncio.Task[None] | None = None
         self.store_left = burst
         self.reset_s = 0
+        self.local_tokens = float(
+            burst
+        )  # the bucket of its own a worker spends while the store's is out of reach
+        self.local_at: float | None = None
 
 
 class RateLimiter:
@@ -145,8 +154,8 @@ class RateLimiter:
             args = [repr(float(tenant.rate_limit_rps)), str(tenant.burst), str(lease.size)]
             try:
                 reply = await self._script(keys=[bucket_key(tenant.id)], args=args)
-            except (RedisError, OSError) as exc:
-                raise StoreUnavailableError("rate-limit store unreachable") from exc
+            except (RedisError, OSError):
+                reply = _grant_locally(tenant, lease)  # see the module's doc
             granted, left, next_ms, full_ms = (int(x) for x in reply)
             now = time.monotonic()
             if now >= lease.expires_at:
@@ -158,3 +167,17 @@ class RateLimiter:
             lease.reset_s = math.ceil(full_ms / 1000)
         finally:
             lease.refill = None
+
+
+def _grant_locally(tenant: Tenant, lease: _Lease) -> tuple[int, int, int, int]:
+    """What :data:`TAKE_SCRIPT` answers, from the worker's own bucket of the tenant's rate and burst."""
+    now = time.monotonic()
+    rate, burst = tenant.rate_limit_rps, tenant.burst
+    if lease.local_at is not None:
+        lease.local_tokens = min(float(burst), lease.local_tokens + (now - lease.local_at) * rate)
+    lease.local_at = now
+    granted = min(lease.size, math.floor(lease.local_tokens))
+    lease.local_tokens -= granted
+    tokens = lease.local_tokens
+    next_ms = 0 if tokens >= 1 else math.ceil((1 - tokens) * 1000 / rate)
+    return granted, math.floor(tokens), next_ms, math.ceil((burst - tokens) * 1000 / rate)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 import pytest
 import redis.asyncio as redis
 from redis.asyncio.cluster import RedisCluster
+from redis.exceptions import MaxConnectionsError
 
 from book_store.connect import StoreClient, get_many, is_cluster, store_client
 from book_store.schema import BookKey, node_stats_key
@@ -59,3 +61,24 @@ async def test_get_many_reads_keys_of_several_slots_in_order(redis_client: Store
     if isinstance(redis_client, RedisCluster):
         assert len({redis_client.keyslot(k) for k in keys}) > 1, "the keys span several slots"
     assert await get_many(redis_client, keys) == [*(f"doc-{i}".encode() for i in range(5)), None]
+
+
+async def test_a_cluster_call_waits_for_a_busy_connection_as_on_one_node(clean_cluster_url: str) -> None:
+    """Two connections a node, twenty calls that each hold one for 0.1 s: every call waits for
+    one come back (about a second in all), where redis-py's cluster client refused 18 at once; a
+    call that waits longer than pool_wait_s still fails, as a store error."""
+    patient = store_client(clean_cluster_url, cluster=True, max_connections=2, pool_wait_s=5.0)
+    impatient = store_client(clean_cluster_url, cluster=True, max_connections=2, pool_wait_s=0.05)
+    try:
+        for client in (patient, impatient):
+            await client.initialize()
+
+        async def hold(client: StoreClient) -> object:
+            return await client.blpop(["{slot}:nothing"], timeout=0.1)  # one node, one connection each
+
+        assert await asyncio.gather(*(hold(patient) for _ in range(20))) == [None] * 20
+        outcomes = await asyncio.gather(*(hold(impatient) for _ in range(20)), return_exceptions=True)
+        assert any(isinstance(o, MaxConnectionsError) for o in outcomes)
+    finally:
+        await patient.aclose()
+        await impatient.aclose()

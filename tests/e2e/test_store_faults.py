@@ -88,6 +88,8 @@ class Load:
     replicas_served: list[tuple[float, str, str, int]] = field(default_factory=list)
     stream_messages: list[float] = field(default_factory=list)
     stream_closes: list[str] = field(default_factory=list)
+    refused: Counter[str] = field(default_factory=Counter)
+    """Book reads that were not answered 200, by market."""
     _stop: threading.Event = field(default_factory=threading.Event)
     _threads: list[threading.Thread] = field(default_factory=list)
 
@@ -126,6 +128,8 @@ class Load:
                         continue
                     if self._record("read", response) == "200":
                         self._judge(exchange, market, response.json())
+                    else:
+                        self.refused[market] += 1
                 time.sleep(0.01)
 
     def _judge(self, exchange: str, market: str, book: dict[str, Any]) -> None:

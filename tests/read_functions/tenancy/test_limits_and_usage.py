@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 import redis.asyncio as redis
 
+from book_store.connect import store_client
 from control_plane.models import Tenant
 from ladder_process.clock import now_ms
+from ladder_process.embedded_valkey import free_port
 from read_functions.tenancy.rate_limit import RateLimiter, TenantRateLimitedError
 from tests.read_functions.helpers import ETH, Stack, snapshot, validate
 from tests.stores import command_calls
@@ -77,3 +80,19 @@ async def test_usage_is_counted_and_flushed(stack: Stack) -> None:
     assert usage["requests_total"] == 9
     assert usage["minutes"][-1]["requests"] == 9
     assert usage["minutes"][-1]["minute"] == now_ms() // 60_000 * 60_000
+
+
+async def test_a_bucket_out_of_reach_is_spent_locally_at_the_tenant_s_rate() -> None:
+    """The store of the bucket does not answer (its shard failing over): the worker spends a
+    bucket of its own at the tenant's rate and burst rather than refuse the tenant everywhere."""
+    unreachable = store_client(f"redis://127.0.0.1:{free_port()}/0", cluster=False)  # as a worker's fails
+    limiter = RateLimiter(unreachable, lease_window_s=0.05)
+    limited = tenant(rate=0.5, burst=10)
+    for _ in range(10):
+        await limiter.take(limited)
+    with pytest.raises(TenantRateLimitedError) as refused:
+        await limiter.take(limited)
+    assert 0 < refused.value.retry_after_s <= 2  # one token comes back in 2 s
+    await asyncio.sleep(refused.value.retry_after_s + 0.05)
+    await limiter.take(limited)
+    await unreachable.aclose()
