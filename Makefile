@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 PYTHON ?= python3
 
-.PHONY: install lock upgrade test-sdk-range up demo test test-cluster lint typecheck unit bench-tools browser-tools console-vendor image image-offline clean
+.PHONY: install lock upgrade test-sdk-range up demo test test-cluster lint typecheck unit bench-tools browser-tools tls-tools console-vendor image image-offline clean
 
 # The locks (requirements/*.txt, written by `make lock`): every package with its hashes, so that a
 # fresh machine installs exactly the set the tests ran against. pip installs them as they are
@@ -64,12 +64,12 @@ typecheck: install
 	$(VENV)/bin/mypy book_store ladder_process ladder_cli ingest_nodes control_plane read_functions fake_venue sdk/ladder_sdk bench tests sdk/tests
 
 ## make test: lint, type-check, then the whole suite in parallel against real servers
-test: lint typecheck browser-tools
+test: lint typecheck browser-tools tls-tools
 	$(VENV)/bin/python -m pytest -n auto -q $(PYTEST_ARGS)
 
 ## make test-cluster: every test that uses the store again, each store a real 3-primary Valkey
 ## Cluster (LADDER_TEST_STORE=cluster, tests/stores.py); tests that cannot apply skip and say why
-test-cluster: install browser-tools
+test-cluster: install browser-tools tls-tools
 	LADDER_TEST_STORE=cluster $(VENV)/bin/python -m pytest -n auto -q $(PYTEST_ARGS)
 
 ## make bench-tools: wrk, the read bench's load generator (Debian's package; without it the bench
@@ -85,6 +85,14 @@ browser-tools:
 		|| { apt-get update -q && apt-get install -y -q chromium chromium-driver; } \
 		|| { sudo apt-get update -q && sudo apt-get install -y -q chromium chromium-driver; } \
 		|| echo "browser-tools: could not install chromium and chromium-driver (the console's browser test will skip)"
+
+## make tls-tools: a Redis server built with TLS (Debian's redis-server; the embedded Valkey has no
+## TLS) for the tests that run Ladder over rediss://; without it those tests skip and say why
+tls-tools:
+	@command -v redis-server >/dev/null \
+		|| { apt-get update -q && apt-get install -y -q redis-server; } \
+		|| { sudo apt-get update -q && sudo apt-get install -y -q redis-server; } \
+		|| echo "tls-tools: could not install redis-server (the TLS store tests will skip)"
 
 ## make console-vendor: rebuild the console's vendored chart library from the npm registry
 ## (uPlot, minified by terser; the licence beside it). Needed only to change its version.

@@ -27,11 +27,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 import redis
 
 from ladder_process.embedded_valkey import die_with_parent, valkey_binary
 from ladder_process.errors import StoreUnavailableError
+
+if TYPE_CHECKING:  # the cluster's own callers (benches) need neither pytest nor trustme
+    from tests.tls_store import Tls
 
 HOST = "127.0.0.1"
 BUS_OFFSET = 10000
@@ -85,14 +89,16 @@ class ClusterNode:
     directory: Path
     process: subprocess.Popen[bytes]
     node_id: str = ""
+    tls: Tls | None = None
 
     @property
     def url(self) -> str:
-        return f"redis://{HOST}:{self.port}/0"
+        return f"redis://{HOST}:{self.port}/0" if self.tls is None else self.tls.url(self.port)
 
     def client(self) -> redis.Redis:
         """A plain (non-cluster) client of this one node."""
-        return redis.Redis(host=HOST, port=self.port, socket_timeout=5)
+        options = {} if self.tls is None else self.tls.client_options()
+        return redis.Redis(host=HOST, port=self.port, socket_timeout=5, **options)
 
     @property
     def alive(self) -> bool:
@@ -106,9 +112,20 @@ class ValkeyCluster:
     lists the primary of each slot range in slot order, :attr:`replicas_of` their replicas.
     """
 
-    def __init__(self, *, replicas: int = 1, primaries: int = PRIMARIES) -> None:
+    def __init__(
+        self,
+        *,
+        replicas: int = 1,
+        primaries: int = PRIMARIES,
+        binary: Path | None = None,
+        tls: Tls | None = None,
+    ) -> None:
+        """``binary`` and ``tls``: another server (one built with TLS) whose nodes take TLS only,
+        their bus too (tests/tls_store.py)."""
         self._replicas = replicas
         self._primaries = primaries
+        self._binary = binary
+        self._tls = tls
         self.nodes: list[ClusterNode] = []
         self._tmp: str | None = None
 
@@ -146,9 +163,14 @@ class ValkeyCluster:
         assert self._tmp is not None
         directory = Path(self._tmp) / str(port)
         directory.mkdir()
+        if self._tls is None:
+            listening = ["--port", str(port)]
+        else:
+            listening = [*self._tls.server_args(port), "--tls-cluster", "yes", "--tls-replication", "yes",
+                         "--cluster-port", str(port + BUS_OFFSET)]  # fmt: skip
         args = [
-            str(valkey_binary()),
-            "--bind", HOST, "--port", str(port), "--dir", str(directory),
+            str(self._binary or valkey_binary()),
+            "--bind", HOST, *listening, "--dir", str(directory),
             "--cluster-enabled", "yes", "--cluster-config-file", str(directory / "nodes.conf"),
             "--cluster-node-timeout", str(NODE_TIMEOUT_MS),
             "--daemonize", "no", "--loglevel", "warning", "--logfile", str(directory / "valkey.log"),
@@ -157,7 +179,7 @@ class ValkeyCluster:
         process = subprocess.Popen(
             args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, preexec_fn=die_with_parent
         )
-        return ClusterNode(port, directory, process)
+        return ClusterNode(port, directory, process, tls=self._tls)
 
     def _all_answer(self, timeout_s: float) -> bool:
         deadline = time.monotonic() + timeout_s

@@ -21,7 +21,7 @@ import contextlib
 import logging
 import ssl
 from collections.abc import Callable, Iterable
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 from ladder_process.errors import StoreUnavailableError
 from read_functions.books.resp_parser import RespError, RespParser, command
@@ -253,8 +253,11 @@ class _FeedProtocol(asyncio.Protocol):
 
 
 def _ssl_context(query: str) -> ssl.SSLContext:
-    context = ssl.create_default_context()
-    if "ssl_cert_reqs=none" in query.lower():
+    """The TLS of a ``rediss://`` URL, read as redis-py reads it: the system's CAs, or those of
+    ``ssl_ca_certs=<file>`` (a private CA), and no verification at all with ``ssl_cert_reqs=none``."""
+    params = {name.lower(): value for name, value in parse_qsl(query)}
+    context = ssl.create_default_context(cafile=params.get("ssl_ca_certs") or None)
+    if params.get("ssl_cert_reqs", "").lower() == "none":
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
     return context
