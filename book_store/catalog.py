@@ -3,6 +3,10 @@
 Ingest nodes own the venue connections, so they fetch each venue's exchangeInfo and write it here;
 the control plane validates subscriptions against it and read functions serve ``/v1/markets`` from
 it. Nothing downstream ever trusts a market name a caller typed.
+
+Beside each catalog the nodes keep its :class:`CatalogState`: whether the venue's list could be
+fetched, and if not why and when the next attempt is due. An exchange a node serves but whose list
+never arrived (a venue out of reach) is then known, and said so, instead of looking unknown.
 """
 
 from __future__ import annotations
@@ -10,14 +14,20 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
-from typing import cast
+from typing import Literal, cast
 
 import orjson
 
 from book_store.connect import StoreClient
-from book_store.schema import CATALOG_INDEX, catalog_digest_key, catalog_key
+from book_store.schema import CATALOG_INDEX, CATALOG_STATE, catalog_digest_key, catalog_key
 
 TRADING = "TRADING"
+
+CatalogPhase = Literal["fetching", "loaded", "unavailable"]
+
+ABANDONED_AFTER_MS = 300_000
+"""A failed catalog whose next attempt is this far overdue is no node's any more (its exchange was
+dropped from every node's LADDER_EXCHANGES): it no longer counts against readiness."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +48,34 @@ class MarketInfo:
         return asdict(self)
 
 
+@dataclass(frozen=True, slots=True)
+class CatalogState:
+    """How fetching an exchange's catalog last went, as the node that tried reports it.
+
+    ``fetching``: the first fetch is on its way (no catalog yet); ``loaded``: the venue answered
+    with ``markets`` markets; ``unavailable``: the last ``failures`` attempts in a row failed,
+    ``reason`` the last one's, and the next is due at ``retry_at_ms``. ``since_ms`` is when the
+    phase began (a catalog unavailable since 12:00 stays so through every failed retry).
+    """
+
+    exchange: str
+    phase: CatalogPhase
+    since_ms: int
+    checked_ms: int
+    reason: str = ""
+    retry_at_ms: int | None = None
+    failures: int = 0
+    markets: int = 0
+
+    def current(self, now_ms: int) -> bool:
+        """False for a failure no node retries any more (see ``ABANDONED_AFTER_MS``)."""
+        due = self.retry_at_ms if self.retry_at_ms is not None else self.checked_ms
+        return self.phase == "loaded" or now_ms - due < ABANDONED_AFTER_MS
+
+    def to_json(self) -> dict[str, object]:
+        return asdict(self)
+
+
 class MarketCatalog:
     """Reads and replaces exchanges' market lists in the store."""
 
@@ -55,6 +93,19 @@ class MarketCatalog:
             pipe.set(catalog_digest_key(exchange), _digest(mapping))
             pipe.sadd(CATALOG_INDEX, exchange)
             await pipe.execute()
+
+    async def record(self, state: CatalogState) -> None:
+        """Keep ``state`` as how the exchange's catalog fetch last went."""
+        await self._client.hset(CATALOG_STATE, state.exchange, orjson.dumps(state.to_json()))
+
+    async def states(self) -> dict[str, CatalogState]:
+        """Every exchange's recorded :class:`CatalogState`, by exchange."""
+        raw = cast(dict[bytes, bytes], await self._client.hgetall(CATALOG_STATE))
+        return {k.decode(): CatalogState(**orjson.loads(v)) for k, v in sorted(raw.items())}
+
+    async def state(self, exchange: str) -> CatalogState | None:
+        raw = cast(bytes | None, await self._client.hget(CATALOG_STATE, exchange))
+        return None if raw is None else CatalogState(**orjson.loads(raw))
 
     async def digest(self, exchange: str) -> bytes | None:
         """What :meth:`replace` last wrote as the catalog's digest (None: no catalog, or an old one)."""

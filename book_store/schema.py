@@ -15,6 +15,7 @@ Single keys (``ladder:unplaced``, node counters, venue credential leases) go whe
     ladder:{catalog}:binance.com          hash  market -> market info JSON (book_store.catalog)
     ladder:{catalog}:digest:binance.com   string  digest of that hash's content
     ladder:{catalog}:exchanges            set  the exchanges that have a catalog
+    ladder:{catalog}:state                hash  exchange -> how its catalog's last fetch went (JSON)
     ladder:unplaced                       hash  "exchange|market" -> why replicas are unplaced
     ladder:node-stats:<node id>           string  an ingest node's counters (JSON), while it reports
     ladder:nodes-alive                    hash  node id -> its latest heartbeat (book_store.liveness),
@@ -113,6 +114,9 @@ def catalog_digest_key(exchange: str) -> str:
 
 CATALOG_INDEX = f"{KEY_PREFIX}:{{catalog}}:exchanges"
 """The set of exchanges that have a catalog."""
+
+CATALOG_STATE = f"{KEY_PREFIX}:{{catalog}}:state"
+"""Per exchange an ingest node serves, how fetching its catalog last went (book_store.catalog)."""
 
 
 def node_stats_key(node_id: str) -> str:

@@ -14,6 +14,8 @@
     │   ├── BookNotSyncedError         book_not_synced   carries ``retry_after_s``
     │   │   ├── BookUnplacedError      book_unplaced     no replica of the book could be placed
     │   │   └── VenueRefusedError      venue_refused     the venue refuses Ladder's credential
+    │   ├── CatalogUnavailableError    catalog_unavailable  a known exchange whose market list is
+    │   │                                                  not loaded yet; carries ``retry_after_s``
     │   └── BookTooOldError            book_too_old
     └── ConfigurationError             configuration     a process was started with missing settings
 
@@ -92,6 +94,13 @@ class VenueRefusedError(BookNotSyncedError):
     """Not synced because the venue refuses Ladder's key for the book (an operator must act)."""
 
     code = "venue_refused"
+
+
+class CatalogUnavailableError(_RetryLaterError):
+    """The exchange is served, but its market list could not be fetched from the venue yet, so no
+    market of it can be checked (the message says why); not a 404: the exchange exists."""
+
+    code = "catalog_unavailable"
 
 
 class BookTooOldError(ApiError):

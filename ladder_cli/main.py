@@ -89,6 +89,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _up(args: argparse.Namespace) -> None:
     from book_store.connect import redacted
+    from ladder_cli.readiness import ReadinessWatch
     from ladder_cli.supervisor import Child, Supervisor, child_env
     from ladder_process.redaction import install_log_redaction
 
@@ -171,6 +172,7 @@ def _up(args: argparse.Namespace) -> None:
             "Ctrl-C stops everything.",
             flush=True,
         )
+        ReadinessWatch(url, args.venue).start()
         supervisor.run_until_signal()
     finally:
         supervisor.stop()

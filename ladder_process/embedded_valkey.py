@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import contextlib
 import ctypes
 import os
 import shutil
@@ -239,7 +240,10 @@ def main(argv: list[str] | None = None) -> None:
     def stop(signum: int, _frame: object) -> None:
         stopping.append(signum)
         if server.pid is not None:
-            os.kill(server.pid, signal.SIGTERM)  # the server flushes its AOF and exits
+            # The server flushes its AOF and exits; a Ctrl-C in a terminal reaches it too, and it may
+            # be gone already.
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(server.pid, signal.SIGTERM)
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, stop)

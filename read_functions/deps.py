@@ -104,7 +104,7 @@ class Deps:
             )
             await books.start()
             stack.push_async_callback(books.close)
-            readiness = StoreReadiness(client)
+            readiness = StoreReadiness(client, also=catalog.refresh_states)
             await readiness.start()
             stack.push_async_callback(readiness.close)
             deps = cls(

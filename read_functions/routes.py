@@ -169,7 +169,23 @@ UBDCC_ROUTES: tuple[Route[Deps], ...] = (
 
 HEALTH_ROUTES: tuple[Route[Deps], ...] = (
     Route("GET", "/healthz", service.healthz, PUBLIC, "The process is up", "service", replies=_ok("Status")),
-    Route("GET", "/readyz", service.readyz, PUBLIC, "The store answers", "service", replies=_ok("Status")),
+    Route(
+        "GET",
+        "/readyz",
+        service.readyz,
+        PUBLIC,
+        "The store answers and every served exchange has its market list",
+        "service",
+        replies={
+            200: Reply("Ready; each served exchange's catalog state.", ref("Readiness")),
+            503: Reply(
+                "Not ready: the store is unreachable, the change feed is down, or an exchange's market "
+                "list could not be fetched (catalog_unavailable, with each exchange's state).",
+                ref("NotReady"),
+                headers=("Retry-After",),
+            ),
+        },
+    ),
 )
 
 ROUTES: tuple[Route[Deps], ...] = (

@@ -13,7 +13,8 @@ from typing import Protocol
 
 class MarketValidator(Protocol):
     async def known_exchange(self, exchange: str) -> bool:
-        """True if Ladder supports ``exchange``."""
+        """True if Ladder supports ``exchange``; CatalogUnavailableError when it is served but its
+        market list is not loaded yet (the venue is out of reach)."""
 
     async def tradable(self, exchange: str, market: str) -> bool:
         """True if ``market`` is listed by ``exchange`` and currently trading."""

@@ -36,7 +36,6 @@ from typing import Any
 import aiohttp
 from redis.exceptions import RedisError
 
-from book_store.catalog import MarketCatalog
 from book_store.codec import BookStatus
 from book_store.connect import StoreClient
 from book_store.liveness import prune_heartbeats
@@ -45,7 +44,6 @@ from book_store.writer import BookWriter
 from control_plane.models import ReplicaAssignment
 from control_plane.scheduling.assignments import AssignmentClient
 from ingest_nodes.core.engine import BookEngine
-from ingest_nodes.core.errors import VenuePayloadError
 from ingest_nodes.ops.checkpoints import CheckpointLog, ReplicaChecker
 from ingest_nodes.ops.reporting import StatsReporter, process_usage
 from ingest_nodes.ops.stats import NodeTally, ReplicaStats
@@ -55,8 +53,8 @@ from ingest_nodes.runtime.exchange import ExchangeRuntime, build_exchange
 from ingest_nodes.runtime.publisher import Publisher
 from ingest_nodes.runtime.replica import BookReplica
 from ingest_nodes.settings import IngestSettings
+from ingest_nodes.venues.catalog import CatalogRefresher
 from ingest_nodes.venues.registry import exchange_specs
-from ingest_nodes.venues.rest import VenueRequestError
 from ladder_process.clock import now_ms
 from ladder_process.errors import StoreError
 from ladder_process.health import Check
@@ -71,6 +69,10 @@ HEARTBEATS_KEPT_MS = 3_600_000
 CATALOG_CHECK_S = 5.0
 REGISTER_RETRY_S = 1.0
 """A node whose control store does not answer at start tries to register again this often."""
+NO_KEYS = (
+    "no Alpaca key is configured (LADDER_ALPACA_KEY_ID and LADDER_ALPACA_SECRET_KEY, "
+    "or LADDER_ALPACA_CREDENTIALS)"
+)
 RESNAPSHOT_SPREAD = (0.9, 0.2)
 """A replica is re-snapshotted between 0.9 and 1.1 of ``resnapshot_interval_s`` after it synced."""
 
@@ -130,10 +132,7 @@ class IngestNode:
         keyed = any(spec.needs_credentials for spec in specs.values())
         alpaca_keys = settings.alpaca_keys if keyed else []
         if keyed and not alpaca_keys:
-            log.error(
-                "alpaca-crypto is served but no Alpaca key is configured (LADDER_ALPACA_KEY_ID and "
-                "LADDER_ALPACA_SECRET_KEY, or LADDER_ALPACA_CREDENTIALS): its books stay unserved"
-            )
+            log.error("alpaca-crypto is served but %s: its books stay unserved", NO_KEYS)
         self._has_keys = bool(alpaca_keys)
         self.exchanges: dict[str, ExchangeRuntime] = {
             exchange: build_exchange(spec, settings, client, session, alpaca_keys)
@@ -512,28 +511,16 @@ class IngestNode:
     # -- market catalog -------------------------------------------------------------------------
 
     async def _catalog_loop(self) -> None:
-        catalog = MarketCatalog(self._client)
+        refresher = CatalogRefresher(self._client, self.node_id, refresh_s=self.settings.catalog_refresh_s)
         while True:
             try:
-                for exchange in self.exchanges.values():
-                    if not exchange.spec.needs_credentials or self._has_keys:  # else: said once at start
-                        await self._refresh_catalog(catalog, exchange)
+                for exchange_id, exchange in self.exchanges.items():
+                    if exchange.spec.needs_credentials and not self._has_keys:
+                        await refresher.unavailable(exchange_id, NO_KEYS)
+                    else:
+                        await refresher.refresh(exchange_id, exchange.rest.markets)
             except (RedisError, OSError) as exc:
                 log.warning("market catalog not refreshed: store unreachable (%s)", type(exc).__name__)
             # A catalog another node refreshed within the interval costs one SET NX to skip, and a
             # book store that restarted empty gets its catalog back within seconds, not an interval.
             await asyncio.sleep(min(self.settings.catalog_refresh_s, CATALOG_CHECK_S))
-
-    async def _refresh_catalog(self, catalog: MarketCatalog, exchange: ExchangeRuntime) -> None:
-        """Refresh one exchange's markets unless another node did within the interval."""
-        spec = exchange.spec
-        lock = f"ladder:catalog-lock:{spec.id}"
-        ttl = max(1, int(self.settings.catalog_refresh_s))
-        taken = await self._client.set(lock, self.node_id, nx=True, ex=ttl)
-        if not taken and await catalog.count(spec.id):
-            return
-        try:
-            await catalog.replace(spec.id, await exchange.rest.markets())
-        except (VenueRequestError, VenuePayloadError) as exc:
-            log.warning("%s: exchangeInfo failed: %s", spec.id, exc)
-            await self._client.delete(lock)

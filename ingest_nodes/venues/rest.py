@@ -65,4 +65,17 @@ async def get_answer(
         async with session.get(url, params=params, timeout=client_timeout) as response:
             return Answer(response.status, await response.read(), retry_after(response.headers))
     except (aiohttp.ClientError, TimeoutError) as exc:
-        raise VenueRequestError(f"{what}: {type(exc).__name__}") from exc
+        raise VenueRequestError(f"{what}: {unreachable(exc, client_timeout.total or 0)}") from exc
+
+
+def unreachable(exc: aiohttp.ClientError | TimeoutError, timeout_s: float) -> str:
+    """Why a request got no answer, in words a person acts on: the host that could not be resolved
+    or reached, or the time it waited (a venue's URL carries no secret; its keys go in headers)."""
+    if isinstance(exc, aiohttp.ClientConnectorDNSError):
+        return f"cannot resolve {exc.host} (no network, or no DNS)"
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        why = exc.os_error.strerror or type(exc.os_error).__name__
+        return f"cannot connect to {exc.host}:{exc.port} ({why})"
+    if isinstance(exc, TimeoutError):
+        return f"no answer within {timeout_s:g} s"
+    return type(exc).__name__

@@ -20,6 +20,7 @@ from control_plane.errors import (
     ApiError,
     BookNotSyncedError,
     BookTooOldError,
+    CatalogUnavailableError,
     ConflictError,
     ForbiddenError,
     InvalidRequestError,
@@ -96,6 +97,7 @@ STATUS_BY_ERROR: dict[type[BaseException], int] = {
     RateLimitedError: 429,
     BookNotSyncedError: 503,
     BookTooOldError: 503,
+    CatalogUnavailableError: 503,
     OverloadedError: 503,
     StoreError: 503,
 }

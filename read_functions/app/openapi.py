@@ -26,8 +26,8 @@ _ERROR_TEXT = {
     429: "Rate limit exceeded (rate_limited), too many failed authentications from this address "
     "(too_many_failed_authentications), or the tenant's max_streams open (too_many_streams); see "
     "Retry-After.",
-    503: "Book not synced or too old, the store unavailable, or the worker overloaded (overloaded); "
-    "see Retry-After.",
+    503: "Book not synced or too old, the exchange's market list not loaded yet (catalog_unavailable), "
+    "the store unavailable, or the worker overloaded (overloaded); see Retry-After.",
 }
 _NO_STORE = frozenset({"/healthz", "/openapi.json", "/metrics", "/test"})
 

@@ -365,6 +365,30 @@ COMPONENTS: dict[str, Schema] = {
         }
     ),
     "Status": obj({"status": STR}),
+    "CatalogState": obj(
+        {
+            "phase": {"type": "string", "enum": ["fetching", "loaded", "unavailable"]},
+            "since_ms": {"type": "integer", "description": "when the catalog entered this phase"},
+            "checked_ms": {"type": "integer", "description": "the last attempt to fetch it"},
+            "reason": {"type": "string", "description": "why the last attempt failed ('' when loaded)"},
+            "retry_at_ms": {**NULLABLE_INT, "description": "when the next attempt is due, after a failure"},
+            "failures": {"type": "integer", "description": "attempts failed in a row"},
+            "markets": {"type": "integer", "description": "markets in the catalog served now"},
+        }
+    ),
+    "Readiness": obj(
+        {
+            "status": {"type": "string", "enum": ["ready"]},
+            "exchanges": {"type": "object", "additionalProperties": ref("CatalogState")},
+        }
+    ),
+    "NotReady": obj(
+        {"error": obj({"code": STR, "message": STR, "request_id": STR})},
+        {
+            "status": {"type": "string", "enum": ["not_ready"]},
+            "exchanges": {"type": "object", "additionalProperties": ref("CatalogState")},
+        },
+    ),
     "Ubdcc": {
         "type": "object",
         "description": "UBDCC envelope: result OK with the route's payload, or ERROR with error_id",

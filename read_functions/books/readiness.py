@@ -3,7 +3,9 @@
 A probe that pinged the store on every call would let anyone who can reach the port turn probes
 into store traffic. So one task per worker pings the store every ``interval_s`` (each ping may take
 ``timeout_s``) and keeps the answer; ``/readyz`` reports it, with the feed's state read from
-memory. A store that stops answering shows within ``interval_s + timeout_s``.
+memory. A store that stops answering shows within ``interval_s + timeout_s``. After each answered
+ping the task also runs ``also`` (the catalog states' refresh), so ``/readyz`` can say which
+exchange's market list is missing without reaching the store itself.
 """
 
 from __future__ import annotations
@@ -11,10 +13,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Awaitable, Callable
 
 from redis.exceptions import RedisError
 
 from book_store.connect import StoreClient
+from ladder_process.errors import StoreError
 
 log = logging.getLogger(__name__)
 
@@ -22,8 +26,16 @@ log = logging.getLogger(__name__)
 class StoreReadiness:
     """The last answer of the store to a background ``PING``: ``reachable`` until one fails."""
 
-    def __init__(self, client: StoreClient, *, interval_s: float = 1.0, timeout_s: float = 1.0) -> None:
+    def __init__(
+        self,
+        client: StoreClient,
+        *,
+        interval_s: float = 1.0,
+        timeout_s: float = 1.0,
+        also: Callable[[], Awaitable[object]] | None = None,
+    ) -> None:
         self._client = client
+        self._also = also
         self._interval_s = interval_s
         self._timeout_s = timeout_s
         self.reachable = False
@@ -61,3 +73,7 @@ class StoreReadiness:
             self.reachable = False
         else:
             self.reachable = True
+            if self._also is not None:
+                with contextlib.suppress(StoreError, TimeoutError):
+                    async with asyncio.timeout(self._timeout_s):
+                        await self._also()

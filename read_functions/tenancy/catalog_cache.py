@@ -11,6 +11,10 @@ one exchange share one round trip.
 Catalogs in the store are replaced, never deleted; one that is gone (a book store that restarted
 empty, until the ingest nodes publish it again) says nothing about the venue's markets, so the copy
 held here stays in use and its exchange stays known.
+
+An exchange the ingest nodes serve but whose catalog they could not fetch (the venue is out of
+reach) is known all the same, through the catalog states read with the index: asking for it is
+``CatalogUnavailableError`` (503, with the nodes' reason and when they try again), not "unknown".
 """
 
 from __future__ import annotations
@@ -20,9 +24,10 @@ import time
 
 from redis.exceptions import RedisError
 
-from book_store.catalog import MarketCatalog, MarketInfo
+from book_store.catalog import CatalogState, MarketCatalog, MarketInfo
 from book_store.connect import StoreClient
-from control_plane.errors import UnknownExchangeError, UnknownMarketError, shown
+from control_plane.errors import CatalogUnavailableError, UnknownExchangeError, UnknownMarketError, shown
+from ladder_process.clock import now_ms
 from ladder_process.errors import StoreError, StoreUnavailableError
 
 
@@ -42,21 +47,45 @@ class CatalogCache:
         self._recheck_s = recheck_s
         self._exchanges: list[str] = []
         self._exchanges_at = -1e9
+        self._states: dict[str, CatalogState] = {}
+        self._states_at = -1e9
         self._markets: dict[str, MarketListing] = {}
         self._loaded_at: dict[str, float] = {}
         self._digests: dict[str, bytes | None] = {}
         self._loading: dict[str, asyncio.Task[MarketListing]] = {}
 
     async def exchanges(self) -> list[str]:
-        """Exchanges that have a catalog, sorted (re-read at most every ``recheck_s``)."""
+        """Exchanges that have a catalog, sorted (re-read, with the catalogs' states, at most every
+        ``recheck_s``)."""
         if time.monotonic() - self._exchanges_at > self._recheck_s:
             try:
                 stored = await self._catalog.exchanges()
+                states = await self._catalog.states()
             except (RedisError, OSError) as exc:
                 raise StoreUnavailableError("catalog unreachable") from exc
             self._exchanges = sorted({*stored, *self._markets})
+            self._states, self._states_at = states, time.monotonic()
             self._exchanges_at = time.monotonic()
         return self._exchanges
+
+    async def refresh_states(self) -> None:
+        """Re-read the catalogs' states alone: the readiness task calls this every second, and it
+        reads them that often while one is not loaded, else every ``refresh_s`` (a catalog whose
+        refresh fails later keeps its last list, so steady reads cost the store nothing new)."""
+        settled = all(state.phase == "loaded" for state in self._states.values())
+        if settled and time.monotonic() - self._states_at < self._refresh_s:
+            return
+        try:
+            self._states = await self._catalog.states()
+        except (RedisError, OSError) as exc:
+            raise StoreUnavailableError("catalog unreachable") from exc
+        self._states_at = time.monotonic()
+
+    def states(self) -> dict[str, CatalogState]:
+        """How each served exchange's catalog fetch last went, as read with :meth:`exchanges`
+        (failures no node retries any more left out)."""
+        now = now_ms()
+        return {exchange: state for exchange, state in self._states.items() if state.current(now)}
 
     async def markets(self, exchange: str) -> list[MarketInfo]:
         """Every market of a known exchange, sorted by name (UnknownExchangeError otherwise)."""
@@ -90,7 +119,12 @@ class CatalogCache:
 
     # The control plane's MarketValidator protocol, answered from the same cache.
     async def known_exchange(self, exchange: str) -> bool:
-        return exchange in await self.exchanges()
+        if exchange in await self.exchanges():
+            return True
+        absent = self._absent(exchange)
+        if isinstance(absent, CatalogUnavailableError):
+            raise absent
+        return False
 
     async def tradable(self, exchange: str, market: str) -> bool:
         try:
@@ -104,8 +138,24 @@ class CatalogCache:
             return markets
         if exchange not in await self.exchanges():
             self._markets.pop(exchange, None)
-            raise UnknownExchangeError(f"unknown exchange {shown(exchange)}")
+            raise self._absent(exchange)
         return await asyncio.shield(self._reload(exchange))
+
+    def _absent(self, exchange: str) -> UnknownExchangeError | CatalogUnavailableError:
+        """Why an exchange without a catalog cannot be used: served but not fetched yet, or unknown."""
+        states = self.states()
+        state = states.get(exchange)
+        if state is None:
+            served = ", ".join(sorted({*self._exchanges, *states})) or "none yet"
+            return UnknownExchangeError(f"unknown exchange {shown(exchange)} (served here: {served})")
+        retry_s = max(1.0, ((state.retry_at_ms or 0) - now_ms()) / 1000)
+        if state.phase == "unavailable":
+            why = f"the venue could not be reached: {state.reason}"
+        else:
+            why, retry_s = "the first fetch is under way", 2.0
+        return CatalogUnavailableError(
+            f"{exchange}'s market list is not loaded yet ({why}); try again in {retry_s:.0f} s", retry_s
+        )
 
     def _reload(self, exchange: str) -> asyncio.Task[MarketListing]:
         task = self._loading.get(exchange)

@@ -21,7 +21,7 @@ from book_store.catalog import TRADING, MarketInfo
 from ingest_nodes.core.errors import VenuePayloadError
 from ingest_nodes.core.events import DepthSnapshot
 from ingest_nodes.venues.credentials import Credential
-from ingest_nodes.venues.rest import VenueRequestError
+from ingest_nodes.venues.rest import VenueRequestError, unreachable
 
 ASSETS_PATH: Final = "/v2/assets"
 
@@ -63,6 +63,7 @@ class AlpacaRest:
         self._exchange = exchange
         self._url = trading_url.rstrip("/") + ASSETS_PATH
         self._credential = credential
+        self._timeout_s = timeout_s
         self._timeout = aiohttp.ClientTimeout(total=timeout_s)
 
     async def snapshot(self, symbol: str, limit: int) -> DepthSnapshot:
@@ -83,7 +84,8 @@ class AlpacaRest:
                 body = await response.read()
                 status = response.status
         except (aiohttp.ClientError, TimeoutError) as exc:
-            raise VenueRequestError(f"{self._exchange} {ASSETS_PATH}: {type(exc).__name__}") from exc
+            reason = unreachable(exc, self._timeout_s)
+            raise VenueRequestError(f"{self._exchange} {ASSETS_PATH}: {reason}") from exc
         if status != 200:
             raise VenueRequestError(f"{self._exchange} {ASSETS_PATH} answered {status}", status=status)
         return parse_assets(body, self._exchange)

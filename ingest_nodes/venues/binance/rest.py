@@ -21,7 +21,7 @@ from ingest_nodes.venues.binance.parse import parse_futures_snapshot, parse_rest
 from ingest_nodes.venues.binance.schemas import VenueRestError
 from ingest_nodes.venues.budget import WeightBudget
 from ingest_nodes.venues.registry import ExchangeSpec
-from ingest_nodes.venues.rest import VenueRequestError
+from ingest_nodes.venues.rest import VenueRequestError, unreachable
 from ladder_process.clock import now_ms
 
 USED_WEIGHT_HEADER: Final = "X-MBX-USED-WEIGHT-1M"
@@ -45,6 +45,7 @@ class VenueRestClient:
         self._session = session
         self._spec = spec
         self._budget = budget
+        self._timeout_s = timeout_s
         self._timeout = aiohttp.ClientTimeout(total=timeout_s)
         self._on_status = on_status
 
@@ -78,7 +79,7 @@ class VenueRestClient:
                     return body
                 error = parse_rest_error(response.status, body, response.headers)
         except (aiohttp.ClientError, TimeoutError) as exc:
-            raise VenueRequestError(f"{self._spec.id} {path}: {type(exc).__name__}") from exc
+            raise VenueRequestError(f"{self._spec.id} {path}: {unreachable(exc, self._timeout_s)}") from exc
         await self._refused(error)
         raise VenueRequestError(
             f"{self._spec.id} {path} answered {error.status} (code {error.code}: {error.msg[:80]})",

@@ -19,6 +19,7 @@ from book_store.reader import choose_replica
 from book_store.schema import BookKey, InvalidBookIdError
 from control_plane.accounts.auth import require_tenant
 from control_plane.errors import (
+    CatalogUnavailableError,
     ForbiddenError,
     InvalidRequestError,
     LimitExceededError,
@@ -77,6 +78,8 @@ def ubdcc(
                 return call.error(UbdccError(ErrorId.LIMIT_EXCEEDED, str(exc)))
             except NotFoundError as exc:
                 return call.error(UbdccError(ErrorId.NOT_FOUND, str(exc)))
+            except CatalogUnavailableError as exc:
+                return call.error(UbdccError(ErrorId.UNAVAILABLE, str(exc)))
             except StoreError:
                 return call.error(UbdccError(ErrorId.UNAVAILABLE, "the store is unavailable; retry shortly"))
 
