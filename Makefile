@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 PYTHON ?= python3
 
-.PHONY: install lock upgrade test-sdk-range up demo test test-cluster lint typecheck unit bench-tools browser-tools tls-tools console-vendor image image-offline clean
+.PHONY: install lock upgrade test-sdk-range up demo clean-state test test-cluster lint typecheck unit bench-tools browser-tools tls-tools console-vendor image image-offline clean
 
 # The locks (requirements/*.txt, written by `make lock`): every package with its hashes, so that a
 # fresh machine installs exactly the set the tests ran against. pip installs them as they are
@@ -55,6 +55,12 @@ up: install
 ## make demo: the whole stack against the built-in fake venue
 demo: install
 	$(VENV)/bin/ladder up --venue fake $(ARGS)
+
+## make clean-state: delete what `make up` and `make demo` keep between runs (.ladder/live and
+## .ladder/demo: tenants, API key hashes, subscriptions); refused while a stack runs with them
+clean-state: install
+	$(VENV)/bin/ladder reset --venue binance --yes
+	$(VENV)/bin/ladder reset --venue fake --yes
 
 lint: install
 	$(VENV)/bin/ruff check .

@@ -16,6 +16,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ladder_cli import data_dir as data_dirs
+
 if TYPE_CHECKING:
     from ladder_cli.supervisor import Child
 
@@ -40,6 +42,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.command == "up":
         _up(args)
+    elif args.command == "reset":
+        _reset(args)
     else:
         parser.print_help()
         raise SystemExit(2)
@@ -74,10 +78,26 @@ def _parser() -> argparse.ArgumentParser:
     up.add_argument("--tls-cert")
     up.add_argument("--tls-key")
     up.add_argument(
-        "--data-dir", type=Path, default=Path(".ladder"), help="embedded control store data (AOF), private"
+        "--data-dir",
+        type=Path,
+        help="where the embedded stores keep tenants, API key hashes and subscriptions across runs, "
+        "readable by its owner only (default: .ladder/live with --venue binance, .ladder/demo with "
+        "--venue fake); `ladder reset` empties it",
     )
     up.add_argument("--fake-symbols", type=int, default=50, help="symbols per market type on the fake venue")
     up.add_argument("--fake-rate", type=float, default=10.0, help="events/s per active fake symbol")
+    reset = sub.add_parser(
+        "reset",
+        help="delete the data directory `ladder up` keeps (tenants, keys, subscriptions): start afresh",
+    )
+    reset.add_argument(
+        "--venue",
+        choices=["binance", "fake"],
+        default="binance",
+        help="whose default data directory: .ladder/live (binance, the default) or .ladder/demo (fake)",
+    )
+    reset.add_argument("--data-dir", type=Path, help="this directory instead of the venue's default")
+    reset.add_argument("--yes", action="store_true", help="do not ask first")
     for name, module in COMPONENTS.items():
         sub.add_parser(name, help=f"run one {module} process (see `ladder {name} --help`)", add_help=False)
     sub.add_parser(
@@ -101,14 +121,24 @@ def _up(args: argparse.Namespace) -> None:
         if os.environ.get("LADDER_REDIS_URL"):
             stores = f"store {redacted(os.environ['LADDER_REDIS_URL'])}"
         else:
-            children, store_env = embedded_stores(args.data_dir.resolve())
+            data_dir = args.data_dir or data_dirs.default_data_dir(args.venue)
+            try:
+                held = data_dirs.hold(data_dir)  # noqa: F841 - held while this process runs
+            except data_dirs.DataDirInUseError as exc:
+                raise SystemExit(f"ladder up: {exc}") from None
+            if notice := data_dirs.old_layout_notice(data_dir):
+                print(notice, flush=True)
+            children, store_env = embedded_stores(data_dir.resolve())
             for child in children:
                 supervisor.start(child)
             env.update(store_env)
-            stores = (
-                f"stores on 127.0.0.1: control data in {args.data_dir.resolve() / 'valkey'}, "
-                f"password in {args.data_dir.resolve() / STORE_PASSWORD_FILE}"
+            print(
+                data_dirs.describe(
+                    data_dir.resolve(), data_dirs.tenant_names(store_env), _reset_command(args)
+                ),
+                flush=True,
             )
+            stores = f"stores on 127.0.0.1, data in {data_dir}"
         admin_key = os.environ.get("LADDER_ADMIN_KEY")
         if not admin_key:
             admin_key = "ldr_admin_" + secrets.token_urlsafe(24)
@@ -176,6 +206,31 @@ def _up(args: argparse.Namespace) -> None:
         supervisor.run_until_signal()
     finally:
         supervisor.stop()
+
+
+def _reset_command(args: argparse.Namespace) -> str:
+    """The ``ladder reset`` that empties the data directory of this ``ladder up``."""
+    if args.data_dir is not None:
+        return f"ladder reset --data-dir {args.data_dir}"
+    return "ladder reset" + (" --venue fake" if args.venue == "fake" else "")
+
+
+def _reset(args: argparse.Namespace) -> None:
+    data_dir = args.data_dir or data_dirs.default_data_dir(args.venue)
+    if not data_dir.exists():
+        print(f"{data_dir} does not exist: nothing to reset")
+        return
+    if not args.yes:
+        if not sys.stdin.isatty():
+            raise SystemExit(f"ladder reset: give --yes to delete {data_dir} without asking")
+        answer = input(f"Delete {data_dir} (every tenant, API key and subscription kept there)? [y/N] ")
+        if answer.strip().lower() not in ("y", "yes"):
+            raise SystemExit("ladder reset: nothing deleted")
+    try:
+        data_dirs.reset(data_dir)
+    except data_dirs.DataDirInUseError as exc:
+        raise SystemExit(f"ladder reset: {exc}") from None
+    print(f"Deleted {data_dir}: the next `ladder up` with it starts with no tenants")
 
 
 STORE_PASSWORD_FILE = "store-password"  # noqa: S105 - the name of the file that holds it

@@ -83,6 +83,12 @@ def test_ladder_up_hides_the_store_password_and_restarts_a_killed_store(tmp_path
     args = ["--venue", "fake", "--ingest-nodes", "1", "--fake-symbols", "2", "--port", "0"]
     up, output, api = ladder_up(args, data_dir)
     try:
+        said = [line for line in output if line.startswith("Data directory")]
+        assert said == [
+            f"Data directory {data_dir}: the control store (tenants, API key hashes, subscriptions, kept "
+            "across runs; no tenants yet) and the stores' password. "
+            f"`ladder reset --data-dir {data_dir}` starts afresh.\n"
+        ], output
         admin = {"Authorization": f"Bearer {ADMIN_KEY}"}
         created = httpx.post(f"{api}/v1/admin/tenants", json={"name": "survivor"}, headers=admin, timeout=10)
         assert created.status_code == 201, created.text
