@@ -254,10 +254,15 @@ ROUTES: tuple[Route[Deps], ...] = (
         "/v1/subscriptions",
         subscriptions.subscribe,
         TENANT,
-        "Subscribe to a book (upsert)",
+        "Subscribe to a book, or change the fields named of a subscription held",
         "subscriptions",
         body=ref("SubscriptionRequest"),
-        replies={201: Reply("Created.", ref("Subscription")), 200: Reply("Updated.", ref("Subscription"))},
+        replies={
+            201: Reply("Created.", ref("Subscription")),
+            200: Reply(
+                "Updated: the fields named changed, the others kept (see changed).", ref("Subscription")
+            ),
+        },
     ),
     Route(
         "GET",

@@ -7,6 +7,12 @@ as trading (through the injected MarketValidator), with ``replicas`` within the 
 subscribes to it, as deep as its deepest subscriber asks: the scheduler reads the union of all
 subscriptions from the store.
 
+Subscribing again to a book the tenant holds changes only what the call names: a ``replicas`` or
+``depth`` left out keeps the subscription's own value (a new subscription gets the defaults), so a
+bulk call that names a market held 500 deep without a depth leaves it 500 deep. Each outcome keeps
+the subscription as it was, so the caller is told what changed, a lowering included. Two calls
+changing one subscription at once: the later write wins whole.
+
 ``is_entitled`` answers from a per-tenant cache refreshed every ``cache_ttl_ms`` (and at once
 after this process changed that tenant's subscriptions), so the read path does not ask the store
 on every request.
@@ -42,19 +48,60 @@ from control_plane.validation import (
 )
 from ladder_process.clock import Clock
 
+DEFAULT_REPLICAS = 1  # a new subscription that names no replicas
 MAX_BULK_MARKETS = 5000
 """The most markets one bulk call may name (more than any venue lists)."""
 
 
+CHANGEABLE = ("replicas", "depth")
+"""What subscribing again may change of a subscription."""
+
+
 @dataclass(frozen=True, slots=True)
-class BulkOutcome:
-    """What a bulk call did to one market: ``error`` is None when it succeeded."""
+class SubscriptionOutcome:
+    """What a call did to one market: ``error`` is None when it succeeded; ``previous`` is the
+    subscription before an update."""
 
     exchange: str
     market: str
     subscription: Subscription | None = None
     created: bool = False
     error: ApiError | None = None
+    previous: Subscription | None = None
+
+    def changes(self) -> dict[str, dict[str, int]]:
+        """The fields an update changed, ``{"depth": {"from": 500, "to": 100}}`` (empty: none)."""
+        before, after = self.previous, self.subscription
+        if before is None or after is None:
+            return {}
+        return {
+            name: {"from": getattr(before, name), "to": getattr(after, name)}
+            for name in CHANGEABLE
+            if getattr(before, name) != getattr(after, name)
+        }
+
+
+def _merged(
+    tenant_id: str,
+    book: BookKey,
+    replicas: int | None,
+    depth: int | None,
+    held: Subscription | None,
+    now: int,
+) -> Subscription:
+    """The subscription to store: the fields given, the rest kept from ``held`` (or defaulted)."""
+    if held is None:
+        return Subscription(
+            tenant_id, book.exchange, book.market, replicas or DEFAULT_REPLICAS, now, depth or DEFAULT_DEPTH
+        )
+    return Subscription(
+        tenant_id,
+        book.exchange,
+        book.market,
+        held.replicas if replicas is None else replicas,
+        held.created_at,
+        held.depth if depth is None else depth,
+    )
 
 
 def _market_list(markets: object) -> list[str]:
@@ -88,12 +135,12 @@ class SubscriptionDesk:
         tenant_id: str,
         exchange: object,
         market: object,
-        replicas: object = 1,
-        depth: object = DEFAULT_DEPTH,
+        replicas: object = None,
+        depth: object = None,
         *,
         actor: Principal,
-    ) -> tuple[Subscription, bool]:
-        """Create or update (replicas and depth) the subscription: ``(subscription, created)``."""
+    ) -> SubscriptionOutcome:
+        """Create the subscription, or update the fields given (None: keep; a new one: default)."""
         self._audit.admit(actor)
         book = BookKey(require_exchange(exchange), require_market(market))
         tenant = await self._tenant(tenant_id)
@@ -101,7 +148,8 @@ class SubscriptionDesk:
         if not await self._markets.tradable(book.exchange, book.market):
             raise UnknownMarketError(f"{book.exchange} has no trading market {shown(book.market)}")
         count, levels = self._wish(tenant, book.exchange, replicas, depth)
-        wanted = Subscription(tenant.id, book.exchange, book.market, count, self._clock(), levels)
+        previous = (await self._held(tenant.id)).get(book)
+        wanted = _merged(tenant.id, book, count, levels, previous, self._clock())
         stored, created = await self._store.put_subscription(wanted)
         self._entitled.pop(tenant.id, None)
         await self._audit.record(
@@ -110,27 +158,28 @@ class SubscriptionDesk:
             tenant.id,
             exchange=book.exchange,
             market=book.market,
-            replicas=count,
-            depth=levels,
+            replicas=stored.replicas,
+            depth=stored.depth,
         )
-        return stored, created
+        return SubscriptionOutcome(book.exchange, book.market, stored, created, previous=previous)
 
     async def subscribe_many(
         self,
         tenant_id: str,
         exchange: object,
         markets: object,
-        replicas: object = 1,
-        depth: object = DEFAULT_DEPTH,
+        replicas: object = None,
+        depth: object = None,
         *,
         actor: Principal,
-    ) -> list[BulkOutcome]:
+    ) -> list[SubscriptionOutcome]:
         """Subscribe to many markets of one exchange at once, one outcome per distinct market.
 
         The exchange, ``replicas`` and ``depth`` apply to every market, so a bad one refuses the
         whole call; a market that is malformed or not trading fails on its own and the others
-        go ahead. The markets that would be new count against ``max_markets`` together: all fit,
-        or LimitExceededError and nothing changes.
+        go ahead. A field left out keeps each held market's own value. The markets that would be
+        new count against ``max_markets`` together: all fit, or LimitExceededError and nothing
+        changes.
         """
         self._audit.admit(actor)
         venue = require_exchange(exchange)
@@ -138,8 +187,9 @@ class SubscriptionDesk:
         tenant = await self._tenant(tenant_id)
         await self._require_exchange(venue)
         count, levels = self._wish(tenant, venue, replicas, depth)
+        held = await self._held(tenant.id)
         now = self._clock()
-        outcomes: dict[str, BulkOutcome] = {}
+        outcomes: dict[str, SubscriptionOutcome] = {}
         wanted: list[Subscription] = []
         for name in names:
             try:
@@ -147,11 +197,15 @@ class SubscriptionDesk:
                 if not await self._markets.tradable(venue, market):
                     raise UnknownMarketError(f"{venue} has no trading market {shown(market)}")
             except ApiError as error:
-                outcomes[name] = BulkOutcome(venue, name, error=error)
+                outcomes[name] = SubscriptionOutcome(venue, name, error=error)
                 continue
-            wanted.append(Subscription(tenant.id, venue, market, count, now, levels))
+            book = BookKey(venue, market)
+            wanted.append(_merged(tenant.id, book, count, levels, held.get(book), now))
         for stored, created in await self._store.put_subscriptions(wanted):
-            outcomes[stored.market] = BulkOutcome(venue, stored.market, stored, created)
+            previous = held.get(stored.book)
+            outcomes[stored.market] = SubscriptionOutcome(
+                venue, stored.market, stored, created, previous=previous
+            )
         self._entitled.pop(tenant.id, None)
         if not wanted:
             return [outcomes[name] for name in names]  # nothing changed: nothing to record
@@ -165,6 +219,10 @@ class SubscriptionDesk:
             depth=levels,
         )
         return [outcomes[name] for name in names]
+
+    async def _held(self, tenant_id: str) -> dict[BookKey, Subscription]:
+        """The tenant's subscriptions by book, as they are before a change."""
+        return {s.book: s for s in await self._store.list_subscriptions(tenant_id)}
 
     async def unsubscribe(
         self, tenant_id: str, exchange: object, market: object, *, actor: Principal
@@ -180,24 +238,26 @@ class SubscriptionDesk:
 
     async def unsubscribe_many(
         self, tenant_id: str, exchange: object, markets: object, *, actor: Principal
-    ) -> list[BulkOutcome]:
+    ) -> list[SubscriptionOutcome]:
         """Unsubscribe from many markets of one exchange, one outcome per distinct market (a
         market the tenant does not subscribe to fails with ``not_found``; the others go ahead)."""
         self._audit.admit(actor)
         venue = require_exchange(exchange)
         names = _market_list(markets)
-        outcomes: dict[str, BulkOutcome] = {}
+        outcomes: dict[str, SubscriptionOutcome] = {}
         books: list[BookKey] = []
         for name in names:
             try:
                 books.append(BookKey(venue, require_market(name)))
             except ApiError as error:
-                outcomes[name] = BulkOutcome(venue, name, error=error)
+                outcomes[name] = SubscriptionOutcome(venue, name, error=error)
         for book, removed in zip(
             books, await self._store.delete_subscriptions(tenant_id, books), strict=True
         ):
             missing = NotFoundError(f"no subscription to {book.exchange} {shown(book.market)}")
-            outcomes[book.market] = BulkOutcome(venue, book.market, error=None if removed else missing)
+            outcomes[book.market] = SubscriptionOutcome(
+                venue, book.market, error=None if removed else missing
+            )
         self._entitled.pop(tenant_id, None)
         removed_count = sum(1 for o in outcomes.values() if o.error is None)
         if removed_count:  # a delete of nothing changes nothing: nothing to record
@@ -217,13 +277,17 @@ class SubscriptionDesk:
             raise UnknownExchangeError(f"unknown exchange {shown(exchange)}")
 
     @staticmethod
-    def _wish(tenant: Tenant, exchange: str, replicas: object, depth: object) -> tuple[int, int]:
-        """``(replicas, depth)`` checked against the venue's and the tenant's limits."""
-        count = require_int("replicas", replicas, lo=1, hi=MAX_REPLICAS_LIMIT)
-        levels = require_depth(exchange, depth)  # after the exchange check: its limit is known
-        if count > tenant.max_replicas:
+    def _wish(
+        tenant: Tenant, exchange: str, replicas: object, depth: object
+    ) -> tuple[int | None, int | None]:
+        """``(replicas, depth)`` as given (None: not given), checked against the venue's and the
+        tenant's limits. A value kept from before is not checked again: a tenant whose limit was
+        lowered keeps its subscriptions, capped by the scheduler (see tenants.py)."""
+        count = None if replicas is None else require_int("replicas", replicas, lo=1, hi=MAX_REPLICAS_LIMIT)
+        levels = None if depth is None else require_depth(exchange, depth)  # after the exchange check
+        if count is not None and count > tenant.max_replicas:
             raise LimitExceededError(f"replicas may be at most {tenant.max_replicas} for this tenant")
-        if levels > tenant.max_depth:
+        if levels is not None and levels > tenant.max_depth:
             raise LimitExceededError(f"depth may be at most {tenant.max_depth} for this tenant")
         return count, levels
 

@@ -75,8 +75,9 @@ DEPTH = {
     "minimum": 1,
     "maximum": MAX_DEPTH_LIMIT,
     "description": (
-        f"Levels per side the subscription wants the book kept at (default {DEFAULT_DEPTH}): "
-        f"at most the venue's snapshot maximum ({_VENUE_MAXIMA}) and the tenant's max_depth."
+        f"Levels per side the subscription wants the book kept at (default {DEFAULT_DEPTH}; left out "
+        f"of an update, the subscription keeps its depth): at most the venue's snapshot maximum "
+        f"({_VENUE_MAXIMA}) and the tenant's max_depth."
     ),
 }
 TENANT_FIELDS = {
@@ -112,6 +113,14 @@ API_KEY = {
     },
 }
 SUBSCRIPTION = {"exchange": STR, "market": STR, "replicas": INT, "depth": DEPTH, "created_at": INT}
+_CHANGE = obj({"from": INT, "to": INT})
+CHANGED = {
+    "type": "object",
+    "properties": {"replicas": _CHANGE, "depth": _CHANGE},
+    "additionalProperties": False,
+    "description": "What an update changed, each as {from, to} (a lowering too); empty when nothing did. "
+    "A field the request left out is kept, never reset to its default.",
+}
 REPLICA_COUNTERS = ("restarts", "handovers", "stale_episodes", "stall_checks", "quiet_checks", "stalls",
                     "refreshes", "audits", "audit_mismatches", "last_audit_ms", "mismatches")  # fmt: skip
 """The counters a replica's node reports that ``GET /v1/books/.../info`` passes on (besides resyncs)."""
@@ -206,7 +215,7 @@ def _bulk_result(done: tuple[str, ...]) -> Schema:
     """A bulk call's answer: how many markets ended each way, and each market's result."""
     item = obj(
         {"market": STR, "result": {"type": "string", "enum": [*done, "failed"]}},
-        {"subscription": obj(SUBSCRIPTION), "error": ERROR_DETAIL},
+        {"subscription": obj(SUBSCRIPTION), "changed": CHANGED, "error": ERROR_DETAIL},
     )
     return obj({"exchange": STR, **{name: INT for name in (*done, "failed")}, "results": array_of(item)})
 
@@ -264,9 +273,17 @@ COMPONENTS: dict[str, Schema] = {
     "Markets": obj({"markets": array_of(ref("Market"))}),
     "Exchanges": obj({"exchanges": array_of(STR)}),
     "SubscriptionRequest": obj(
-        {"exchange": STR, "market": STR}, {"replicas": {"type": "integer", "minimum": 1}, "depth": DEPTH}
+        {"exchange": STR, "market": STR},
+        {
+            "replicas": {
+                "type": "integer",
+                "minimum": 1,
+                "description": "Replicas to keep (a new subscription: 1; an existing one: left as it is).",
+            },
+            "depth": DEPTH,
+        },
     ),
-    "Subscription": obj(SUBSCRIPTION),
+    "Subscription": obj(SUBSCRIPTION, {"changed": CHANGED}),
     "BulkSubscriptionRequest": obj(
         {"exchange": STR},
         {
@@ -283,7 +300,11 @@ COMPONENTS: dict[str, Schema] = {
                 "enum": ["TRADING"],
                 "description": "Only trading markets (the default).",
             },
-            "replicas": {"type": "integer", "minimum": 1},
+            "replicas": {
+                "type": "integer",
+                "minimum": 1,
+                "description": "Replicas of every market (new ones: 1; held ones: each keeps its own).",
+            },
             "depth": DEPTH,
         },
     ),

@@ -14,8 +14,7 @@ from book_store.catalog import TRADING, MarketInfo
 from book_store.schema import BookKey
 from book_store.unplaced import UnplacedBooks
 from control_plane.accounts.auth import require_tenant
-from control_plane.accounts.subscriptions import BulkOutcome
-from control_plane.depth import DEFAULT_DEPTH
+from control_plane.accounts.subscriptions import CHANGEABLE, SubscriptionOutcome
 from control_plane.errors import InvalidRequestError
 from control_plane.validation import require_exchange
 from ladder_process.clock import now_ms
@@ -31,20 +30,26 @@ _FILTERS = ("quote", "base")
 
 
 async def subscribe(request: Request, deps: Deps) -> Response:
+    """``POST /v1/subscriptions``: create, or change only the fields named (``changed`` says how)."""
     assert request.principal is not None
     tenant_id = require_tenant(request.principal)
     body = json_object(request)
     require_fields(body, _FIELDS)
-    subscription, created = await deps.control.subscriptions.subscribe(
+    _no_nulls(body)
+    outcome = await deps.control.subscriptions.subscribe(
         tenant_id,
         body.get("exchange"),
         body.get("market"),
-        body.get("replicas", 1),
-        body.get("depth", DEFAULT_DEPTH),
+        body.get("replicas"),
+        body.get("depth"),
         actor=request.principal,
     )
     await deps.announce(subscriptions_changed(tenant_id))
-    return json_response(subscription.to_json(), 201 if created else 200)
+    assert outcome.subscription is not None
+    answer = outcome.subscription.to_json()
+    if outcome.created:
+        return json_response(answer, 201)
+    return json_response({**answer, "changed": outcome.changes()})
 
 
 async def list_subscriptions(request: Request, deps: Deps) -> Response:
@@ -81,6 +86,7 @@ async def subscribe_bulk(request: Request, deps: Deps) -> Response:
     tenant_id = require_tenant(request.principal)
     body = json_object(request)
     require_fields(body, _BULK_FIELDS)
+    _no_nulls(body)
     exchange = require_exchange(body.get("exchange"))
     if body.get("status", TRADING) != TRADING:
         raise InvalidRequestError(f"status may only be {TRADING!r}: only trading markets can be subscribed")
@@ -96,8 +102,8 @@ async def subscribe_bulk(request: Request, deps: Deps) -> Response:
         tenant_id,
         exchange,
         markets,
-        body.get("replicas", 1),
-        body.get("depth", DEFAULT_DEPTH),
+        body.get("replicas"),
+        body.get("depth"),
         actor=request.principal,
     )
     await deps.announce(subscriptions_changed(tenant_id))
@@ -132,6 +138,13 @@ async def unsubscribe_bulk(request: Request, deps: Deps) -> Response:
     return json_response(_bulk_answer(exchange, outcomes, "deleted", "deleted"))
 
 
+def _no_nulls(body: Mapping[str, object]) -> None:
+    """A field left out keeps the subscription's value; one sent as null is a mistake, said so."""
+    for name in CHANGEABLE:
+        if name in body and body[name] is None:
+            raise InvalidRequestError(f"{name} must be an integer (leave it out to keep the current one)")
+
+
 def _filters(fields: Mapping[str, object]) -> dict[str, str]:
     """The asset filters given (``quote``, ``base``), each a non-empty asset name."""
     filters: dict[str, str] = {}
@@ -149,7 +162,9 @@ def _matches(market: MarketInfo, filters: Mapping[str, str]) -> bool:
     return all(getattr(market, name).upper() == value for name, value in filters.items())
 
 
-def _bulk_answer(exchange: str, outcomes: list[BulkOutcome], created: str, updated: str) -> dict[str, object]:
+def _bulk_answer(
+    exchange: str, outcomes: list[SubscriptionOutcome], created: str, updated: str
+) -> dict[str, object]:
     """One result per market and how many of each: ``created``/``updated`` (or ``deleted``) and ``failed``."""
     results: list[dict[str, object]] = []
     for outcome in outcomes:
@@ -163,6 +178,8 @@ def _bulk_answer(exchange: str, outcomes: list[BulkOutcome], created: str, updat
             }
             if outcome.subscription is not None:
                 result["subscription"] = outcome.subscription.to_json()
+                if not outcome.created:
+                    result["changed"] = outcome.changes()
             results.append(result)
     counts = {name: 0 for name in dict.fromkeys((created, updated, "failed"))}
     for result in results:

@@ -148,6 +148,20 @@ def test_subscription_usage_and_keys() -> None:
     for depth in (None, "100", True):
         with pytest.raises(APIResponseError, match="depth"):
             parse.subscription(unlisted | {"depth": depth})
+    assert parse.subscription(unlisted).changed == {}
+    lowered = parse.subscription(unlisted | {"changed": {"depth": {"from": 500, "to": 100}}})
+    assert lowered.changed == {"depth": (500, 100)}
+    with pytest.raises(APIResponseError, match=r"changed\.depth"):
+        parse.subscription(unlisted | {"changed": {"depth": {"from": 500}}})
+    fewer = {"replicas": {"from": 2, "to": 1}}
+    bulk = parse.bulk_result(
+        {
+            "exchange": "b",
+            "results": [{"market": "M", "result": "updated", "subscription": unlisted, "changed": fewer}],
+        }
+    )
+    assert bulk.results[0].subscription is not None
+    assert bulk.results[0].subscription.changed == {"replicas": (2, 1)}
 
     usage = parse.usage(
         {"tenant_id": "t1", "requests_total": 5, "minutes": [{"minute": 60000, "requests": 5}]}

@@ -9,6 +9,7 @@ import pytest
 
 from control_plane.accounts.audit import WRITE_BURST, WRITES_PER_S
 from control_plane.accounts.keys import MAX_USABLE_KEYS_PER_TENANT
+from control_plane.accounts.subscriptions import SubscriptionOutcome
 from control_plane.errors import (
     ConflictError,
     ForbiddenError,
@@ -20,7 +21,7 @@ from control_plane.errors import (
     UnknownExchangeError,
     UnknownMarketError,
 )
-from control_plane.models import OPERATOR, NodeInfo, Principal, ReplicaAssignment
+from control_plane.models import OPERATOR, NodeInfo, Principal, ReplicaAssignment, Subscription
 from control_plane.scheduling.markets import StaticMarketValidator
 from control_plane.service import ControlService
 from control_plane.stores.base import ControlStore
@@ -289,6 +290,12 @@ async def test_key_creation_limits(service: ControlService) -> None:
 # -- subscriptions -------------------------------------------------------------------------
 
 
+def placed(outcome: SubscriptionOutcome) -> tuple[Subscription, bool]:
+    """A successful subscribe's subscription and whether it was created."""
+    assert outcome.subscription is not None and outcome.error is None
+    return outcome.subscription, outcome.created
+
+
 async def test_subscribe_validates_the_book_and_the_limits(service: ControlService) -> None:
     tenant_id = await new_tenant(service, max_markets=1, max_replicas=2)
     actor = Principal(tenant_id, "key_x", False)
@@ -304,10 +311,12 @@ async def test_subscribe_validates_the_book_and_the_limits(service: ControlServi
     with pytest.raises(LimitExceededError):
         await service.subscriptions.subscribe(tenant_id, "binance.com", "BTCUSDT", 3, actor=actor)
 
-    sub, created = await service.subscriptions.subscribe(tenant_id, "alpaca-crypto", "BTC/USD", actor=actor)
+    sub, created = placed(
+        await service.subscriptions.subscribe(tenant_id, "alpaca-crypto", "BTC/USD", actor=actor)
+    )
     assert created and (sub.market, sub.replicas) == ("BTC/USD", 1)
-    sub, created = await service.subscriptions.subscribe(
-        tenant_id, "alpaca-crypto", "BTC/USD", 2, actor=actor
+    sub, created = placed(
+        await service.subscriptions.subscribe(tenant_id, "alpaca-crypto", "BTC/USD", 2, actor=actor)
     )
     assert not created and sub.replicas == 2
     with pytest.raises(LimitExceededError):
@@ -326,15 +335,19 @@ async def test_subscribe_takes_a_depth_within_the_venue_and_the_tenant_limits(
     tenant_id = await new_tenant(service, max_depth=2000)
     actor = Principal(tenant_id, "key_x", False)
 
-    sub, created = await service.subscriptions.subscribe(tenant_id, "binance.com", "BTCUSDT", actor=actor)
+    sub, created = placed(
+        await service.subscriptions.subscribe(tenant_id, "binance.com", "BTCUSDT", actor=actor)
+    )
     assert created and sub.depth == 100  # the default
-    sub, created = await service.subscriptions.subscribe(
-        tenant_id, "binance.com", "BTCUSDT", 2, 2000, actor=actor
+    sub, created = placed(
+        await service.subscriptions.subscribe(tenant_id, "binance.com", "BTCUSDT", 2, 2000, actor=actor)
     )
     assert not created and (sub.replicas, sub.depth) == (2, 2000)
     assert [(s.replicas, s.depth) for s in await service.subscriptions.list_for(tenant_id)] == [(2, 2000)]
-    sub, _ = await service.subscriptions.subscribe(
-        tenant_id, "binance.com-futures", "BTCUSDT", depth=1000, actor=actor
+    sub, _ = placed(
+        await service.subscriptions.subscribe(
+            tenant_id, "binance.com-futures", "BTCUSDT", depth=1000, actor=actor
+        )
     )
     assert sub.depth == 1000
 
@@ -346,7 +359,7 @@ async def test_subscribe_takes_a_depth_within_the_venue_and_the_tenant_limits(
         )
     with pytest.raises(InvalidRequestError, match="between 1 and 5000"):
         await service.subscriptions.subscribe(tenant_id, "binance.com", "BTCUSDT", depth=5001, actor=actor)
-    for bad in (0, -1, True, False, "100", 100.0, None, [100]):
+    for bad in (0, -1, True, False, "100", 100.0, [100]):
         with pytest.raises(InvalidRequestError, match="depth"):
             await service.subscriptions.subscribe(
                 tenant_id, "alpaca-crypto", "BTC/USD", depth=bad, actor=actor
@@ -360,6 +373,48 @@ async def test_subscribe_takes_a_depth_within_the_venue_and_the_tenant_limits(
     ]
 
 
+async def test_subscribing_again_changes_only_what_it_names_and_says_what_changed(
+    service: ControlService,
+) -> None:
+    tenant_id = await new_tenant(service, max_replicas=2, max_depth=1000)
+    actor = Principal(tenant_id, "key_x", False)
+    subscriptions = service.subscriptions
+    await subscriptions.subscribe(tenant_id, "binance.com", "BTCUSDT", 2, 500, actor=actor)
+    await subscriptions.subscribe(tenant_id, "binance.com", "ETHUSDT", 1, 300, actor=actor)
+
+    # The issue's case: a bulk call by list without a depth leaves a depth-500 subscription at 500.
+    outcomes = await subscriptions.subscribe_many(
+        tenant_id, "binance.com", ["BTCUSDT", "ETHUSDT", "COIN1USDT"], actor=actor
+    )
+    assert [(o.market, o.created, o.changes()) for o in outcomes] == [
+        ("BTCUSDT", False, {}),
+        ("ETHUSDT", False, {}),
+        ("COIN1USDT", True, {}),
+    ]
+    held = {s.market: (s.replicas, s.depth) for s in await subscriptions.list_for(tenant_id)}
+    assert held == {"BTCUSDT": (2, 500), "ETHUSDT": (1, 300), "COIN1USDT": (1, 100)}
+
+    # A field named is changed for every market; a lowering says from what to what.
+    outcomes = await subscriptions.subscribe_many(
+        tenant_id, "binance.com", ["BTCUSDT", "ETHUSDT"], depth=400, actor=actor
+    )
+    assert [o.changes() for o in outcomes] == [
+        {"depth": {"from": 500, "to": 400}},
+        {"depth": {"from": 300, "to": 400}},
+    ]
+    outcome = await subscriptions.subscribe(tenant_id, "binance.com", "BTCUSDT", replicas=1, actor=actor)
+    assert outcome.changes() == {"replicas": {"from": 2, "to": 1}}
+    assert outcome.subscription is not None and outcome.subscription.depth == 400
+
+    # A value kept from before is not checked against a limit lowered since (the scheduler caps it).
+    await service.tenants.update(tenant_id, {"max_depth": 200}, actor=OPERATOR)
+    outcome = await subscriptions.subscribe(tenant_id, "binance.com", "BTCUSDT", replicas=2, actor=actor)
+    assert outcome.subscription is not None and (
+        outcome.subscription.replicas,
+        outcome.subscription.depth,
+    ) == (2, 400)
+
+
 async def test_concurrent_subscribes_respect_max_markets(service: ControlService) -> None:
     tenant_id = await new_tenant(service, max_markets=4)
     actor = Principal(tenant_id, "key_x", False)
@@ -370,8 +425,8 @@ async def test_concurrent_subscribes_respect_max_markets(service: ControlService
         ),
         return_exceptions=True,
     )
-    assert sum(isinstance(o, tuple) for o in outcomes) == 4
-    assert all(isinstance(o, tuple | LimitExceededError) for o in outcomes)
+    assert sum(isinstance(o, SubscriptionOutcome) for o in outcomes) == 4
+    assert all(isinstance(o, SubscriptionOutcome | LimitExceededError) for o in outcomes)
     assert len(await service.subscriptions.list_for(tenant_id)) == 4
 
 

@@ -163,13 +163,13 @@ class AsyncLadder(_AsyncClient):
         return await self._run(tenant.exchanges())
 
     async def subscribe(
-        self, exchange: str, market: str, replicas: int = 1, depth: int | None = None
+        self, exchange: str, market: str, replicas: int | None = None, depth: int | None = None
     ) -> Subscription:
         """Subscribe to a book, or change its replicas and depth (see `Ladder.subscribe`)."""
         return await self._run(tenant.subscribe(exchange, market, replicas, depth))
 
     async def subscribe_many(
-        self, exchange: str, markets: Iterable[str], replicas: int = 1, depth: int | None = None
+        self, exchange: str, markets: Iterable[str], replicas: int | None = None, depth: int | None = None
     ) -> BulkResult:
         """Subscribe to many markets of one exchange in one call (see `Ladder.subscribe_many`)."""
         return await self._run(tenant.subscribe_many(exchange, list(markets), replicas, depth))
@@ -180,7 +180,7 @@ class AsyncLadder(_AsyncClient):
         *,
         quote: str | None = None,
         base: str | None = None,
-        replicas: int = 1,
+        replicas: int | None = None,
         depth: int | None = None,
     ) -> BulkResult:
         """Subscribe to every trading market that matches (see `Ladder.subscribe_all`)."""

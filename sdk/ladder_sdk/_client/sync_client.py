@@ -172,19 +172,21 @@ class Ladder(_SyncClient):
         return self._run(tenant.exchanges())
 
     def subscribe(
-        self, exchange: str, market: str, replicas: int = 1, depth: int | None = None
+        self, exchange: str, market: str, replicas: int | None = None, depth: int | None = None
     ) -> Subscription:
-        """Subscribe to a book (or change its replicas and depth); safe to call again.
+        """Subscribe to a book, or change the replicas or depth of one held; safe to call again.
 
-        `depth` is how many levels per side the book is kept at; left out, the server's default
-        (100). Calling again sets both, so leaving `depth` out again goes back to the default.
+        `depth` is how many levels per side the book is kept at. Left out (None), a new
+        subscription gets the server's defaults (1 replica, 100 levels) and one held keeps its own;
+        the returned `Subscription.changed` says what a call changed, e.g. `{"depth": (500, 100)}`.
         """
         return self._run(tenant.subscribe(exchange, market, replicas, depth))
 
     def subscribe_many(
-        self, exchange: str, markets: Iterable[str], replicas: int = 1, depth: int | None = None
+        self, exchange: str, markets: Iterable[str], replicas: int | None = None, depth: int | None = None
     ) -> BulkResult:
-        """Subscribe to many markets of one exchange in one call (or change their replicas and depth).
+        """Subscribe to many markets of one exchange in one call (or change their replicas or depth:
+        a field left out keeps each held market's own, and each result's `changed` says what changed).
 
         Each market has its own result: one the exchange does not trade fails alone while the
         others go ahead. The markets that are new count against the tenant's `max_markets`
@@ -198,7 +200,7 @@ class Ladder(_SyncClient):
         *,
         quote: str | None = None,
         base: str | None = None,
-        replicas: int = 1,
+        replicas: int | None = None,
         depth: int | None = None,
     ) -> BulkResult:
         """Subscribe to every trading market of `exchange`, or those quoted in `quote` and/or of

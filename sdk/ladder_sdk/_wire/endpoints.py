@@ -37,27 +37,28 @@ def exchanges() -> Call[list[str]]:
     return Call("GET", path("v1", "exchanges"), parse.exchanges)
 
 
-def subscribe(exchange: str, market: str, replicas: int, depth: int | None) -> Call[Subscription]:
+def subscribe(exchange: str, market: str, replicas: int | None, depth: int | None) -> Call[Subscription]:
     """POST /v1/subscriptions: an upsert, so sending it twice is harmless.
 
-    `depth` left as None is not sent, so the server's default applies.
+    `replicas` and `depth` left as None are not sent: a new subscription gets the server's
+    defaults, one held keeps its own.
     """
-    body = {"exchange": exchange, "market": market, "replicas": replicas} | params(depth=depth)
+    body = {"exchange": exchange, "market": market} | params(replicas=replicas, depth=depth)
     return Call("POST", path("v1", "subscriptions"), parse.subscription, body=body)
 
 
 def subscribe_many(
     exchange: str,
     markets: list[str] | None,
-    replicas: int,
+    replicas: int | None,
     depth: int | None,
     quote: str | None = None,
     base: str | None = None,
 ) -> Call[BulkResult]:
     """POST /v1/subscriptions/bulk: the listed markets, or (markets None) every trading market
     that matches `quote` and `base`. An upsert of every market, so sending it twice is harmless."""
-    body = {"exchange": exchange, "replicas": replicas} | params(
-        markets=markets, depth=depth, quote=quote, base=base
+    body = {"exchange": exchange} | params(
+        markets=markets, replicas=replicas, depth=depth, quote=quote, base=base
     )
     return Call("POST", path("v1", "subscriptions", "bulk"), parse.bulk_result, body=body)
 

@@ -22,7 +22,8 @@ class Market:
 class Subscription:
     """A tenant's subscription to one book: `replicas` copies kept `depth` levels per side.
 
-    `status` is the book's best replica status when listed.
+    `status` is the book's best replica status when listed. `changed` is what a subscribe call
+    changed of a subscription held, `{"depth": (500, 100)}` as (from, to); empty otherwise.
     """
 
     exchange: str
@@ -31,6 +32,7 @@ class Subscription:
     depth: int
     created_at: datetime
     status: str | None = None
+    changed: Mapping[str, tuple[int, int]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

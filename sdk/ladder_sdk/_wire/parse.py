@@ -259,7 +259,20 @@ def subscription(data: object) -> Subscription:
         depth=fields.integer("depth"),
         created_at=fields.time("created_at"),
         status=fields.optional_text("status"),
+        changed=_changes(fields.data.get("changed")),
     )
+
+
+def _changes(data: object) -> Mapping[str, tuple[int, int]]:
+    """``{"depth": {"from": 500, "to": 100}}`` as ``{"depth": (500, 100)}`` ({} when absent)."""
+    if data is None:
+        return MappingProxyType({})
+    changes = _Fields(data, "changed")
+    return MappingProxyType({
+        name: (change.integer("from"), change.integer("to"))
+        for name in changes.data
+        for change in [_Fields(changes.data[name], f"changed.{name}")]
+    })  # fmt: skip
 
 
 def subscriptions(data: object) -> list[Subscription]:
@@ -280,7 +293,11 @@ def bulk_result(data: object) -> BulkResult:
             MarketResult(
                 market=entry.text("market"),
                 result=entry.text("result"),
-                subscription=None if raw_subscription is None else subscription(raw_subscription),
+                subscription=None
+                if raw_subscription is None
+                else subscription(
+                    {**_Fields(raw_subscription, "subscription").data, "changed": entry.data.get("changed")}
+                ),
                 error_code=None if error is None else error.text("code"),
                 error_message=None if error is None else error.text("message"),
             )

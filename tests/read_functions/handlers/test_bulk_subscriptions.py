@@ -52,7 +52,7 @@ async def test_subscribe_every_trading_usdt_market_in_one_call(stack: Stack) -> 
     _, listing = await call(stack, "GET", "/v1/subscriptions", me)
     assert [s["market"] for s in listing["subscriptions"]] == USDT
 
-    # Again, with a base filter too: an upsert, so only updates.
+    # Again, with a base filter too and neither replicas nor depth: an update that keeps both.
     status, again = await call(
         stack,
         "POST",
@@ -61,7 +61,39 @@ async def test_subscribe_every_trading_usdt_market_in_one_call(stack: Stack) -> 
         {"exchange": "binance.com", "quote": "USDT", "base": "COIN1"},
     )
     assert status == 200 and results(again) == [("COIN1USDT", "updated")]
-    assert again["results"][0]["subscription"]["replicas"] == 1
+    validate(again, "BulkSubscriptionResult")
+    (result,) = again["results"]
+    assert (result["subscription"]["replicas"], result["subscription"]["depth"], result["changed"]) == (
+        2,
+        200,
+        {},
+    )
+
+
+async def test_subscribing_again_never_lowers_silently(stack: Stack) -> None:
+    """The issue's case: a bulk subscribe by list that names a market held 500 deep, without a
+    depth, leaves it at 500; a call that does lower it says so."""
+    me = await tenant(stack, max_markets=10, max_replicas=2)
+    body = {"exchange": "binance.com", "market": "ETHBTC", "replicas": 2, "depth": 500}
+    status, made = await call(stack, "POST", "/v1/subscriptions", me, body)
+    assert status == 201 and "changed" not in made, made
+
+    bulk = {"exchange": "binance.com", "markets": ["ETHBTC", "COIN1BTC"]}
+    status, answer = await call(stack, "POST", "/v1/subscriptions/bulk", me, bulk)
+    assert status == 200 and results(answer) == [("ETHBTC", "updated"), ("COIN1BTC", "created")]
+    kept = answer["results"][0]
+    assert (kept["subscription"]["depth"], kept["subscription"]["replicas"], kept["changed"]) == (500, 2, {})
+    assert "changed" not in answer["results"][1]
+
+    status, lowered = await call(
+        stack, "POST", "/v1/subscriptions", me, {"exchange": "binance.com", "market": "ETHBTC", "depth": 100}
+    )
+    assert status == 200, lowered
+    validate(lowered, "Subscription")
+    assert (lowered["depth"], lowered["replicas"]) == (100, 2)
+    assert lowered["changed"] == {"depth": {"from": 500, "to": 100}}
+    status, answer = await call(stack, "POST", "/v1/subscriptions/bulk", me, {**bulk, "replicas": 1})
+    assert [r["changed"] for r in answer["results"]] == [{"replicas": {"from": 2, "to": 1}}, {}]
 
 
 async def test_a_list_subscribes_what_it_can_and_says_why_not_for_the_rest(stack: Stack) -> None:
