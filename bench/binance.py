@@ -63,6 +63,7 @@ from bench.report import Report, at_least, below, percentiles
 from bench.stack import VENUE_OF, Stack
 from bench.sync import rss_kib, venue_stats
 from book_store.schema import node_stats_key
+from ladder_process.cli import HelpFormatter
 
 DEPTH = 20
 STREAMS_PER_EXCHANGE = 25
@@ -459,7 +460,7 @@ def summarize(report: Report, m: dict[str, Any], args: argparse.Namespace) -> No
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="ladder bench binance", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+                                     formatter_class=HelpFormatter)  # fmt: skip
     parser.add_argument("--markets", type=int, default=2013, help="markets per exchange (spot and futures)")
     parser.add_argument("--seconds", type=float, default=300.0, help="length of the sustained phase")
     parser.add_argument("--read-rate", type=float, default=5000.0, help="random reads per second, sustained")
@@ -471,7 +472,9 @@ def main() -> None:
     parser.add_argument("--rate-skew", type=float, default=0.8, help="the k-th market runs at rate x k^-SKEW")
     parser.add_argument("--activity", type=float, default=1.0, help="scales every market's rate")
     parser.add_argument("--workers", type=int, default=2, help="read worker processes")
-    parser.add_argument("--sync-timeout-s", type=float, default=900.0)
+    parser.add_argument(
+        "--sync-timeout-s", type=float, default=900.0, help="give up if not all synced by then"
+    )
     parser.add_argument(
         "--node-timeout-ms",
         type=int,

@@ -50,6 +50,7 @@ from bench.harness import cpu_seconds
 from bench.report import Report, percentiles
 from book_store.codec import BookStatus, SnapshotMeta, encode_snapshot
 from book_store.schema import BookKey
+from ladder_process.cli import HelpFormatter
 from ladder_process.embedded_valkey import EmbeddedValkey
 from tests.valkey_cluster import HOST, ValkeyCluster
 
@@ -536,14 +537,18 @@ async def measure(args: argparse.Namespace, report: Report) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="ladder bench cluster_clients", description=__doc__.split("\n")[0])
-    parser.add_argument("--books", type=int, default=200)
+    parser = argparse.ArgumentParser(
+        prog="ladder bench cluster_clients", description=__doc__.split("\n")[0], formatter_class=HelpFormatter
+    )
+    parser.add_argument("--books", type=int, default=200, help="books each writer and reader row uses")
     parser.add_argument("--seconds", type=float, default=5.0, help="how long each writer runs")
-    parser.add_argument("--reads", type=int, default=5000)
+    parser.add_argument("--reads", type=int, default=5000, help="single HGETs per read row")
     parser.add_argument("--messages", type=int, default=50_000, help="per subscriber")
     parser.add_argument("--levels", type=int, default=100, help="levels a side of each snapshot")
     parser.add_argument("--fan-out", type=int, default=3, help="subscribers of the fan-out row")
-    parser.add_argument("--memory-books", type=int, default=2000)
+    parser.add_argument(
+        "--memory-books", type=int, default=2000, help="books stored to measure memory per book"
+    )
     parser.add_argument("--receive", choices=["resp", "redis-py", "glide"], help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)

@@ -35,6 +35,7 @@ from bench.sync import assign, watch_exchanges
 from book_store.catalog import MarketCatalog
 from ingest_nodes.venues.bybit import limits as bybit_limits
 from ingest_nodes.venues.okx import limits as okx_limits
+from ladder_process.cli import HelpFormatter
 
 VENUES: dict[str, tuple[tuple[str, ...], int, float]] = {
     "okx": (("okx",), okx_limits.STREAMS_PER_CONNECTION, okx_limits.CONNECTS_PER_S),
@@ -132,9 +133,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         prog="ladder bench coldstart",
         description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=HelpFormatter,
     )
-    parser.add_argument("--venue", choices=sorted(VENUES), default="okx")
+    parser.add_argument("--venue", choices=sorted(VENUES), default="okx", help="which venue's markets")
     parser.add_argument(
         "--markets",
         type=int,
@@ -142,10 +143,15 @@ def main(argv: list[str] | None = None) -> None:
         help="markets the fake venue lists per kind (OKX: SPOT and as many SWAP; Bybit: per category)",
     )
     parser.add_argument("--replicas", type=int, default=2, help="replicas per book = ingest nodes")
-    parser.add_argument("--depth", type=int, default=20)
+    parser.add_argument("--depth", type=int, default=20, help="levels per side each book is kept at")
     parser.add_argument("--rate", type=float, default=0.2, help="venue updates/s per market")
     parser.add_argument("--levels", type=int, default=200, help="venue book levels per side")
-    parser.add_argument("--timeout-s", type=float, default=0.0)
+    parser.add_argument(
+        "--timeout-s",
+        type=float,
+        default=0.0,
+        help="give up after this long (0: a minute plus 10x the least time)",
+    )
     args = parser.parse_args(argv)
     report = Report(
         f"coldstart-{args.venue}", f"A cold start of every USDT market of {args.venue}, within its limits"

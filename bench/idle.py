@@ -29,6 +29,7 @@ import redis.asyncio as redis
 
 from bench.harness import Bench, Node, cpu_seconds, sync_timeout_s, trading_pairs, wait_synced
 from bench.report import Report, below
+from ladder_process.cli import HelpFormatter
 
 _WRITES = ("hset", "publish", "evalsha", "set")
 
@@ -163,7 +164,7 @@ async def measure(args: argparse.Namespace, report: Report) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
-        prog="ladder bench idle", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="ladder bench idle", description=__doc__, formatter_class=HelpFormatter
     )
     parser.add_argument("--books", type=int, default=2000, help="idle books on the node")
     parser.add_argument("--depth", type=int, default=20, help="levels per side the node publishes")

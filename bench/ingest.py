@@ -57,6 +57,7 @@ from book_store.reader import BookReader
 from book_store.schema import BookKey
 from ingest_nodes.venues.binance.parse import parse_spot_frame
 from ladder_cli.main import fake_venue_env
+from ladder_process.cli import HelpFormatter
 
 EXCHANGE = "binance.com"
 TARGET = 20_000.0
@@ -391,15 +392,15 @@ def _write(
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
-        prog="ladder bench ingest", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="ladder bench ingest", description=__doc__, formatter_class=HelpFormatter
     )
-    parser.add_argument("--pairs", type=int, default=50)
+    parser.add_argument("--pairs", type=int, default=50, help="books fed to the node")
     parser.add_argument("--frames", type=int, default=1000, help="recorded frames per book")
     parser.add_argument("--levels", type=int, default=1000, help="venue book levels per side")
     parser.add_argument("--depth", type=int, default=20, help="levels per side the node publishes")
     parser.add_argument("--deep-levels", type=int, default=6000, help="venue book levels per side, deep case")
     parser.add_argument("--deep-depth", type=int, default=5000, help="levels per side published, deep case")
-    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--runs", type=int, default=3, help="runs of each case (the median is reported)")
     args = parser.parse_args(argv)
     report = Report("ingest", "Ingest capacity: applied and published diff events per second per core")
     harness.run(measure(args, report))

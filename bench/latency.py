@@ -63,6 +63,7 @@ from bench.harness import (
 from bench.report import Report, below, median, percentiles
 from book_store.codec import BookStatus, Snapshot, decode_message
 from book_store.schema import BookKey
+from ladder_process.cli import HelpFormatter
 
 EXCHANGE = "binance.com"
 ALPACA = "alpaca-crypto"
@@ -540,10 +541,12 @@ def _write(
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
-        prog="ladder bench latency", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="ladder bench latency", description=__doc__, formatter_class=HelpFormatter
     )
-    parser.add_argument("--pairs", type=int, default=50)
-    parser.add_argument("--events-per-s", type=float, default=150.0)
+    parser.add_argument("--pairs", type=int, default=50, help="20-level books measured")
+    parser.add_argument(
+        "--events-per-s", type=float, default=150.0, help="venue events a second, over all books"
+    )
     parser.add_argument("--levels", type=int, default=1500, help="venue book levels per side")
     parser.add_argument("--deep-pairs", type=int, default=50, help="deep books beside the 20-level ones")
     parser.add_argument(
@@ -562,7 +565,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--deep-rate", type=float, default=10.0, help="updates per second of each deep book")
     parser.add_argument("--seconds", type=float, default=10.0, help="measured seconds per scenario and run")
     parser.add_argument("--warmup", type=float, default=2.0, help="seconds of load before measuring")
-    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--runs", type=int, default=3, help="runs of each case")
     parser.add_argument("--settle", type=float, default=5.0, help="seconds of smooth load after the sync")
     args = parser.parse_args(argv)
     args.cases = args.cases or CASES_OF_VENUE[args.venue]

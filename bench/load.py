@@ -45,6 +45,7 @@ from bench.arrivals import Outcome, Stage, Summary
 from bench.harness import Bench, cpu_seconds, run
 from bench.report import Report, below
 from bench.stack import Stack
+from ladder_process.cli import HelpFormatter
 
 HOT = "ETHBTC"
 LIMIT = 100
@@ -229,7 +230,9 @@ def summarize(report: Report, results: list[dict[str, Any]], args: argparse.Name
 
 
 def parse_args() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="ladder bench load", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="ladder bench load", description=__doc__.split("\n")[0], formatter_class=HelpFormatter
+    )
     parser.add_argument("--markets", type=int, default=336, help="markets per exchange (spot and futures)")
     parser.add_argument("--workers", type=int, default=2, help="read worker processes")
     parser.add_argument("--time-scale", type=float, default=0.25, help="the seed's durations times this")

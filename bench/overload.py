@@ -37,6 +37,7 @@ from bench.harness import Bench
 from bench.read import ADMIN_KEY, PEPPER, Run, market_names, run_builtin, run_wrk, seed_catalog, tenant_key
 from bench.report import Report, below
 from ladder_cli.supervisor import Child, child_env
+from ladder_process.cli import HelpFormatter
 
 SHAPE = (0.05, 1.0, 2.2)
 """The seed's ramp, 25 : 500 : 1100 req/s, as fractions of the measured capacity."""
@@ -150,7 +151,9 @@ def summarize(report: Report, measured: Run, results: dict[str, list[dict[str, A
 
 
 def parse_args() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="ladder bench overload", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="ladder bench overload", description=__doc__.split("\n")[0], formatter_class=HelpFormatter
+    )
     parser.add_argument("--seconds", type=float, default=10.0, help="length of each step of the ramp")
     parser.add_argument("--capacity-seconds", type=float, default=6.0, help="length of the capacity run")
     parser.add_argument("--connections", type=int, default=2000, help="the generator's connections at most")

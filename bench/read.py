@@ -53,6 +53,7 @@ from book_store.codec import BookStatus, SnapshotMeta, encode_snapshot
 from book_store.schema import BookKey
 from book_store.writer import BookWriter
 from ladder_cli.supervisor import Child, child_env
+from ladder_process.cli import HelpFormatter
 from read_functions.app.messages import Request, Response
 from read_functions.server.http1 import Http1Server
 from read_functions.server.workers import Listener, bind
@@ -406,10 +407,14 @@ def summarize(report: Report, rounds: list[dict[str, Run]], body: bytes, generat
 
 
 def parse_args() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="ladder bench read", description=__doc__.split("\n")[0])
-    parser.add_argument("--rounds", type=int, default=5, help="a round runs every load once (default 5)")
+    parser = argparse.ArgumentParser(
+        prog="ladder bench read", description=__doc__.split("\n")[0], formatter_class=HelpFormatter
+    )
+    parser.add_argument("--rounds", type=int, default=5, help="a round runs every load once")
     parser.add_argument("--seconds", type=float, default=8.0, help="length of each load run")
-    parser.add_argument("--markets", type=int, default=2000)
+    parser.add_argument(
+        "--markets", type=int, default=2000, help="books seeded (the random-market load reads them all)"
+    )
     parser.add_argument("--workers", type=int, default=2, help="read (and ceiling) worker processes")
     parser.add_argument(
         "--builtin", action="store_true", help="use the built-in load generator even with wrk"

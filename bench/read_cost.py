@@ -50,6 +50,7 @@ from bench import read as read_bench
 from bench.harness import Bench, run
 from bench.report import Report
 from ladder_cli.supervisor import Child, child_env
+from ladder_process.cli import HelpFormatter
 from read_functions.app.dispatch import Dispatcher
 from read_functions.app.messages import JSON, Request, Response
 from read_functions.app.routing import Router
@@ -280,9 +281,11 @@ def report_instructions(args: argparse.Namespace) -> None:
 
 
 def parse_args() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="ladder bench read_cost", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="ladder bench read_cost", description=__doc__.split("\n")[0], formatter_class=HelpFormatter
+    )
     parser.add_argument("--requests", type=int, default=5000, help="requests per round")
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=5, help="rounds of every layer (the best is kept)")
     parser.add_argument("--markets", type=int, default=50, help="markets seeded (one is read)")
     parser.add_argument(
         "--instructions", action="store_true", help="count instructions per full read under callgrind"

@@ -53,6 +53,7 @@ from control_plane.models import ReplicaAssignment
 from control_plane.stores.redis import RedisControlStore
 from ingest_nodes.core.trusted_window import snapshot_limit
 from ingest_nodes.venues.binance.limits import depth_weight
+from ladder_process.cli import HelpFormatter
 
 WINDOW_S = 60.0
 TARGET_RATIO = 1.2
@@ -396,7 +397,7 @@ def _write(
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
-        prog="ladder bench sync", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="ladder bench sync", description=__doc__, formatter_class=HelpFormatter
     )
     parser.add_argument("--markets", type=int, default=2013, help="markets per venue (spot and futures)")
     parser.add_argument("--replicas", type=int, default=2, help="replicas per book = ingest nodes")
@@ -409,7 +410,9 @@ def main(argv: list[str] | None = None) -> None:
         help="venue updates/s per market (4026 markets at 0.2/s already keep one fake-venue core busy)",
     )
     parser.add_argument("--levels", type=int, default=200, help="venue book levels per side")
-    parser.add_argument("--streams-per-connection", type=int, default=1024)
+    parser.add_argument(
+        "--streams-per-connection", type=int, default=1024, help="venue streams one connection carries"
+    )
     parser.add_argument(
         "--no-align", dest="align", action="store_false", help="start at once, not as a weight window opens"
     )

@@ -14,6 +14,7 @@ from control_plane.scheduling.replica_status import BookStoreReplicaStatus
 from control_plane.scheduling.runtime import run_control
 from control_plane.scheduling.telemetry import ControlTelemetry
 from control_plane.settings import ControlSettings
+from ladder_process.cli import HelpFormatter
 from ladder_process.health import ReadinessSlot
 from ladder_process.metrics_server import serve_metrics
 from ladder_process.redaction import install_log_redaction, secrets_of
@@ -21,8 +22,10 @@ from ladder_process.telemetry.setup import Telemetry
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="ladder control", description=__doc__)
-    parser.add_argument("--log-level", default="INFO")
+    parser = argparse.ArgumentParser(
+        prog="ladder control", description=__doc__, formatter_class=HelpFormatter
+    )
+    parser.add_argument("--log-level", default="INFO", help="logging level: DEBUG, INFO, WARNING, ERROR")
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=args.log_level, format="%(asctime)s control %(levelname)s %(name)s: %(message)s"

@@ -18,12 +18,21 @@ from fake_venue.config import Drift, VenueConfig
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     defaults = VenueConfig()
-    parser = argparse.ArgumentParser(prog="python -m fake_venue", description=__doc__)
-    parser.add_argument("--host", default="127.0.0.1")
+    # Defaults after each help (argparse's own formatter: the fake venue shares no code with Ladder).
+    parser = argparse.ArgumentParser(
+        prog="ladder fake-venue", description=__doc__, formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="the address to listen on")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
-    parser.add_argument("--spot-symbols", type=int, default=defaults.spot_symbols)
-    parser.add_argument("--futures-symbols", type=int, default=defaults.futures_symbols)
-    parser.add_argument("--alpaca-symbols", type=int, default=defaults.alpaca_symbols)
+    parser.add_argument(
+        "--spot-symbols", type=int, default=defaults.spot_symbols, help="Binance spot markets"
+    )
+    parser.add_argument(
+        "--futures-symbols", type=int, default=defaults.futures_symbols, help="Binance USD-M futures markets"
+    )
+    parser.add_argument(
+        "--alpaca-symbols", type=int, default=defaults.alpaca_symbols, help="Alpaca crypto pairs"
+    )
     parser.add_argument(
         "--okx-symbols", type=int, default=defaults.okx_symbols, help="OKX SPOT instruments (as many SWAP)"
     )
@@ -46,7 +55,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=defaults.deep_symbols,
         help="the first N symbols of each Binance catalogue get --deep-levels levels a side",
     )
-    parser.add_argument("--deep-levels", type=int, default=defaults.deep_levels)
+    parser.add_argument(
+        "--deep-levels", type=int, default=defaults.deep_levels, help="levels per side of the --deep-symbols"
+    )
     drift = defaults.drift
     parser.add_argument(
         "--drift-ticks-per-s",
@@ -75,7 +86,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=defaults.deep_share,
         help="share of each update's operations at a uniformly random depth (0..1)",
     )
-    parser.add_argument("--seed", type=int, default=defaults.seed)
+    parser.add_argument("--seed", type=int, default=defaults.seed, help="seeds every book's random walk")
     parser.add_argument(
         "--history", type=int, default=defaults.history_max_events, help="updates kept per symbol"
     )

@@ -18,6 +18,7 @@ from book_store.connect import opened, store_client
 from ingest_nodes.ops.telemetry import IngestTelemetry
 from ingest_nodes.runtime.node import IngestNode
 from ingest_nodes.settings import IngestSettings
+from ladder_process.cli import HelpFormatter
 from ladder_process.health import ReadinessSlot
 from ladder_process.heap import freeze_survivors
 from ladder_process.metrics_server import serve_metrics
@@ -26,9 +27,11 @@ from ladder_process.telemetry.setup import Telemetry
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="ladder ingest", description=__doc__)
-    parser.add_argument("--node-id", help="overrides LADDER_NODE_ID")
-    parser.add_argument("--log-level", default="INFO")
+    parser = argparse.ArgumentParser(prog="ladder ingest", description=__doc__, formatter_class=HelpFormatter)
+    parser.add_argument(
+        "--node-id", help="this node's id (overrides LADDER_NODE_ID; default: a new one per process)"
+    )
+    parser.add_argument("--log-level", default="INFO", help="logging level: DEBUG, INFO, WARNING, ERROR")
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level, format="%(asctime)s ingest %(levelname)s %(name)s: %(message)s")
     overrides = {"node_id": args.node_id} if args.node_id else {}

@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from ladder_cli.dependency_lock import LockError, Pin, canonical, needed_by, read_lock, requirements_text
+from ladder_process.cli import HelpFormatter
 
 HANDLER = "read_functions.server.lambda_handler.handler"
 ENTRY_MODULE = "read_functions.server.lambda_handler"
@@ -399,8 +400,9 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ladder package lambda",
         description=f"Build the read path's AWS Lambda zip (handler {HANDLER}).",
+        formatter_class=HelpFormatter,
     )
-    parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help=f"default {DEFAULT_OUTPUT}")
+    parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help="where to write the zip")
     parser.add_argument(
         "--platform",
         choices=sorted(PLATFORMS),

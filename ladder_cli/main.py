@@ -17,35 +17,28 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ladder_cli import data_dir as data_dirs
+from ladder_cli.commands import COMPONENTS, groups
+from ladder_process.cli import HelpFormatter
 
 if TYPE_CHECKING:
     from ladder_cli.supervisor import Child
-
-COMPONENTS = {
-    "ingest": "ingest_nodes",
-    "read": "read_functions",
-    "control": "control_plane",
-    "fake-venue": "fake_venue",
-}
-PACKAGERS = {"lambda": "ladder_cli.lambda_package"}
 
 
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] in COMPONENTS:
-        _exec_module(COMPONENTS[argv[0]], argv[1:])
-    if argv[:1] == ["bench"] and len(argv) > 1 and not argv[1].startswith("-"):
-        _exec_module(f"bench.{argv[1]}", argv[2:])
-    if argv[:1] == ["package"] and len(argv) > 1 and argv[1] in PACKAGERS:
-        _exec_module(PACKAGERS[argv[1]], argv[2:])
+        _exec_module(COMPONENTS[argv[0]].module, argv[1:])
+    group = groups().get(argv[0]) if argv else None
+    if group is not None and len(argv) > 1 and argv[1] in group:
+        _exec_module(group[argv[1]].module, argv[2:])
     parser = _parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(argv)  # what is not handed over: ladder up, reset, help, mistakes
     if args.command == "up":
         _up(args)
     elif args.command == "reset":
         _reset(args)
     else:
-        parser.print_help()
+        (getattr(args, "group", None) or parser).print_help(sys.stderr)
         raise SystemExit(2)
 
 
@@ -55,28 +48,76 @@ def _exec_module(module: str, args: list[str]) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ladder", description="Live crypto order books for many tenants.")
-    sub = parser.add_subparsers(dest="command")
-    up = sub.add_parser("up", help="run the whole stack on this machine")
+    parser = argparse.ArgumentParser(
+        prog="ladder",
+        description="Live crypto order books, kept in sync once and served to many tenants.",
+        epilog="`ladder COMMAND --help` explains each command and its options.",
+        formatter_class=HelpFormatter,
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
+    _up_options(
+        sub.add_parser("up", help="run the whole stack on this machine", formatter_class=HelpFormatter)
+    )
+    reset = sub.add_parser(
+        "reset",
+        help="delete the data directory `ladder up` keeps (tenants, keys, subscriptions): start afresh",
+        formatter_class=HelpFormatter,
+    )
+    reset.add_argument(
+        "--venue",
+        choices=VENUES,
+        default="binance",
+        help="whose default data directory: .ladder/live (binance) or .ladder/demo (fake)",
+    )
+    reset.add_argument("--data-dir", type=Path, help="this directory instead of the venue's default")
+    reset.add_argument("--yes", action="store_true", help="do not ask first")
+    for command in COMPONENTS.values():
+        sub.add_parser(
+            command.name, help=f"{command.summary} (`ladder {command.name} --help`)", add_help=False
+        )
+    for name, commands in groups().items():
+        what = {"bench": "benchmarks, run by hand (never in the tests)", "package": "build deployables"}[name]
+        group = sub.add_parser(
+            name,
+            help=f"{what}: {', '.join(commands)}",
+            description=f"ladder {name} NAME [OPTIONS]: {what}.",
+            epilog=f"`ladder {name} NAME --help` explains each one's options.",
+            formatter_class=HelpFormatter,
+        )
+        group.set_defaults(group=group)  # a group named without a NAME prints its choices
+        names = group.add_subparsers(dest="name", metavar="NAME", title="choose one")
+        for command in commands.values():
+            names.add_parser(command.name, help=command.summary, add_help=False)
+    return parser
+
+
+VENUES = ["binance", "fake"]
+
+
+def _up_options(up: argparse.ArgumentParser) -> None:
     up.add_argument(
         "--venue",
-        choices=["binance", "fake"],
+        choices=VENUES,
         default="binance",
-        help="live Binance (default) or the built-in offline fake venue",
+        help="live Binance (needs internet), or the built-in offline fake venue (what `make demo` runs)",
     )
-    up.add_argument("--ingest-nodes", type=int, default=2, metavar="N")
-    up.add_argument("--host", default="127.0.0.1")
-    up.add_argument("--port", type=int, default=8080)
+    up.add_argument("--ingest-nodes", type=int, default=2, metavar="N", help="ingest node processes")
+    up.add_argument("--host", default="127.0.0.1", help="address the read API listens on")
+    up.add_argument("--port", type=int, default=8080, help="port the read API listens on (0: a free one)")
     up.add_argument("--workers", type=int, default=1, help="read worker processes")
-    up.add_argument("--compat-port", type=int, help="also serve the UBDCC API on this port (on 127.0.0.1)")
-    up.add_argument("--compat-tenant", default="compat", help="the tenant the compat listener acts as")
+    up.add_argument(
+        "--compat-port", type=int, help="also serve the UBDCC API on this port, on 127.0.0.1 (docs/ubdcc.md)"
+    )
+    up.add_argument("--compat-tenant", default="compat", help="the tenant the UBDCC listener acts as")
     up.add_argument(
         "--compat-keyless-changes",
         action="store_true",
         help="let keyless UBDCC clients create and stop books (see docs/ubdcc.md)",
     )
-    up.add_argument("--tls-cert")
-    up.add_argument("--tls-key")
+    up.add_argument(
+        "--tls-cert", metavar="PEM", help="serve HTTPS with this certificate chain (with --tls-key)"
+    )
+    up.add_argument("--tls-key", metavar="PEM", help="the private key of --tls-cert")
     up.add_argument(
         "--data-dir",
         type=Path,
@@ -86,25 +127,6 @@ def _parser() -> argparse.ArgumentParser:
     )
     up.add_argument("--fake-symbols", type=int, default=50, help="symbols per market type on the fake venue")
     up.add_argument("--fake-rate", type=float, default=10.0, help="events/s per active fake symbol")
-    reset = sub.add_parser(
-        "reset",
-        help="delete the data directory `ladder up` keeps (tenants, keys, subscriptions): start afresh",
-    )
-    reset.add_argument(
-        "--venue",
-        choices=["binance", "fake"],
-        default="binance",
-        help="whose default data directory: .ladder/live (binance, the default) or .ladder/demo (fake)",
-    )
-    reset.add_argument("--data-dir", type=Path, help="this directory instead of the venue's default")
-    reset.add_argument("--yes", action="store_true", help="do not ask first")
-    for name, module in COMPONENTS.items():
-        sub.add_parser(name, help=f"run one {module} process (see `ladder {name} --help`)", add_help=False)
-    sub.add_parser(
-        "bench", help="benchmarks: ladder bench read|read_cost|latency|ingest|sync|coldstart|idle|overload"
-    )
-    sub.add_parser("package", help="build deployables: ladder package lambda")
-    return parser
 
 
 def _up(args: argparse.Namespace) -> None:

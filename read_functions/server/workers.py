@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from multiprocessing.process import BaseProcess
 
 from control_plane.errors import ConfigurationError
+from ladder_process.cli import HelpFormatter
 from ladder_process.embedded_valkey import die_with_parent
 from ladder_process.heap import freeze_survivors
 from ladder_process.redaction import install_log_redaction, secrets_of
@@ -232,21 +233,26 @@ def announce(main: Listener, compat: Listener | None) -> None:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="ladder read", description="Serve the Ladder read API.")
-    parser.add_argument("--host", default="127.0.0.1")
+    parser = argparse.ArgumentParser(
+        prog="ladder read", description="Serve the Ladder read API.", formatter_class=HelpFormatter
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="the address to listen on")
     parser.add_argument("--port", type=int, default=8080, help="0 picks a free port (printed at start)")
-    parser.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
+    parser.add_argument("--workers", type=int, default=1, help="worker processes")
     parser.add_argument("--tls-cert", help="PEM certificate chain: serve HTTPS")
     parser.add_argument("--tls-key", help="PEM private key of --tls-cert")
     parser.add_argument("--compat-port", type=int, help="also serve the UBDCC routes here, as one tenant")
     parser.add_argument("--compat-host", default="127.0.0.1", help="the compat listener's address")
-    parser.add_argument("--compat-tenant", help="the tenant the compat listener acts as (default: compat)")
+    parser.add_argument(
+        "--compat-tenant",
+        help="the tenant the compat listener acts as (default: LADDER_COMPAT_TENANT, compat)",
+    )
     parser.add_argument(
         "--compat-keyless-changes",
         action="store_true",
         help="let keyless compat requests create and stop books (loopback only; see docs/ubdcc.md)",
     )
-    parser.add_argument("--log-level", default="INFO")
+    parser.add_argument("--log-level", default="INFO", help="logging level: DEBUG, INFO, WARNING, ERROR")
     args = parser.parse_args(argv)
     if args.workers < 1:
         parser.error("--workers must be at least 1")
