@@ -1,4 +1,5 @@
-"""``ladder control`` (``python -m control_plane``): the replica scheduler loop, until SIGTERM."""
+"""``ladder control`` (``python -m control_plane``): the replica scheduler loop, and the cluster's
+history for the console, until SIGTERM."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import signal
 from book_store.connect import opened, store_client
 from book_store.unplaced import UnplacedBooks
 from control_plane.errors import ConfigurationError
+from control_plane.history import HistorySampler
 from control_plane.scheduling.replica_status import BookStoreReplicaStatus
 from control_plane.scheduling.runtime import run_control
 from control_plane.scheduling.telemetry import ControlTelemetry
@@ -50,7 +52,15 @@ async def _serve(settings: ControlSettings, redis_url: str) -> None:
     try:
         async with serve_metrics(metrics.render_prometheus, ready):
             rounds = ControlTelemetry(metrics)
-            await run_control(settings, status, unplaced=UnplacedBooks(client), telemetry=rounds, ready=ready)
+            history = asyncio.get_running_loop().create_task(
+                HistorySampler(client, interval_s=settings.history_interval_s).run(), name="history"
+            )
+            try:
+                await run_control(
+                    settings, status, unplaced=UnplacedBooks(client), telemetry=rounds, ready=ready
+                )
+            finally:
+                history.cancel()
     except asyncio.CancelledError:
         logging.getLogger(__name__).info("stopped")
     finally:

@@ -64,6 +64,9 @@ class ControlSettings(BaseSettings):
     pepper: SecretStr | None = None
     node_timeout_ms: int = Field(default=3000, ge=100, description="No heartbeat this long: node is dead.")
     scheduler_interval_ms: int = Field(default=500, ge=50, le=60_000)
+    history_interval_s: float = Field(
+        default=10.0, gt=0, le=600, description="Sample the cluster for the console's history this often."
+    )
     scheduler_max_moves: int = Field(default=16, ge=0, description="Rebalancing moves in flight at most.")
     replica_silence_ms: int = Field(
         default=3000, ge=100, description="A replica silent this long does not count as synced."

@@ -471,6 +471,16 @@ ROUTES: tuple[Route[Deps], ...] = (
     ),
     Route(
         "GET",
+        "/v1/admin/history",
+        cluster.history,
+        ADMIN,
+        "The last hour: publish latency, replicas by status, resyncs, each tenant's requests and errors",
+        "admin",
+        (Param("minutes", {"type": "integer", "minimum": 1, "maximum": 60}, "How far back (default 60)."),),
+        replies=_ok("History"),
+    ),
+    Route(
+        "GET",
         "/v1/admin/audit",
         admin.audit,
         ADMIN,

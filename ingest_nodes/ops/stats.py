@@ -20,6 +20,8 @@ class ReplicaStats:
     resyncs: Counter[str] = field(default_factory=Counter)
     """Times the book (or its sync progress) was thrown away, by reason: ``gap``, ``crossed``,
     ``disconnect``, ``buffer_overflow``, ``bad_level``, ``replica_mismatch``, ``handover``, ``stall``."""
+    last_resync: tuple[str, int] | None = None
+    """The last resync's reason and when it happened (ms), None before the first."""
     snapshots: int = 0
     """REST snapshots that synced the served book from scratch."""
     background_snapshots: int = 0
@@ -30,6 +32,8 @@ class ReplicaStats:
     """Connection changes (rollover, venue shutdown) that kept the book synced without a snapshot."""
     stale_episodes: int = 0
     """Times the published status turned ``stale`` (a stalled stream, or silence no check cleared)."""
+    last_stale: tuple[str, int] | None = None
+    """Why and when (ms) the status last turned ``stale``, None before the first time."""
     stall_checks: int = 0
     """Suspect silences checked against the venue's book id (see ``stall_checks``) ..."""
     quiet_checks: int = 0
@@ -59,6 +63,8 @@ class ReplicaStats:
         """Add ``other``'s counts to these (node totals)."""
         self.events += other.events
         self.resyncs.update(other.resyncs)
+        self.last_resync = _later(self.last_resync, other.last_resync)
+        self.last_stale = _later(self.last_stale, other.last_stale)
         self.snapshots += other.snapshots
         self.background_snapshots += other.background_snapshots
         self.snapshot_failures += other.snapshot_failures
@@ -81,6 +87,8 @@ class ReplicaStats:
             "events": self.events,
             "resyncs": dict(self.resyncs),
             "restarts": self.restarts,
+            "last_resync": _event(self.last_resync),
+            "last_stale": _event(self.last_stale),
             "snapshots": self.snapshots,
             "background_snapshots": self.background_snapshots,
             "snapshot_failures": self.snapshot_failures,
@@ -99,6 +107,17 @@ class ReplicaStats:
         }
 
 
+def _later(one: tuple[str, int] | None, other: tuple[str, int] | None) -> tuple[str, int] | None:
+    """The later of two ``(reason, at_ms)`` events (either may be None)."""
+    if one is None or (other is not None and other[1] > one[1]):
+        return other
+    return one
+
+
+def _event(event: tuple[str, int] | None) -> dict[str, object] | None:
+    return None if event is None else {"reason": event[0], "at_ms": event[1]}
+
+
 @dataclass(slots=True)
 class NodeTally:
     """A node's replica counters summed, and per exchange how many replicas it keeps and has synced."""
@@ -106,11 +125,14 @@ class NodeTally:
     totals: ReplicaStats = field(default_factory=ReplicaStats)
     kept: Counter[str] = field(default_factory=Counter)
     synced: Counter[str] = field(default_factory=Counter)
+    statuses: Counter[str] = field(default_factory=Counter)
+    """Replicas by the status they are published with (``synced``, ``resyncing``, ``stale``, ...)."""
 
-    def count(self, exchange: str, stats: ReplicaStats, synced: bool) -> None:
+    def count(self, exchange: str, stats: ReplicaStats, synced: bool, status: str) -> None:
         self.totals.add(stats)
         self.kept[exchange] += 1
         self.synced[exchange] += synced
+        self.statuses[status] += 1
 
 
 @dataclass(slots=True)

@@ -77,9 +77,12 @@ RESNAPSHOT_SPREAD = (0.9, 0.2)
 """A replica is re-snapshotted between 0.9 and 1.1 of ``resnapshot_interval_s`` after it synced."""
 
 
-def _count(tally: NodeTally, replicas: Iterable[tuple[ReplicaId, BookReplica]]) -> None:
+def _count(
+    tally: NodeTally, replicas: Iterable[tuple[ReplicaId, BookReplica]], publisher: Publisher, now: int
+) -> None:
     for (book, _index), replica in replicas:
-        tally.count(book.exchange, replica.stats, replica.engine.synced)
+        status = publisher.status(replica, now).label
+        tally.count(book.exchange, replica.stats, replica.engine.synced, status)
 
 
 class IngestNode:
@@ -468,7 +471,7 @@ class IngestNode:
     def stats(self) -> dict[str, object]:
         """Every counter of this node, summed over its replicas, connections and exchanges."""
         tally = NodeTally()
-        _count(tally, self.replicas.items())
+        _count(tally, self.replicas.items(), self.publisher, now_ms())
         return self._document(tally)
 
     async def report(self) -> None:
@@ -477,8 +480,15 @@ class IngestNode:
         replicas = list(self.replicas.items())
         tally = NodeTally()
         async for part in in_slices(replicas):
-            _count(tally, part)
+            _count(tally, part, self.publisher, now_ms())
         await self._reporter.report(self._document(tally), {key: r.stats for key, r in replicas})
+
+    def _resyncs_total(self, tally: NodeTally) -> Counter[str]:
+        """Resyncs by reason since this node started: of the replicas it keeps and those it stopped."""
+        total = Counter(tally.totals.resyncs)
+        for retired in self.retired.values():
+            total.update(retired.resyncs)
+        return total
 
     def _document(self, tally: NodeTally) -> dict[str, object]:
         exchanges = {
@@ -502,6 +512,8 @@ class IngestNode:
             "replicas": sum(tally.kept.values()),
             "synced": sum(tally.synced.values()),
             "replica_totals": tally.totals.to_json(),
+            "statuses": dict(tally.statuses),
+            "resyncs_total": dict(self._resyncs_total(tally)),
             "checkpoints_recorded": 0 if self.checkpoints is None else self.checkpoints.recorded,
             "replica_checks": self.checker.compared,
             "replica_mismatches": self.checker.mismatches,

@@ -134,6 +134,10 @@ class _DeepEncode:
         self.encoded_bids: EncodedSide | None = None
 
 
+STALLED = "stalled: the venue's book moved on while its stream stayed silent"
+UNCONFIRMED = "silent: a long silence the venue could not confirm as a quiet market"
+
+
 class Publisher:
     """Encodes and writes the snapshots of every replica on this node."""
 
@@ -240,6 +244,7 @@ class Publisher:
         status = self.status(replica, now)
         if status is BookStatus.STALE and replica.last_status is not BookStatus.STALE:
             replica.stats.stale_episodes += 1
+            replica.stats.last_stale = (STALLED if replica.stalled else UNCONFIRMED, now)
         replica.last_status = status
         meta = _meta(replica, status, now, self._node)
         depth = replica.depth

@@ -524,6 +524,7 @@ class BookReplica:
         if self._resets_on_stream and reason != "disconnect" and self.source is not None:
             self.source.resubscribe(self.symbol)  # the venue sends the whole book again
         self.stats.resyncs[reason] += 1
+        self.stats.last_resync = (reason, now_ms())
         self._telemetry.resync(self, reason)
         self.synced_since = None
         self._drop_shadow()

@@ -131,6 +131,12 @@ class Dispatcher(Generic[C]):
                 quota = exc.quota
         finally:
             load.in_flight -= 1
+        if (
+            response.status >= 400
+            and request.principal is not None
+            and request.principal.tenant_id is not None
+        ):
+            deps.usage.error(request.principal.tenant_id)
         if quota is not None:
             quota.add_headers(response.headers)
         response.headers["X-Request-ID"] = request.request_id

@@ -124,6 +124,12 @@ CHANGED = {
 REPLICA_COUNTERS = ("restarts", "handovers", "stale_episodes", "stall_checks", "quiet_checks", "stalls",
                     "refreshes", "audits", "audit_mismatches", "last_audit_ms", "mismatches")  # fmt: skip
 """The counters a replica's node reports that ``GET /v1/books/.../info`` passes on (besides resyncs)."""
+REPLICA_EVENTS = ("last_resync", "last_stale")
+"""The events a replica's node reports with them: the last resync's and the last turn to stale's."""
+_EVENT = {
+    "oneOf": [{"type": "null"}, obj({"reason": STR, "at_ms": INT})],
+    "description": "why and when (null: never, or a node that does not report it)",
+}
 _STORED_LEVELS = {"bids": INT, "asks": INT, "more_bids": BOOL, "more_asks": BOOL}
 _REPLICA_INFO = {
     "replica": INT,
@@ -137,6 +143,7 @@ _REPLICA_INFO = {
     "deep": {"oneOf": [{"type": "null"}, obj({**_STORED_LEVELS, "update_id": INT, "publish_time": INT})]},
     "resyncs": {"type": ["object", "null"], "additionalProperties": INT},
     **{name: NULLABLE_INT for name in REPLICA_COUNTERS},
+    **dict.fromkeys(REPLICA_EVENTS, _EVENT),
 }
 
 BOOK_STATUS: Schema = {
@@ -157,6 +164,13 @@ _CLUSTER_REPLICA = {
     "age_ms": NULLABLE_INT,
     "resyncs": {"type": ["object", "null"], "additionalProperties": INT},
     **{name: NULLABLE_INT for name in REPLICA_COUNTERS},
+    **dict.fromkeys(REPLICA_EVENTS, _EVENT),
+    "status_reason": {
+        "type": ["string", "null"],
+        "description": "why a replica is not synced (null when it is): the last resync's reason, why it "
+        "turned stale, or that its node has not been heard from",
+    },
+    "status_since_ms": {"type": ["integer", "null"], "description": "since when that is so, when known"},
 }
 _DISAGREEMENT = {
     "exchange": STR,
@@ -324,7 +338,15 @@ COMPONENTS: dict[str, Schema] = {
         {
             "tenant_id": STR,
             "requests_total": INT,
-            "minutes": array_of(obj({"minute": INT, "requests": INT})),
+            "minutes": array_of(
+                obj(
+                    {
+                        "minute": INT,
+                        "requests": INT,
+                        "errors": {"type": "integer", "description": "answers of 400 and up, 429 included"},
+                    }
+                )
+            ),
             "limits": obj({k: v for k, v in TENANT_FIELDS.items() if k != "name"}),
             "markets": {"type": "integer", "description": "subscriptions, against max_markets"},
             "most_replicas": {"type": "integer", "description": "the most any subscription asks"},
@@ -364,6 +386,43 @@ COMPONENTS: dict[str, Schema] = {
         }
     ),
     "Egress": obj({"egress": array_of(_EGRESS_POOL)}),
+    "History": obj(
+        {
+            "interval_ms": {"type": "integer", "description": "between two samples"},
+            "samples": array_of(
+                obj(
+                    {
+                        "at": INT,
+                        "latency_ms": {
+                            "type": "object",
+                            "additionalProperties": _LATENCY,
+                            "description": "per exchange, frame received -> published over about the last "
+                            "minute: each percentile the highest any node reported, count summed",
+                        },
+                        "replicas": {
+                            "type": "object",
+                            "additionalProperties": INT,
+                            "description": "replicas by the status their nodes publish them with",
+                        },
+                        "resyncs": {
+                            "type": "object",
+                            "additionalProperties": INT,
+                            "description": "resyncs by reason since the sample before",
+                        },
+                    }
+                )
+            ),
+            "tenants": array_of(
+                obj(
+                    {
+                        "tenant_id": STR,
+                        "name": STR,
+                        "minutes": array_of(obj({"minute": INT, "requests": INT, "errors": INT})),
+                    }
+                )
+            ),
+        }
+    ),
     "Audit": obj(
         {
             "audit": array_of(

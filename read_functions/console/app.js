@@ -1,5 +1,5 @@
 // The console's entry: sign in with a key, learn its role from GET /v1/account, show that role's
-// views, refresh the visible one every REFRESH_MS, sign out.
+// views, refresh the visible one every REFRESH_MS (or the view's own refreshMs), sign out.
 
 import { ApiError, REFRESH_MS, get, session } from "./api.js";
 import { el, fill } from "./dom.js";
@@ -65,7 +65,7 @@ async function refresh(state) {
     setProblem(view, error);
   }
   if (!state.stopped && state.active === view) {
-    state.timer = setTimeout(() => refresh(state), REFRESH_MS);
+    state.timer = setTimeout(() => refresh(state), view.refreshMs || REFRESH_MS);
   }
 }
 

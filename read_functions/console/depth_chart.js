@@ -4,17 +4,17 @@
 
 import uPlot from "./vendor/uPlot.esm.min.js";
 import { el, fill } from "./dom.js";
+import { PlotHolder } from "./plot.js";
 
 const LADDER_LEVELS = 12;
 
-export class DepthChart {
+export class DepthChart extends PlotHolder {
   constructor() {
-    this.plotNode = el("div", { class: "plot" });
+    super(280);
     this.notice = el("div", { class: "not-live-notice", id: "not-live-notice", hidden: true });
     this.ladder = el("div", { class: "ladder", id: "ladder" });
     this.node = el("div", { class: "depth", id: "depth-chart" },
       el("div", { class: "plot-wrap" }, this.plotNode, this.notice), this.ladder);
-    this.plot = null;
   }
 
   /** Draw one book (the stream's JSON) as live. */
@@ -40,19 +40,6 @@ export class DepthChart {
     this.node.dataset.live = String(live);
     this.notice.hidden = live;
     this.notice.textContent = live ? "" : `not live: ${reason}`;
-  }
-
-  resize() {
-    if (this.plot) this.plot.setSize(this._size());
-  }
-
-  destroy() {
-    if (this.plot) this.plot.destroy();
-    this.plot = null;
-  }
-
-  _size() {
-    return { width: Math.max(320, this.plotNode.clientWidth || 640), height: 280 };
   }
 
   _ensurePlot() {

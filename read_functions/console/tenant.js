@@ -1,10 +1,11 @@
 // A tenant's views: its subscriptions (status, age), subscribe and unsubscribe, one book live
-// over the WebSocket stream, and its usage against its limits. Routes: /v1/subscriptions,
-// /v1/exchanges, /v1/markets, /v1/stream, /v1/usage.
+// over the WebSocket stream, and its usage against its limits with its requests and errors over
+// the last hour. Routes: /v1/subscriptions, /v1/exchanges, /v1/markets, /v1/stream, /v1/usage.
 
 import { call, get, openStream, path } from "./api.js";
 import { DepthChart } from "./depth_chart.js";
 import { age, badge, el, fill, meter, table } from "./dom.js";
+import { TimeChart, lastHourMinutes } from "./time_chart.js";
 
 const STREAM_DEPTH = 100;
 const SILENT_MS = 3000; // quiet books are republished every second: this long without one is not live
@@ -187,28 +188,29 @@ class LiveBook {
 
 function usageView(account) {
   const limits = el("div");
-  const requests = el("div");
+  const chart = new TimeChart("chart-usage", "Requests per minute, last hour (dashed: of them, errors)", "per min");
   const node = el("section", {}, el("h2", {}, `Usage of ${account.tenant_name} against its limits`), limits,
-    el("h2", {}, "Requests per minute (last hour)"), requests);
+    chart.node);
+  addEventListener("resize", () => chart.resize());
 
   async function refresh() {
     const usage = await get("/v1/usage");
     const l = usage.limits;
-    const minute = Math.floor(Date.now() / 60000) * 60000;
-    const thisMinute = (usage.minutes.find((m) => m.minute === minute) || { requests: 0 }).requests;
+    const minutes = lastHourMinutes();
+    const byMinute = new Map(usage.minutes.map((m) => [m.minute, m]));
+    const thisMinute = (byMinute.get(minutes[minutes.length - 1]) || { requests: 0 }).requests;
     fill(limits, table(["what", "used / limit"], [
       { cells: ["markets subscribed", meter(usage.markets, l.max_markets)] },
       { cells: ["replicas (most of any subscription)", meter(usage.most_replicas, l.max_replicas)] },
       { cells: ["depth (deepest subscription)", meter(usage.deepest, l.max_depth)] },
+      usage.streams === undefined ? null : { cells: ["streams open", meter(usage.streams, l.max_streams)] },
       { cells: ["requests this minute", meter(thisMinute, Math.round(l.rate_limit_rps * 60), `rate limit ${l.rate_limit_rps}/s`)] },
       { cells: ["requests in total", usage.requests_total] },
-    ], { id: "usage-table" }));
-    const peak = Math.max(1, ...usage.minutes.map((m) => m.requests));
-    fill(requests, el("div", { class: "bars" }, usage.minutes.map((m) => {
-      const bar = el("span", { class: "bar", title: `${new Date(m.minute).toISOString().slice(11, 16)} UTC: ${m.requests}` });
-      bar.style.height = `${Math.max(2, (100 * m.requests) / peak)}%`;
-      return bar;
-    })));
+    ].filter(Boolean), { id: "usage-table" }));
+    chart.set(minutes, [
+      { label: "requests", values: minutes.map((m) => (byMinute.get(m) || {}).requests || 0) },
+      { label: "errors", dashed: true, values: minutes.map((m) => (byMinute.get(m) || {}).errors || 0) },
+    ]);
   }
-  return { id: "usage", title: "Usage", node, refresh };
+  return { id: "usage", title: "Usage", node, refresh, stop: () => chart.destroy() };
 }

@@ -1,4 +1,5 @@
-"""Operator views of the running cluster: ingest nodes, every book's replicas, the weight budgets.
+"""Operator views of the running cluster: ingest nodes, every book's replicas, the weight budgets,
+and the last hour of all that (the history the control plane samples, and each tenant's minutes).
 
 Each view joins what the control plane assigned with what the ingest nodes last wrote to the
 store (their counters documents, each replica's head snapshot and counters, the shared weight
@@ -9,6 +10,7 @@ one pipelined round trip per kind of key.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from typing import Any, cast
 
@@ -16,11 +18,13 @@ import orjson
 
 from book_store.codec import Snapshot
 from book_store.connect import get_many
+from book_store.history import SAMPLE_S, History
 from book_store.liveness import Heartbeats
 from book_store.reader import BookReader, heard, store_errors
 from book_store.schema import BookKey, node_stats_key, weight_key_prefix
 from ladder_process.clock import now_ms
 from read_functions.app.messages import Request, Response, json_response
+from read_functions.app.params import int_param
 from read_functions.deps import Deps
 from read_functions.handlers.reads.book_info import COUNTERS
 from read_functions.handlers.reads.rules import best_status
@@ -61,6 +65,7 @@ async def books(request: Request, deps: Deps) -> Response:
                 **_head_state(head, now, silence, heartbeats),
                 **{name: counted.get(name) for name in COUNTERS},
             }
+            entry.update(_why(entry, head, heartbeats))
             replicas.append(entry)
             if counted.get("mismatches") or counted.get("audit_mismatches"):
                 disagreements.append({"exchange": book.exchange, "market": book.market, **{
@@ -113,6 +118,27 @@ async def egress(request: Request, deps: Deps) -> Response:
     return json_response({"egress": found})
 
 
+def _why(entry: dict[str, Any], head: Snapshot | None, heartbeats: Heartbeats) -> dict[str, Any]:
+    """``status_reason`` and ``status_since_ms`` of a replica that is not synced (both None if it is)."""
+    status = entry["status"]
+    event: dict[str, Any] | None = None
+    if status == "starting":
+        return {"status_reason": "no snapshot published yet", "status_since_ms": None}
+    if status == "stale" and head is not None and head.status.label != "stale":
+        since = heard(head, heartbeats)
+        return {"status_reason": "not heard from: neither republished nor vouched for by its node",
+                "status_since_ms": since}  # fmt: skip
+    if status == "stale":
+        event = entry.get("last_stale")
+    elif status == "resyncing":
+        event = entry.get("last_resync") or {"reason": "syncing for the first time", "at_ms": None}
+    elif status == "refused":
+        return {"status_reason": "the venue refuses Ladder's key for it", "status_since_ms": None}
+    if event is None:
+        return {"status_reason": None, "status_since_ms": None}
+    return {"status_reason": event["reason"], "status_since_ms": event["at_ms"]}
+
+
 def _head_state(head: Snapshot | None, now: int, silence_ms: int, heartbeats: Heartbeats) -> dict[str, Any]:
     """A replica as its head snapshot shows it; one not heard from within ``silence_ms`` (neither
     republished nor vouched for by its node's heartbeat) is stale."""
@@ -130,3 +156,28 @@ async def _node_documents(deps: Deps, node_ids: list[str]) -> dict[str, dict[str
     with store_errors():
         raw = await get_many(deps.redis, [node_stats_key(n) for n in node_ids])
     return {n: orjson.loads(value) for n, value in zip(node_ids, raw, strict=True) if value}
+
+
+HISTORY_MINUTES = 60
+
+
+async def history(request: Request, deps: Deps) -> Response:
+    """``GET /v1/admin/history?minutes=N``: the cluster's samples over the last N minutes (at most
+    60, the default), and each tenant's requests and errors per minute."""
+    minutes = int_param(request.query, "minutes", lo=1, hi=HISTORY_MINUTES) or HISTORY_MINUTES
+    now = now_ms()
+    since = now - minutes * 60_000
+    with store_errors():
+        samples = await History(deps.redis).recent(math.ceil(minutes * 60 / SAMPLE_S) + 1)
+    tenants = await deps.control.tenants.list_all()
+    reports = await deps.usage.reports([t.id for t in tenants], now)
+    first_minute = since // 60_000 * 60_000
+    return json_response({
+        "interval_ms": int(SAMPLE_S * 1000),
+        "samples": [s.shown() for s in samples if s.at >= since],
+        "tenants": [
+            {"tenant_id": t.id, "name": t.name,
+             "minutes": [m for m in cast(list[dict[str, int]], r["minutes"]) if m["minute"] >= first_minute]}
+            for t, r in zip(tenants, reports, strict=True)
+        ],
+    })  # fmt: skip

@@ -1,10 +1,12 @@
 """The web console in headless Chromium against a whole stack on the fake venue.
 
-An operator signs in, creates a tenant and a key (shown once); the tenant signs in with it, sees
-no operator view, subscribes a book, watches its depth chart update with a rising update id,
-sees it turn ``stale`` while the fake venue withholds the market's events, and signs out; the operator then
-finds the stale replica in its books view. Any error the page
-logs (a script error, a refused resource, a Content-Security-Policy violation) fails the test.
+An operator signs in, creates a tenant and a key (shown once), raises one of its limits and
+disables and enables it again (each in the tenant's audit trail); the tenant signs in with it,
+sees no operator view, subscribes a book, watches its depth chart update with a rising update
+id, sees it turn ``stale`` while the fake venue withholds the market's events, reads its usage
+chart, and signs out; the operator then finds the stale replica in its books view with why and
+since when, and the last hour charted in its history view. Any error the page logs (a script
+error, a refused resource, a Content-Security-Policy violation) fails the test.
 Screenshots of the main views go to ``LADDER_SCREENSHOT_DIR`` (the README's come from there) or
 to the test's temporary folder.
 
@@ -15,7 +17,9 @@ build of its own.
 
 from __future__ import annotations
 
+import functools
 import os
+import re
 import shutil
 import time
 from collections.abc import Callable, Iterator
@@ -48,7 +52,11 @@ def browser_binaries() -> tuple[str, str]:
 @pytest.fixture(scope="module")
 def stack() -> Iterator[Stack]:
     running = start_stack(
-        extra_env={"LADDER_STALE_AFTER_MS": str(STALE_AFTER_MS), "LADDER_STATS_INTERVAL_S": "0.5"}
+        extra_env={
+            "LADDER_STALE_AFTER_MS": str(STALE_AFTER_MS),
+            "LADDER_STATS_INTERVAL_S": "0.5",
+            "LADDER_HISTORY_INTERVAL_S": "1",
+        }
     )
     yield running
     running.stop()
@@ -146,6 +154,7 @@ def test_operator_and_tenant_use_the_console(stack: Stack, browser: Any, shots: 
     wait_for("a weight budget row", lambda: present("#view-cluster tr[data-pool] .meter"))
 
     click("#tab-tenants", "the tenants tab")
+    wait_for("the tenant form, from the API's schema", lambda: present('#create-tenant [name="max_depth"]'))
     fill_form(
         "#create-tenant", {"name": "acme", "max_markets": "5", "max_replicas": "2", "rate_limit_rps": "50"}
     )
@@ -155,6 +164,28 @@ def test_operator_and_tenant_use_the_console(stack: Stack, browser: Any, shots: 
     key = wait_for("the new key, shown once", lambda: present("#new-key-value")).text
     assert key.startswith("ldr_") and len(key) > 30
     browser.save_screenshot(str(shots / "console-operator-tenants.png"))
+
+    # the operator raises a limit (the form's fields come from the API's schema) ...
+    tenant_row = '#tenants-table tr[data-tenant="acme"]'
+    click(f"{tenant_row} .edit-tenant", "the tenant's limits button")
+    wait_for("the limits form", lambda: present('#edit-tenant[data-tenant="acme"] [name="max_markets"]'))
+    fill_form("#edit-tenant", {"max_markets": "7"})
+    one("#edit-tenant button[type=submit]").click()
+    wait_for("the change said", lambda: "max_markets 5 → 7" in one("#edit-result").text)
+    wait_for("the raised limit in the list", lambda: "/ 7" in one(tenant_row).text)
+    # ... and disables the tenant, whose key then reads nothing, then enables it again
+    click(f"{tenant_row} .disable-tenant", "the disable button")
+    wait_for("the tenant disabled", lambda: present(f'{tenant_row}[data-state="disabled"]'))
+    assert stack.call(key, "GET", "/v1/subscriptions").status_code == 403
+    click(f"{tenant_row} .enable-tenant", "the enable button")
+    wait_for("the tenant enabled", lambda: present(f'{tenant_row}[data-state="active"]'))
+    updates = '#tenant-audit tr[data-action="tenant.update"]'
+    wait_for(
+        "the three changes in the audit trail",
+        lambda: len(browser.find_elements(By.CSS_SELECTOR, updates)) >= 3,
+    )
+    assert "disabled=true" in one("#tenant-audit").text and "max_markets=7" in one("#tenant-audit").text
+    browser.save_screenshot(str(shots / "console-operator-tenant-limits.png"))
     sign_out()
     assert key not in browser.page_source  # shown once: gone with the session
 
@@ -194,7 +225,10 @@ def test_operator_and_tenant_use_the_console(stack: Stack, browser: Any, shots: 
 
     click("#tab-usage", "the usage tab")
     usage = wait_for("usage against limits", lambda: present("#usage-table"))
-    assert "1 / 5" in usage.text  # one market of five
+    assert "1 / 7" in usage.text  # one market of seven
+    wait_for("the usage chart with its hour", lambda: present('#chart-usage[data-points="60"] canvas'))
+    assert "requests" in one("#chart-usage").text and "errors" in one("#chart-usage").text
+    browser.save_screenshot(str(shots / "console-tenant-usage.png"))
     sign_out()
     assert browser.get_cookies() == []
 
@@ -203,7 +237,24 @@ def test_operator_and_tenant_use_the_console(stack: Stack, browser: Any, shots: 
     click("#tab-books", "the books tab")
     stale = f'#books-table tr[data-book="binance.com/{MARKET}"][data-status="stale"]'
     assert "node-" in wait_for("the stale replica in the operator's books", lambda: present(stale)).text
+    why = one(f"{stale} td.why").text
+    assert why.startswith(("stalled", "silent")) and ", for " in why, why  # why, and since when
+    summary = one("#view-books .summary").text
+    assert re.fullmatch(r"\d+ books?, \d+ replicas?: .*", summary), summary  # counts that say what they count
     browser.save_screenshot(str(shots / "console-operator-books.png"))
+    click("#tab-history", "the history tab")
+
+    def charted(chart: str) -> bool:
+        return (
+            bool(present(f"#chart-{chart} canvas"))
+            and int(one(f"#chart-{chart}").get_attribute("data-points")) >= 2
+        )
+
+    for chart in ("latency", "replicas", "resyncs", "requests"):
+        wait_for(f"the {chart} chart with points", functools.partial(charted, chart))
+    # (which statuses the nodes reported depends on the machine's load: "synced" is always among them)
+    assert "acme requests" in one("#chart-requests").text and "synced" in one("#chart-replicas").text
+    browser.save_screenshot(str(shots / "console-operator-history.png"))
     click("#tab-cluster", "the cluster tab")
     wait_for("publish latency of a node", lambda: "binance.com" in one("#view-cluster").text)
     browser.save_screenshot(str(shots / "console-operator-cluster.png"))

@@ -15,11 +15,11 @@ from book_store.reader import BookReader
 from book_store.unplaced import UnplacedBooks
 from ladder_process.clock import now_ms
 from read_functions.app.messages import Request, Response, json_response
-from read_functions.app.schemas import REPLICA_COUNTERS
+from read_functions.app.schemas import REPLICA_COUNTERS, REPLICA_EVENTS
 from read_functions.deps import Deps
 from read_functions.handlers.reads.rules import authorize_book, best_status
 
-COUNTERS = ("resyncs", *REPLICA_COUNTERS)
+COUNTERS = ("resyncs", *REPLICA_COUNTERS, *REPLICA_EVENTS)
 
 
 async def get_book_info(request: Request, deps: Deps) -> Response:

@@ -74,10 +74,12 @@ class BulkResult:
 
 @dataclass(frozen=True)
 class UsageMinute:
-    """Requests counted in the minute that starts at `minute`."""
+    """Requests counted in the minute that starts at `minute`, and of them (with requests refused by
+    the rate limit) how many were answered with an error."""
 
     minute: datetime
     requests: int
+    errors: int = 0
 
 
 @dataclass(frozen=True)

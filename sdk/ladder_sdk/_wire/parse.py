@@ -311,7 +311,10 @@ def usage(data: object) -> Usage:
     minutes = []
     for item in fields.array("minutes"):
         minute = _Fields(item, "usage minute")
-        minutes.append(UsageMinute(minute=minute.time("minute"), requests=minute.integer("requests")))
+        errors = minute.optional_integer("errors") or 0  # an older server counts none
+        minutes.append(
+            UsageMinute(minute=minute.time("minute"), requests=minute.integer("requests"), errors=errors)
+        )
     limits = None
     if fields.data.get("limits") is not None:
         given = _Fields(fields.data["limits"], "usage limits")

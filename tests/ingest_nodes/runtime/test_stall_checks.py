@@ -11,6 +11,7 @@ import redis.asyncio as redis
 
 from book_store.codec import BookStatus, Snapshot
 from book_store.reader import BookReader
+from ingest_nodes.runtime.publisher import STALLED, UNCONFIRMED
 from ingest_nodes.runtime.replica import BookReplica
 from tests.ingest_nodes.runtime.harness import Harness, running, venue_config, wait_synced
 from tests.waiting import wait_until
@@ -49,6 +50,14 @@ async def test_a_withheld_active_market_is_stale_within_2_s_never_served_and_res
             assert head.status is not BookStatus.SYNCED, f"a frozen book was synced again at {head.update_id}"
             await asyncio.sleep(0.05)
         await wait_until(lambda: replica.stats.resyncs["stall"] == 1, 3, "a resync once events resume")
+        # why and when, for an operator: the turn to stale, then the resync
+        assert replica.stats.last_stale is not None and replica.stats.last_stale[0] == STALLED
+        assert replica.stats.last_resync is not None and replica.stats.last_resync[0] == "stall"
+        assert replica.stats.last_resync[1] >= replica.stats.last_stale[1]
+        assert replica.stats.to_json()["last_resync"] == {
+            "reason": "stall",
+            "at_ms": replica.stats.last_resync[1],
+        }
         await wait_synced([replica])
         assert replica.engine.update_id is not None and replica.engine.update_id > (frozen_at or 0)
         await harness.truth(replica)
@@ -101,4 +110,6 @@ async def test_a_silence_no_check_can_clear_is_stale_until_the_next_event(redis_
             assert time.monotonic() - stalled < 3, "the next event must make it synced again"
             await asyncio.sleep(0.02)
         assert replica.stats.stale_episodes == 1 and replica.stats.restarts == 0
+        assert replica.stats.last_stale is not None and replica.stats.last_stale[0] == UNCONFIRMED
+        assert replica.stats.last_resync is None
         await harness.truth(replica)

@@ -17,6 +17,7 @@ import orjson
 import pytest
 import redis.asyncio as redis
 
+from book_store.history import HISTORY_KEY, History, Sample
 from book_store.schema import node_stats_key, weight_key_prefix
 from control_plane.models import NodeInfo, ReplicaAssignment
 from control_plane.stores.redis import RedisControlStore
@@ -122,6 +123,8 @@ async def seed_cluster(store: redis.Redis) -> None:
         "stale_episodes": 1,
         "mismatches": 1,
         "audit_mismatches": 0,
+        "last_resync": {"reason": "gap", "at_ms": now - 5000},
+        "last_stale": None,
     }
     await store.hset(ETH.stats, "1", orjson.dumps(counters))
     seconds, _ = await store.time()
@@ -150,6 +153,9 @@ async def test_operator_sees_nodes_books_replicas_and_budgets(
     assert first["restarts"] is None  # its node has not reported counters
     assert (second["node_id"], second["status"], second["resyncs"]) == ("node-b", "stale", {"gap": 2})
     assert second["age_ms"] >= 120_000 and second["stale_episodes"] == 1
+    assert second["last_resync"] == {"reason": "gap", "at_ms": second["last_resync"]["at_ms"]}
+    assert second["status_reason"].startswith("not heard from")  # silent past max_silence_ms
+    assert second["status_since_ms"] is not None and first["status_reason"] is None
     assert books["disagreements"] == [{"exchange": "binance.com", "market": "ETHBTC", "replica": 1,
                                        "node_id": "node-b", "update_id": 40, "mismatches": 1,
                                        "audit_mismatches": 0, "last_audit_ms": None}]  # fmt: skip
@@ -205,3 +211,35 @@ def test_files_are_small_and_all_ship_in_the_wheel() -> None:
     package = ASSETS.parent
     shipped = {p for pattern in patterns for p in package.glob(pattern) if p.is_file()}
     assert shipped == set(files)
+
+
+async def test_operator_sees_the_last_hour(stack: Stack, redis_client: redis.Redis) -> None:
+    now = now_ms()
+    history = History(redis_client)
+    await redis_client.delete(HISTORY_KEY)
+    latency: dict[str, dict[str, float | int | None]] = {
+        "binance.com": {"count": 5, "p50": 1.0, "p90": 2.0, "p99": 4.0}
+    }
+    for age_s, stale in ((4000, 0), (50, 1), (10, 2)):  # one of them older than the hour
+        replicas = {"synced": 3, "stale": stale}
+        await history.append(
+            Sample(now - age_s * 1000, latency, replicas, {"gap": stale}, {"node-a": {"gap": 9}})
+        )
+    tenant_id, key = await stack.tenant()
+    for path in ("/v1/account", "/v1/books/binance.com/NOSUCH"):
+        await get(stack, path, {"X-API-Key": key})
+    await stack.deps.usage.flush()
+
+    status, answer = await get(stack, "/v1/admin/history", stack.admin)
+    assert status == 200, answer
+    validate(answer, "History")
+    assert [s["replicas"]["stale"] for s in answer["samples"]] == [1, 2]  # oldest first, within the hour
+    assert "node_resyncs" not in answer["samples"][0]  # the sampler's own bookkeeping stays home
+    (mine,) = [t for t in answer["tenants"] if t["tenant_id"] == tenant_id]
+    assert mine["minutes"][-1]["requests"] == 2 and mine["minutes"][-1]["errors"] == 1
+    _, recent = await get(stack, "/v1/admin/history?minutes=1", stack.admin)
+    assert [s["replicas"]["stale"] for s in recent["samples"]] == [1, 2]
+    status, _ = await get(stack, "/v1/admin/history?minutes=61", stack.admin)
+    assert status == 400
+    status, _ = await get(stack, "/v1/admin/history", {"X-API-Key": key})
+    assert status == 403

@@ -72,14 +72,16 @@ async def test_usage_is_counted_and_flushed(stack: Stack) -> None:
     for _ in range(7):
         async with stack.http.get(f"{stack.url}/v1/books/binance.com/ETHBTC", headers=headers) as r:
             assert r.status == 200
+    for path in ("/v1/books/binance.com/BTCUSDT", "/v1/books/binance.com/NOSUCH"):  # 403, 404
+        async with stack.http.get(f"{stack.url}{path}", headers=headers) as r:
+            assert r.status >= 400
     await stack.deps.usage.flush()
     async with stack.http.get(f"{stack.url}/v1/usage", headers=headers) as r:
         usage = await r.json()
     validate(usage, "Usage")
-    # the subscription, seven reads and this usage request itself
-    assert usage["requests_total"] == 9
-    assert usage["minutes"][-1]["requests"] == 9
-    assert usage["minutes"][-1]["minute"] == now_ms() // 60_000 * 60_000
+    # the subscription, nine reads and this usage request itself; two of them errors
+    assert usage["requests_total"] == 11
+    assert usage["minutes"][-1] == {"minute": now_ms() // 60_000 * 60_000, "requests": 11, "errors": 2}
 
 
 async def test_a_bucket_out_of_reach_is_spent_locally_at_the_tenant_s_rate() -> None:
