@@ -16,7 +16,7 @@
     │   │   └── VenueRefusedError      venue_refused     the venue refuses Ladder's credential
     │   ├── CatalogUnavailableError    catalog_unavailable  a known exchange whose market list is
     │   │                                                  not loaded yet; carries ``retry_after_s``
-    │   └── BookTooOldError            book_too_old
+    │   └── BookTooOldError            book_too_old      carries ``retry_after_s``
     └── ConfigurationError             configuration     a process was started with missing settings
 
 The HTTP layer maps classes to statuses with one table walked over the MRO; these classes carry
@@ -103,7 +103,9 @@ class CatalogUnavailableError(_RetryLaterError):
     code = "catalog_unavailable"
 
 
-class BookTooOldError(ApiError):
+class BookTooOldError(_RetryLaterError):
+    """The freshest synced replica is older than the ``max_age_ms`` the caller asked for."""
+
     code = "book_too_old"
 
 

@@ -7,8 +7,10 @@ these functions check the type as well as the range (``True`` is not an integer 
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
+from collections.abc import Collection, Iterable
 
 from control_plane.depth import MAX_DEPTH_LIMIT, venue_max_depth
 from control_plane.errors import InvalidRequestError, NotFoundError
@@ -90,3 +92,27 @@ def require_id(what: str, value: object, prefix: str) -> str:
     if not isinstance(value, str) or not re.fullmatch(re.escape(prefix) + r"[0-9A-Za-z]{1,64}", value):
         raise NotFoundError(f"no such {what}")
     return value
+
+
+_FIELD_NAME = re.compile(r"[a-z]{1,20}(?:_[a-z]{1,20}){0,3}")
+"""What a misspelt field name looks like (``dept``, ``max_market``): lowercase words, no digits.
+A secret pasted into the wrong place (a key, a token, a password) does not, so it is never echoed."""
+
+
+def unknown_fields(given: Iterable[str], allowed: Collection[str]) -> InvalidRequestError:
+    """The error for fields a route does not take: each one shaped like a field name is named, with
+    the nearest field it may have meant; any other is only counted, so a secret never comes back."""
+    unknown = sorted(set(given) - set(allowed))
+    said = []
+    for name in unknown:
+        if _FIELD_NAME.fullmatch(name):
+            close = difflib.get_close_matches(name, allowed, n=1, cutoff=0.6)
+            said.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    hidden = len(unknown) - len(said)
+    if hidden:
+        said.append(f"{hidden} more not shown (not shaped like a field name)" if said else
+                    f"{hidden} not shown (not shaped like a field name)")  # fmt: skip
+    noun = "field" if len(unknown) == 1 else "fields"
+    return InvalidRequestError(
+        f"unknown {noun}: {', '.join(said)}; the fields are: {', '.join(sorted(allowed))}"
+    )

@@ -25,7 +25,14 @@ from control_plane.errors import InvalidRequestError, NotFoundError
 from control_plane.ids import TENANT_ID_PREFIX, new_id
 from control_plane.models import DEFAULT_MAX_STREAMS, Principal, Tenant
 from control_plane.stores.base import ControlStore
-from control_plane.validation import require_bool, require_id, require_int, require_name, require_number
+from control_plane.validation import (
+    require_bool,
+    require_id,
+    require_int,
+    require_name,
+    require_number,
+    unknown_fields,
+)
 from ladder_process.clock import Clock
 
 MAX_REPLICAS_LIMIT = 16
@@ -49,8 +56,7 @@ def _checked(fields: Mapping[str, object], allowed: frozenset[str]) -> dict[str,
     if not isinstance(fields, Mapping):
         raise InvalidRequestError("the request body must be a JSON object")
     if not set(fields) <= allowed:
-        # The unknown names are not echoed: a pasted secret must not come back in an error.
-        raise InvalidRequestError(f"unknown field; the fields are: {', '.join(sorted(allowed))}")
+        raise unknown_fields(fields, allowed)  # a pasted secret is never echoed
     return {name: _CHECKS[name](value) for name, value in fields.items()}
 
 

@@ -48,6 +48,7 @@ from ingest_nodes.ops.stats import ReplicaStats, SnapshotStats
 from ladder_process.clock import now_ms
 from ladder_process.telemetry.histograms import HistogramSeries, bucket_quantile
 from ladder_process.telemetry.metrics import Kind, LabelValues, Metric, Reading, observe, value
+from ladder_process.telemetry.sampling import DURATION_MS
 from ladder_process.telemetry.setup import Telemetry
 
 LATENCY_BUCKETS_S = (0.0005, 0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
@@ -173,7 +174,12 @@ class IngestTelemetry:
             span = self._tracer.start_span(
                 "ladder.publish_batch",
                 start_time=end_ns - int(seconds * 1e9),
-                attributes={"ladder.snapshots": count, "ladder.new_frames": len(pending)},
+                # its duration as an attribute too: the default sampler keeps slow batches by it
+                attributes={
+                    "ladder.snapshots": count,
+                    "ladder.new_frames": len(pending),
+                    DURATION_MS: round(seconds * 1000, 3),
+                },
             )
             span.end(end_time=end_ns)
 

@@ -14,7 +14,10 @@ The standard variables, read once:
 ``OTEL_EXPORTER_OTLP_*``                    endpoint, headers, timeout, compression, certificates:
                                             read by the OTLP exporter itself, as the spec says
 ``OTEL_TRACES_SAMPLER`` / ``..._ARG``       ``always_on``, ``always_off``, ``traceidratio``,
-                                            ``parentbased_*`` (default ``parentbased_always_on``)
+                                            ``parentbased_*``, and Ladder's ``[parentbased_]ladder``,
+                                            the default: errors, resyncs, moves and slow publishes,
+                                            and ``..._ARG`` (0.01) of the rest
+                                            (:mod:`ladder_process.telemetry.sampling`)
 ``OTEL_BSP_MAX_QUEUE_SIZE``                 spans waiting for export, at most (2048); more are
                                             dropped and counted (:mod:`ladder_process.telemetry.span_queue`)
 ``OTEL_BSP_*`` (delay, batch, timeout)      the SDK's batch processor reads them
@@ -51,33 +54,40 @@ from opentelemetry.sdk.trace.sampling import (
     TraceIdRatioBased,
 )
 
+from ladder_process.telemetry.sampling import DEFAULT_RATIO, LadderSampler
+
 log = logging.getLogger(__name__)
 
 _GRPC_CLASSES = {
     "TRACES": ("opentelemetry.exporter.otlp.proto.grpc.trace_exporter", "OTLPSpanExporter"),
     "METRICS": ("opentelemetry.exporter.otlp.proto.grpc.metric_exporter", "OTLPMetricExporter"),
 }
-_SAMPLERS: dict[str, Callable[[float], Sampler]] = {
-    "always_on": lambda _ratio: ALWAYS_ON,
-    "always_off": lambda _ratio: ALWAYS_OFF,
-    "traceidratio": TraceIdRatioBased,
-    "parentbased_always_on": lambda _ratio: ParentBased(ALWAYS_ON),
-    "parentbased_always_off": lambda _ratio: ParentBased(ALWAYS_OFF),
-    "parentbased_traceidratio": lambda ratio: ParentBased(TraceIdRatioBased(ratio)),
+# name -> (the sampler for a ratio, the ratio when OTEL_TRACES_SAMPLER_ARG is unset or unreadable)
+_SAMPLERS: dict[str, tuple[Callable[[float], Sampler], float]] = {
+    "always_on": (lambda _ratio: ALWAYS_ON, 1.0),
+    "always_off": (lambda _ratio: ALWAYS_OFF, 1.0),
+    "traceidratio": (TraceIdRatioBased, 1.0),
+    "parentbased_always_on": (lambda _ratio: ParentBased(ALWAYS_ON), 1.0),
+    "parentbased_always_off": (lambda _ratio: ParentBased(ALWAYS_OFF), 1.0),
+    "parentbased_traceidratio": (lambda ratio: ParentBased(TraceIdRatioBased(ratio)), 1.0),
+    "ladder": (LadderSampler, DEFAULT_RATIO),
+    "parentbased_ladder": (lambda ratio: ParentBased(LadderSampler(ratio)), DEFAULT_RATIO),
 }
+DEFAULT_SAMPLER = "parentbased_ladder"
 
 
 def sampler_from_env(environ: Mapping[str, str]) -> Sampler:
-    name = environ.get("OTEL_TRACES_SAMPLER", "parentbased_always_on").strip().lower()
-    make = _SAMPLERS.get(name)
-    if make is None:
-        log.warning("unknown OTEL_TRACES_SAMPLER %r; sampling every trace", name)
-        make = _SAMPLERS["parentbased_always_on"]
-    try:
-        ratio = float(environ.get("OTEL_TRACES_SAMPLER_ARG", "1.0"))
-    except ValueError:
-        log.warning("OTEL_TRACES_SAMPLER_ARG is not a number; using 1.0")
-        ratio = 1.0
+    name = environ.get("OTEL_TRACES_SAMPLER", DEFAULT_SAMPLER).strip().lower()
+    if name not in _SAMPLERS:
+        log.warning("unknown OTEL_TRACES_SAMPLER %r; using %s", name, DEFAULT_SAMPLER)
+        name = DEFAULT_SAMPLER
+    make, ratio = _SAMPLERS[name]
+    raw = environ.get("OTEL_TRACES_SAMPLER_ARG", "").strip()
+    if raw:
+        try:
+            ratio = float(raw)
+        except ValueError:
+            log.warning("OTEL_TRACES_SAMPLER_ARG is not a number; using %s", ratio)
     return make(min(max(ratio, 0.0), 1.0))
 
 

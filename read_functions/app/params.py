@@ -8,6 +8,7 @@ from collections.abc import Mapping
 import orjson
 
 from control_plane.errors import InvalidRequestError
+from control_plane.validation import unknown_fields
 from read_functions.app.messages import Request
 
 _INTEGER = re.compile(r"-?[0-9]{1,12}")
@@ -44,11 +45,9 @@ def json_object(request: Request, *, allow_empty: bool = False) -> dict[str, obj
 def require_fields(body: Mapping[str, object], allowed: frozenset[str]) -> None:
     """Refuse fields the route does not know (a typo must not be ignored silently).
 
-    The answer names the fields the route takes, never the ones sent: a key pasted into the
-    wrong place must not come back in an error (or in whatever logs errors).
+    The answer names an unknown field only when it is shaped like a field name (``dept``, with
+    ``depth`` as the likely meaning): a key pasted into the wrong place must not come back in an
+    error (or in whatever logs errors). See ``control_plane.validation.unknown_fields``.
     """
-    unknown = len(set(body) - allowed)
-    if unknown:
-        raise InvalidRequestError(
-            f"{unknown} unknown field(s); this route takes only: {', '.join(sorted(allowed))}"
-        )
+    if not set(body) <= allowed:
+        raise unknown_fields(body, allowed)

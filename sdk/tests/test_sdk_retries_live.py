@@ -144,6 +144,7 @@ def test_a_refused_connection_is_retried_then_raised(dead_url: str, api_key: str
     assert time.monotonic() - started >= 0.1  # two waits of 50 ms: it did retry
     assert isinstance(caught.value.__cause__, httpx.ConnectError)
     assert api_key not in str(caught.value) and api_key not in repr(caught.value.__cause__)
+    assert f"(POST {dead_url}/v1/keys)" in str(caught.value)  # it names what it tried to reach
 
 
 async def test_a_slow_answer_times_out(server: Any, api_key: str) -> None:

@@ -106,6 +106,7 @@ def test_max_reconnects_bounds_consecutive_failures(dead_url: str, api_key: str)
         next(iter(ladder.stream("binance.com", "ETHBTC", max_reconnects=2)))
     assert time.monotonic() - started >= 0.1  # it waited twice before giving up
     assert api_key not in str(caught.value)
+    assert str(caught.value).startswith(f"stream {dead_url.replace('http', 'ws', 1)}/v1/stream: ")
 
 
 def test_debug_logs_of_the_stream_never_show_the_key(server: Any, api_key: str, caplog: Any) -> None:

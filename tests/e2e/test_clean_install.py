@@ -83,6 +83,7 @@ def clean_stack(clean_env: Path, tmp_path: Path) -> Iterator[tuple[str, OtlpRece
             LADDER_ADMIN_KEY=ADMIN_KEY,
             OTEL_EXPORTER_OTLP_ENDPOINT=receiver.url,
             OTEL_BSP_SCHEDULE_DELAY="200",
+            OTEL_TRACES_SAMPLER="parentbased_always_on",  # every component's spans, to see them all
             LADDER_ENVIRONMENT="clean-install",
         )
         data = str(tmp_path / "data")

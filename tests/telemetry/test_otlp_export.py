@@ -56,6 +56,7 @@ def test_spans_and_metrics_reach_the_receiver_with_one_resource(receiver: OtlpRe
         {
             "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url,
             "OTEL_METRICS_EXPORTER": "otlp",
+            "OTEL_TRACES_SAMPLER": "parentbased_always_on",  # what is exported, not what is sampled
             "LADDER_ENVIRONMENT": "ci",
         },
         resource_attributes={"ladder.node_id": "node-7"},
@@ -84,7 +85,12 @@ def test_a_dead_collector_drops_spans_without_blocking(
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "1")
     telemetry = Telemetry.from_env(
-        "ladder-test", {"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, "OTEL_BSP_MAX_QUEUE_SIZE": "100"}
+        "ladder-test",
+        {
+            "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint,
+            "OTEL_BSP_MAX_QUEUE_SIZE": "100",
+            "OTEL_TRACES_SAMPLER": "always_on",  # every span tries the dead collector
+        },
     )
     assert telemetry.tracer is not None
     spans = 20_000
@@ -150,6 +156,7 @@ def traced_stack() -> Iterator[tuple[Stack, OtlpReceiver]]:
                 "OTEL_BSP_SCHEDULE_DELAY": "100",
                 "OTEL_BSP_MAX_QUEUE_SIZE": "64",
                 "OTEL_EXPORTER_OTLP_TIMEOUT": "1",
+                "OTEL_TRACES_SAMPLER": "parentbased_always_on",  # every component's spans, to check them
                 "LADDER_ENVIRONMENT": "e2e",
             },
         )

@@ -25,6 +25,10 @@ from read_functions.handlers.reads.rules import (
 
 MAX_AGE_LIMIT_MS = 86_400_000
 
+TOO_OLD_RETRY_S = 1.0
+"""Retry-After of book_too_old: a busy book is fresher within a second, a quiet one once its node
+confirms it again (which the reader cannot foresee), so the hint is the shortest useful wait."""
+
 
 async def get_book(request: Request, deps: Deps) -> Response:
     return await _read(request, deps, Side.BOTH)
@@ -70,7 +74,8 @@ async def _read(request: Request, deps: Deps, side: Side) -> Response:
     if max_age_ms is not None and age_ms > max_age_ms:
         raise BookTooOldError(
             f"the freshest synced replica of {ref.key.exchange} {ref.key.market} is {age_ms} ms old "
-            f"(max_age_ms={max_age_ms})"
+            f"(max_age_ms={max_age_ms})",
+            TOO_OLD_RETRY_S,
         )
     headers = {"ETag": view.etag, "Cache-Control": "no-cache"}
     if_none_match = request.headers.get("if-none-match")

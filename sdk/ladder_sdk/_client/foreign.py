@@ -39,18 +39,30 @@ class Translated:
 
 
 def from_httpx(exc: httpx.RequestError, *secrets: str) -> Translated:
-    """Translate an httpx failure through `HTTPX_ERRORS`."""
+    """Translate an httpx failure through `HTTPX_ERRORS`; the message names the request it failed."""
     # the last row is httpx.RequestError itself, so a row always matches
     ours, may_have_arrived = next((row[1], row[2]) for row in HTTPX_ERRORS if isinstance(exc, row[0]))
-    error = ours(redact(f"{type(exc).__name__}: {exc}", *secrets))
+    try:
+        request = exc.request
+        tried = f" ({request.method} {shown_url(str(request.url))})"
+    except RuntimeError:  # an httpx error raised outside a request names none
+        tried = ""
+    error = ours(redact(f"{type(exc).__name__}: {exc}{tried}", *secrets))
     return Translated(error, may_have_arrived, tls_rejected(exc))
 
 
-def from_stream(exc: Exception, *secrets: str) -> Translated:
+def from_stream(exc: Exception, url: str, *secrets: str) -> Translated:
     """Translate a WebSocket failure that carries no HTTP status (see `STREAM_ERRORS`)."""
     kind = APITimeoutError if isinstance(exc, TimeoutError) else APIConnectionError
-    error = kind(redact(f"stream: {type(exc).__name__}: {exc}", *secrets))
+    error = kind(redact(f"stream {shown_url(url)}: {type(exc).__name__}: {exc}", *secrets))
     return Translated(error, may_have_arrived=True, tls_rejected=tls_rejected(exc))
+
+
+def shown_url(url: str) -> str:
+    """``url`` as an error may show it: without a user or password, and without its query (which
+    says nothing about why a connection failed); the SDK never puts its key in a URL."""
+    parsed = httpx.URL(url)
+    return str(parsed.copy_with(username=None, password=None, query=None, fragment=None))
 
 
 def tls_rejected(exc: BaseException) -> bool:

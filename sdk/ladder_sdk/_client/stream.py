@@ -84,7 +84,7 @@ class StreamSession:
         if isinstance(exc, websockets.exceptions.ConnectionClosed):
             frame = exc.rcvd
             return self.closed(frame.code if frame else ABNORMAL_CLOSE, frame.reason if frame else "")
-        translated = from_stream(exc, self._secret)
+        translated = from_stream(exc, self.url, self._secret)
         return self._backoff(translated.error, translated.tls_rejected, cause=exc)
 
     def closed(self, code: int | None, reason: str) -> float:

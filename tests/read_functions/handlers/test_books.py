@@ -69,8 +69,9 @@ async def test_unsynced_stale_and_silent_replicas_are_never_served(stack: Stack)
 async def test_max_age_ms_refuses_an_old_book(stack: Stack) -> None:
     headers = await stack.subscriber(ETH)
     await stack.publish(ETH, 0, snapshot(5, publish_time=now_ms() - 2000))
-    status, _, body = await get(stack, "/v1/books/binance.com/ETHBTC?max_age_ms=500", headers)
+    status, response_headers, body = await get(stack, "/v1/books/binance.com/ETHBTC?max_age_ms=500", headers)
     assert status == 503 and orjson.loads(body)["error"]["code"] == "book_too_old"
+    assert response_headers["retry-after"] == "1"  # what the SDK's documented example prints
     status, _, _ = await get(stack, "/v1/books/binance.com/ETHBTC?max_age_ms=60000", headers)
     assert status == 200
 

@@ -22,7 +22,7 @@ from read_functions.server.http1_machine import MAX_HEAD_BYTES
 from tests.read_functions.hostile.attacks import MIB, Target
 from tests.read_functions.hostile.conftest import BOOK
 from tests.read_functions.hostile.script import feed, flood, machine, repeated
-from tests.read_functions.wire import connect, get, raw, read_reply
+from tests.read_functions.wire import Reply, connect, get, raw, read_reply
 
 CHUNKED = ("Transfer-Encoding: chunked",)
 TAKEN = 8 * MIB  # the bytes any flood below may get in before it is refused; they are 32 MiB and more
@@ -165,9 +165,8 @@ async def test_405_says_which_methods_are_allowed(
 # -- what errors echo (finding 10) -----------------------------------------------------------
 
 
-async def test_an_unknown_field_is_refused_without_echoing_its_name(target: Target) -> None:
-    pasted = "ldr_live_0123456789abcdef0123456789abcdef"
-    body = orjson.dumps({"exchange": "binance.com", "market": "ETHBTC", pasted: True})
+async def post_subscription(target: Target, fields: dict[str, object]) -> Reply:
+    body = orjson.dumps({"exchange": "binance.com", "market": "ETHBTC", **fields})
     request = raw(
         "POST /v1/subscriptions HTTP/1.1",
         "Host: test",
@@ -178,10 +177,33 @@ async def test_an_unknown_field_is_refused_without_echoing_its_name(target: Targ
     )
     async with connect(target.url) as (reader, writer):
         writer.write(request)
-        reply = await read_reply(reader)
+        return await read_reply(reader)
+
+
+@pytest.mark.parametrize(
+    "pasted",
+    [
+        "ldr_live_0123456789abcdef0123456789abcdef",  # a key
+        "d41d8cd98f00b204e9800998ecf8427e",  # a hex token
+        "Hunter2-Password",  # a password
+        "correcthorsebatterystapleandmore",  # a long passphrase: one word past 20 letters
+    ],
+)
+async def test_an_unknown_field_that_may_be_a_secret_is_refused_without_echoing_it(
+    target: Target, pasted: str
+) -> None:
+    reply = await post_subscription(target, {pasted: True})
     assert (reply.status, reply.error_code()) == (400, "invalid_request")
     assert pasted.encode() not in reply.body and b"ldr_" not in reply.body
-    assert b"exchange" in reply.body  # it says what the route does take
+    assert b"1 not shown" in reply.body and b"exchange" in reply.body  # what the route does take
+
+
+async def test_a_misspelt_field_is_named_with_what_it_may_have_meant(target: Target) -> None:
+    reply = await post_subscription(target, {"dept": 500, "replica": 2})
+    assert (reply.status, reply.error_code()) == (400, "invalid_request")
+    message = orjson.loads(reply.body)["error"]["message"]
+    named = "'dept' (did you mean 'depth'?), 'replica' (did you mean 'replicas'?)"
+    assert message.startswith(f"unknown fields: {named}; the fields are:"), message
 
 
 # -- the listener (finding 10) ---------------------------------------------------------------
