@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 PYTHON ?= python3
 
-.PHONY: install lock upgrade test-sdk-range up demo clean-state test test-cluster lint typecheck unit bench-tools browser-tools tls-tools console-vendor image image-offline clean
+.PHONY: install run-install lock upgrade test-sdk-range up demo clean-state test test-cluster lint typecheck unit bench-tools browser-tools tls-tools console-vendor image image-offline clean
 
 # The locks (requirements/*.txt, written by `make lock`): every package with its hashes, so that a
 # fresh machine installs exactly the set the tests ran against. pip installs them as they are
@@ -18,6 +18,20 @@ $(STAMP): pyproject.toml sdk/pyproject.toml $(LOCKS)
 	touch $(STAMP)
 
 install: $(STAMP)
+
+# What running needs and no more: `make up` and `make demo` install the runtime lock (Ladder's own
+# dependencies: none of the test, lint, bench or browser tools) and Ladder, unless the development
+# install above is there and current, which holds all of that already.
+RUN_STAMP := $(VENV)/.runtime-stamp
+$(RUN_STAMP): pyproject.toml requirements/runtime.txt requirements/build.txt
+	if [ -f $(STAMP) ] && [ -z "$$(find pyproject.toml sdk/pyproject.toml $(LOCKS) -newer $(STAMP))" ]; \
+		then touch $@; exit 0; fi; \
+	rm -rf $(VENV) && $(PYTHON) -m venv $(VENV) && \
+	$(PY) -m pip install -q --require-hashes -r requirements/runtime.txt -r requirements/build.txt && \
+	$(PY) -m pip install -q --no-deps --no-build-isolation -e . && \
+	touch $@
+
+run-install: $(RUN_STAMP)
 
 ## make lock: resolve pyproject.toml again into the locks, keeping every pin that still fits
 ## (a dependency added or changed in pyproject.toml); make upgrade: move every pin to the newest
@@ -49,16 +63,16 @@ test-sdk-range: install
 	done
 
 ## make up: the whole stack against live Binance (needs internet)
-up: install
+up: run-install
 	$(VENV)/bin/ladder up $(ARGS)
 
 ## make demo: the whole stack against the built-in fake venue
-demo: install
+demo: run-install
 	$(VENV)/bin/ladder up --venue fake $(ARGS)
 
 ## make clean-state: delete what `make up` and `make demo` keep between runs (.ladder/live and
 ## .ladder/demo: tenants, API key hashes, subscriptions); refused while a stack runs with them
-clean-state: install
+clean-state: run-install
 	$(VENV)/bin/ladder reset --venue binance --yes
 	$(VENV)/bin/ladder reset --venue fake --yes
 
