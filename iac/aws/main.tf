@@ -123,6 +123,7 @@ module "services" {
   ingest_max_count              = var.ingest_max_count
   ingest_cpu_target_percent     = var.ingest_cpu_target_percent
   ingest_stop_timeout_seconds   = var.ingest_stop_timeout_seconds
+  ops_port                      = var.ops_port
   container_insights            = var.container_insights
   subnet_ids                    = module.network.private_subnet_ids
   ingest_security_group_id      = module.network.ingest_security_group_id

@@ -470,3 +470,9 @@ variable "book_age_metric_dimensions" {
   type        = map(string)
   default     = {}
 }
+
+variable "ops_port" {
+  description = "Port of the ingest and control processes' loopback ops server (/metrics, /livez, /readyz); ECS health checks probe /livez on it."
+  type        = number
+  default     = 9464
+}

@@ -10,6 +10,12 @@
 #
 # Secrets reach the processes as ordinary settings (LADDER_PEPPER, LADDER_ADMIN_KEY,
 # LADDER_REDIS_PASSWORD) injected by the ECS agent; the task definitions hold only their ARNs.
+#
+# Health: both processes serve /livez on the ops port (LADDER_METRICS_PORT, loopback only), which
+# fails while the event loop is blocked longer than LADDER_MAX_LOOP_BLOCK_S. ECS runs the container
+# health check inside the task, with the image's own Python (the image has no curl), and replaces a
+# task whose loop stays stuck; a process that is alive but not ready (syncing, store unreachable)
+# is left alone, since nothing routes traffic to these tasks.
 
 data "aws_region" "current" {}
 
@@ -24,7 +30,14 @@ locals {
     LADDER_CONTROL_STORE   = "dynamodb"
     LADDER_DYNAMODB_TABLE  = var.table_name
     LADDER_DYNAMODB_REGION = local.region
+    LADDER_METRICS_PORT    = tostring(var.ops_port)
   })
+
+  # Exit 0 only on a 200 from /livez; urlopen raises on a 503 or a refused connection.
+  livez_probe = join("", [
+    "import urllib.request; ",
+    "urllib.request.urlopen('http://127.0.0.1:${var.ops_port}/livez', timeout=${var.health_check_timeout_seconds - 1})",
+  ])
 
   alpaca_secrets = var.alpaca_credentials_secret_arn == "" ? {} : {
     LADDER_ALPACA_CREDENTIALS = var.alpaca_credentials_secret_arn
@@ -104,6 +117,13 @@ resource "aws_ecs_task_definition" "this" {
     secrets = [for k in sort(keys(each.value.secrets)) : { name = k, valueFrom = each.value.secrets[k] }]
     linuxParameters = {
       initProcessEnabled = true
+    }
+    healthCheck = {
+      command     = ["CMD", "/opt/ladder/bin/python", "-c", local.livez_probe]
+      interval    = var.health_check_interval_seconds
+      timeout     = var.health_check_timeout_seconds
+      retries     = var.health_check_retries
+      startPeriod = var.health_check_start_period_seconds
     }
     # One websocket per venue connection plus store connections: lift the default 1024 files.
     ulimits = [{ name = "nofile", softLimit = 65536, hardLimit = 65536 }]

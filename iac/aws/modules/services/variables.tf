@@ -239,3 +239,58 @@ variable "tags" {
   type        = map(string)
   default     = {}
 }
+
+variable "ops_port" {
+  description = "Port of each process's loopback ops server (/metrics, /livez, /readyz): LADDER_METRICS_PORT."
+  type        = number
+  default     = 9464
+
+  validation {
+    condition     = var.ops_port >= 1024 && var.ops_port <= 65535
+    error_message = "ops_port must be between 1024 and 65535 (the image runs as an unprivileged user)."
+  }
+}
+
+variable "health_check_interval_seconds" {
+  description = "Seconds between two container health checks (/livez)."
+  type        = number
+  default     = 15
+
+  validation {
+    condition     = var.health_check_interval_seconds >= 5 && var.health_check_interval_seconds <= 300
+    error_message = "health_check_interval_seconds must be between 5 and 300 (ECS's range)."
+  }
+}
+
+variable "health_check_timeout_seconds" {
+  description = "Seconds ECS waits for one health check before counting it failed."
+  type        = number
+  default     = 5
+
+  validation {
+    condition     = var.health_check_timeout_seconds >= 2 && var.health_check_timeout_seconds <= 60
+    error_message = "health_check_timeout_seconds must be between 2 and 60 (ECS's range; the probe itself gives up a second earlier)."
+  }
+}
+
+variable "health_check_retries" {
+  description = "Failed health checks in a row before ECS replaces the task."
+  type        = number
+  default     = 3
+
+  validation {
+    condition     = var.health_check_retries >= 1 && var.health_check_retries <= 10
+    error_message = "health_check_retries must be between 1 and 10 (ECS's range)."
+  }
+}
+
+variable "health_check_start_period_seconds" {
+  description = "Seconds after start during which failed health checks do not count."
+  type        = number
+  default     = 30
+
+  validation {
+    condition     = var.health_check_start_period_seconds >= 0 && var.health_check_start_period_seconds <= 300
+    error_message = "health_check_start_period_seconds must be between 0 and 300 (ECS's range)."
+  }
+}

@@ -146,3 +146,33 @@ run "both_processes_are_told_whether_the_store_is_a_cluster" {
     error_message = "ingest and control get the configuration endpoint and LADDER_REDIS_CLUSTER=true"
   }
 }
+
+run "each_container_checks_its_own_livez_on_the_ops_port" {
+  command = plan
+
+  variables {
+    ops_port = 9500
+  }
+
+  assert {
+    condition = alltrue([
+      for p in ["ingest", "control"] : ({
+        for e in jsondecode(aws_ecs_task_definition.this[p].container_definitions)[0].environment : e.name => e.value
+      })["LADDER_METRICS_PORT"] == "9500"
+    ])
+    error_message = "both processes must serve the ops server on ops_port"
+  }
+  assert {
+    condition = alltrue([
+      for p in ["ingest", "control"] : strcontains(
+        jsondecode(aws_ecs_task_definition.this[p].container_definitions)[0].healthCheck.command[3],
+        "http://127.0.0.1:9500/livez"
+      )
+    ])
+    error_message = "the health check must probe /livez on ops_port"
+  }
+  assert {
+    condition     = jsondecode(aws_ecs_task_definition.this["ingest"].container_definitions)[0].healthCheck.timeout == 5
+    error_message = "the health check's timeout must be the configured one"
+  }
+}
