@@ -29,16 +29,30 @@ ABANDONED_AFTER_MS = 300_000
 """A failed catalog whose next attempt is this far overdue is no node's any more (its exchange was
 dropped from every node's LADDER_EXCHANGES): it no longer counts against readiness."""
 
+SPOT = "spot"
+PERPETUAL = "perpetual"
+FUTURE = "future"
+OPTION = "option"
+UNKNOWN_KIND = "unknown"
+"""What a market is (``MarketInfo.kind``): a spot pair, a perpetual, a dated future or an option,
+or, for a row an older ingest node wrote before catalogues said so, unknown."""
+
 
 @dataclass(frozen=True, slots=True)
 class MarketInfo:
-    """One market as its venue lists it."""
+    """One market as its venue lists it.
+
+    ``base`` and ``quote`` are the venue's asset names, ``kind`` what the market trades: books of
+    the same pair and kind on several venues are one consolidated book, never books of different
+    kinds (a perpetual's quantities may be contracts). A venue that lists derivatives says which
+    of its markets are; a market it does not say so of is spot."""
 
     exchange: str
     market: str
     status: str
     base: str
     quote: str
+    kind: str = SPOT
 
     @property
     def tradable(self) -> bool:
@@ -46,6 +60,19 @@ class MarketInfo:
 
     def to_json(self) -> dict[str, str]:
         return asdict(self)
+
+    @classmethod
+    def from_json(cls, raw: bytes) -> MarketInfo:
+        """A stored row; one an older node wrote, which does not say its kind, is of unknown kind."""
+        return cls(**{"kind": UNKNOWN_KIND, **orjson.loads(raw)})
+
+
+def contract_kind(contract_type: object) -> str:
+    """The kind of a market a venue describes by a contract type (Binance's ``PERPETUAL``,
+    ``CURRENT_QUARTER``; Bybit's ``LinearPerpetual``, ``LinearFutures``): none is spot."""
+    if not contract_type:
+        return SPOT
+    return PERPETUAL if "perpetual" in str(contract_type).lower() else FUTURE
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,12 +149,12 @@ class MarketCatalog:
 
     async def get(self, exchange: str, market: str) -> MarketInfo | None:
         raw = cast(bytes | None, await self._client.hget(catalog_key(exchange), market))
-        return None if raw is None else MarketInfo(**orjson.loads(raw))
+        return None if raw is None else MarketInfo.from_json(raw)
 
     async def markets(self, exchange: str) -> list[MarketInfo]:
         """Every market of an exchange, sorted by name."""
         raw = cast(dict[bytes, bytes], await self._client.hgetall(catalog_key(exchange)))
-        return sorted((MarketInfo(**orjson.loads(v)) for v in raw.values()), key=lambda m: m.market)
+        return sorted((MarketInfo.from_json(v) for v in raw.values()), key=lambda m: m.market)
 
 
 def _digest(mapping: dict[str, bytes]) -> bytes:

@@ -8,13 +8,14 @@ import subprocess
 import sys
 import time
 
+import orjson
 import pytest
 import redis.asyncio as redis
 
 from book_store.catalog import MarketCatalog, MarketInfo
 from book_store.codec import DEEP, BookStatus, Snapshot, SnapshotMeta, decode_message, encode_snapshot
 from book_store.reader import BookReader, choose_replica
-from book_store.schema import BookKey, InvalidBookIdError
+from book_store.schema import BookKey, InvalidBookIdError, catalog_key
 from book_store.writer import BookWriter
 from ladder_process.errors import StoreError
 from tests.stores import ChangeMessages
@@ -114,6 +115,17 @@ async def test_catalog_replace_and_read(redis_client: redis.Redis) -> None:
     await catalog.replace("binance.com", [eth])
     assert await catalog.markets("binance.com") == [eth]
     assert await catalog.get("binance.com", "OLDBTC") is None
+
+
+async def test_a_catalog_row_that_does_not_say_its_kind_is_of_unknown_kind(redis_client: redis.Redis) -> None:
+    """A row an older node wrote is never taken for spot (it may be a perpetual's)."""
+    catalog = MarketCatalog(redis_client)
+    swap = MarketInfo("okx", "BTC-USDT-SWAP", "TRADING", "BTC", "USDT", "perpetual")
+    await catalog.replace("okx", [swap])
+    assert await catalog.get("okx", "BTC-USDT-SWAP") == swap
+    old = orjson.dumps({k: v for k, v in swap.to_json().items() if k != "kind"})
+    await redis_client.hset(catalog_key("okx"), "BTC-USDT-SWAP", old)
+    assert (await catalog.markets("okx"))[0].kind == "unknown"
 
 
 async def test_the_catalog_digest_changes_with_the_content_only(redis_client: redis.Redis) -> None:

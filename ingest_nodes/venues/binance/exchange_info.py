@@ -5,14 +5,16 @@ Sample (spot, trimmed)::
     {"timezone": "UTC", "serverTime": 1764500000000, "symbols": [
       {"symbol": "ETHBTC", "status": "TRADING", "baseAsset": "ETH", "quoteAsset": "BTC", "filters": [...]}]}
 
-Futures lists ``"status"`` the same way (``TRADING``, ``PENDING_TRADING``, ``SETTLING``, ...).
+Futures lists ``"status"`` the same way (``TRADING``, ``PENDING_TRADING``, ``SETTLING``, ...), and
+each symbol's ``"contractType"`` (``PERPETUAL``, ``CURRENT_QUARTER``, ``NEXT_QUARTER``, ...): a
+symbol without one is spot.
 """
 
 from __future__ import annotations
 
 import orjson
 
-from book_store.catalog import MarketInfo
+from book_store.catalog import MarketInfo, contract_kind
 from ingest_nodes.core.errors import VenuePayloadError
 
 
@@ -22,7 +24,7 @@ def parse_exchange_info(body: bytes, exchange: str) -> list[MarketInfo]:
         symbols = orjson.loads(body)["symbols"]
         return [
             MarketInfo(exchange, s["symbol"], s.get("status") or s.get("contractStatus", ""),
-                       s.get("baseAsset", ""), s.get("quoteAsset", ""))
+                       s.get("baseAsset", ""), s.get("quoteAsset", ""), contract_kind(s.get("contractType")))
             for s in symbols
         ]  # fmt: skip
     except (orjson.JSONDecodeError, KeyError, TypeError) as exc:

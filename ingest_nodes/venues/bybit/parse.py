@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Final, cast
 
-from book_store.catalog import TRADING, MarketInfo
+from book_store.catalog import TRADING, MarketInfo, contract_kind
 from ingest_nodes.core.errors import VenuePayloadError
 from ingest_nodes.core.events import DepthSnapshot, DepthUpdate
 from ingest_nodes.venues.bybit.schemas import BookData, BybitAnswer, OpAnswer, OrderbookPush
@@ -84,7 +84,8 @@ def parse_bybit_instruments(body: bytes, exchange: str) -> tuple[list[MarketInfo
            "baseCoin":"BTC","quoteCoin":"USDT"}],"nextPageCursor":""},"time":1672712495660}
 
     Status ``Trading`` is tradable; the others (``PreLaunch``, ``Delivering``, ``Closed``) are kept,
-    upper-cased.
+    upper-cased. ``contractType`` (``LinearPerpetual``, ``LinearFutures``) says what a derivative
+    is; spot pairs have none.
     """
     result = json_object(_result(body, "instruments-info"), "instruments-info result")
     entries = result.get("list")
@@ -102,6 +103,7 @@ def parse_bybit_instruments(body: bytes, exchange: str) -> tuple[list[MarketInfo
                 TRADING if status == BYBIT_TRADING else status.upper(),
                 str(entry.get("baseCoin") or ""),
                 str(entry.get("quoteCoin") or ""),
+                contract_kind(entry.get("contractType")),
             )
         )
     cursor = result.get("nextPageCursor")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final, cast
 
-from book_store.catalog import TRADING, MarketInfo
+from book_store.catalog import FUTURE, OPTION, PERPETUAL, SPOT, TRADING, UNKNOWN_KIND, MarketInfo
 from ingest_nodes.core.errors import VenuePayloadError
 from ingest_nodes.core.events import DepthSnapshot, DepthUpdate
 from ingest_nodes.venues.okx.limits import BOOKS_CHANNEL, BOOKS_DEPTH
@@ -87,6 +87,9 @@ def parse_okx_books(body: bytes, symbol: str, limit: int, ingest_time: int) -> D
     )
 
 
+_KINDS = {"SPOT": SPOT, "MARGIN": SPOT, "SWAP": PERPETUAL, "FUTURES": FUTURE, "OPTION": OPTION}
+
+
 def parse_okx_instruments(body: bytes, exchange: str) -> list[MarketInfo]:
     """Every instrument of a ``GET /api/v5/public/instruments?instType=...`` answer.
 
@@ -100,7 +103,7 @@ def parse_okx_instruments(body: bytes, exchange: str) -> list[MarketInfo]:
 
     ``state`` ``live`` is tradable; ``suspend``, ``preopen`` and ``test`` are kept, upper-cased, so
     the catalog can say why a market is not served. A derivative's base and quote come from its
-    underlying (``BTC-USDT``).
+    underlying (``BTC-USDT``), its kind from ``instType``.
     """
     markets = []
     for entry in _data(body, "instruments"):
@@ -113,7 +116,12 @@ def parse_okx_instruments(body: bytes, exchange: str) -> list[MarketInfo]:
         state = str(instrument.get("state") or "unknown")
         markets.append(
             MarketInfo(
-                exchange, instrument["instId"], TRADING if state == LIVE else state.upper(), base, quote
+                exchange,
+                instrument["instId"],
+                TRADING if state == LIVE else state.upper(),
+                base,
+                quote,
+                _KINDS.get(str(instrument.get("instType")), UNKNOWN_KIND),
             )
         )
     return markets

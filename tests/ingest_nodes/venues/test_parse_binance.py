@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import orjson
 import pytest
 
 from ingest_nodes.core.errors import VenuePayloadError
 from ingest_nodes.core.events import DepthSnapshot, DepthUpdate
+from ingest_nodes.venues.binance.exchange_info import parse_exchange_info
 from ingest_nodes.venues.binance.parse import (
     parse_futures_frame,
     parse_futures_snapshot,
@@ -234,3 +236,20 @@ def test_rest_body_with_ill_typed_fields_keeps_the_raw_text() -> None:
     error = parse_rest_error(500, b'{"code":"-1000","msg":5}', {})
     assert error.code is None
     assert error.msg == '{"code":"-1000","msg":5}'
+
+
+def test_exchange_info_says_what_each_symbol_is() -> None:
+    body = orjson.dumps({
+        "symbols": [
+            {"symbol": "ETHBTC", "status": "TRADING", "baseAsset": "ETH", "quoteAsset": "BTC"},
+            {"symbol": "BTCUSDT", "status": "TRADING", "baseAsset": "BTC", "quoteAsset": "USDT",
+             "contractType": "PERPETUAL"},
+            {"symbol": "BTCUSDT_261225", "status": "TRADING", "baseAsset": "BTC", "quoteAsset": "USDT",
+             "contractType": "CURRENT_QUARTER"},
+        ]
+    })  # fmt: skip
+    assert [(m.market, m.base, m.quote, m.kind) for m in parse_exchange_info(body, "x")] == [
+        ("ETHBTC", "ETH", "BTC", "spot"),
+        ("BTCUSDT", "BTC", "USDT", "perpetual"),
+        ("BTCUSDT_261225", "BTC", "USDT", "future"),
+    ]

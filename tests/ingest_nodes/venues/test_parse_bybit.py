@@ -112,7 +112,20 @@ def test_instruments_pages_and_statuses() -> None:
             "result": {
                 "category": "linear",
                 "list": [
-                    {"symbol": "BTCUSDT", "status": "Trading", "baseCoin": "BTC", "quoteCoin": "USDT"},
+                    {
+                        "symbol": "BTCUSDT",
+                        "status": "Trading",
+                        "baseCoin": "BTC",
+                        "quoteCoin": "USDT",
+                        "contractType": "LinearPerpetual",
+                    },
+                    {
+                        "symbol": "BTCUSDT-27MAR26",
+                        "status": "Trading",
+                        "baseCoin": "BTC",
+                        "quoteCoin": "USDT",
+                        "contractType": "LinearFutures",
+                    },
                     {"symbol": "NEWUSDT", "status": "PreLaunch", "baseCoin": "NEW", "quoteCoin": "USDT"},
                 ],
                 "nextPageCursor": "next-page",
@@ -121,7 +134,11 @@ def test_instruments_pages_and_statuses() -> None:
     )
     markets, cursor = parse_bybit_instruments(body, "bybit-linear")
     assert cursor == "next-page"
-    assert [(m.market, m.status) for m in markets] == [("BTCUSDT", TRADING), ("NEWUSDT", "PRELAUNCH")]
+    assert [(m.market, m.status, m.kind) for m in markets] == [
+        ("BTCUSDT", TRADING, "perpetual"),
+        ("BTCUSDT-27MAR26", TRADING, "future"),
+        ("NEWUSDT", "PRELAUNCH", "spot"),  # a spot pair has no contract type
+    ]
 
 
 def test_rest_errors() -> None:

@@ -149,10 +149,10 @@ def test_instruments_spot_and_swap_and_their_states() -> None:
         }
     )
     markets = parse_okx_instruments(body, "okx")
-    assert [(m.market, m.status, m.base, m.quote) for m in markets] == [
-        ("BTC-USDT", TRADING, "BTC", "USDT"),
-        ("BTC-USDT-SWAP", TRADING, "BTC", "USDT"),
-        ("NEW-USDT", "PREOPEN", "NEW", "USDT"),
+    assert [(m.market, m.status, m.base, m.quote, m.kind) for m in markets] == [
+        ("BTC-USDT", TRADING, "BTC", "USDT", "spot"),
+        ("BTC-USDT-SWAP", TRADING, "BTC", "USDT", "perpetual"),
+        ("NEW-USDT", "PREOPEN", "NEW", "USDT", "spot"),
     ]
 
 
