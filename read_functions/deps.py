@@ -24,12 +24,14 @@ from ladder_process.errors import StoreError
 from ladder_process.telemetry.metrics import Kind, Metric, observe, value
 from read_functions.app.load_shedding import Load
 from read_functions.books.cache import BookCache
+from read_functions.books.consolidated import ConsolidatedViews
 from read_functions.books.read_memo import ReadMemos
 from read_functions.books.readiness import StoreReadiness
 from read_functions.settings import ReadSettings
 from read_functions.telemetry import ReadTelemetry
 from read_functions.tenancy.access import CHANGES, Access
 from read_functions.tenancy.catalog_cache import CatalogCache
+from read_functions.tenancy.pairs import PairMarkets
 from read_functions.tenancy.rate_limit import RateLimiter
 from read_functions.tenancy.stream_slots import StreamSlots
 from read_functions.tenancy.usage import UsageCounter
@@ -46,6 +48,7 @@ class Deps:
     books: BookCache
     refs: ReadMemos
     catalog: CatalogCache
+    pair_markets: PairMarkets
     access: Access
     control: ControlService
     limiter: RateLimiter
@@ -54,6 +57,7 @@ class Deps:
     telemetry: ReadTelemetry
     readiness: StoreReadiness
     load: Load
+    consolidated: ConsolidatedViews
     _stack: AsyncExitStack = field(repr=False)
     _housekeeping: asyncio.Task[None] | None = field(default=None, repr=False)
     _flushed_at: float = field(default=0.0, repr=False)
@@ -113,6 +117,7 @@ class Deps:
                 books=books,
                 refs=ReadMemos(),
                 catalog=catalog,
+                pair_markets=PairMarkets(catalog),
                 access=access,
                 control=control,
                 limiter=RateLimiter(client, lease_window_s=settings.rate_lease_ms / 1000),
@@ -121,6 +126,7 @@ class Deps:
                 telemetry=ReadTelemetry(),
                 readiness=readiness,
                 load=Load(settings.max_in_flight, settings.max_queue_ms / 1000),
+                consolidated=ConsolidatedViews(),
                 _stack=stack,
             )
         except BaseException:
@@ -200,6 +206,12 @@ WORKER_METRICS: tuple[Metric[Deps], ...] = (
         Kind.COUNTER,
         "Change messages applied to cached books.",
         read=lambda d: value(d.books.messages),
+    ),
+    Metric(
+        "ladder_read_consolidated_merges_total",
+        Kind.COUNTER,
+        "Consolidated answers merged anew (one of their books had changed; the others reused a merge).",
+        read=lambda d: value(d.consolidated.merges),
     ),
     Metric(
         "ladder_read_in_flight",

@@ -14,7 +14,7 @@ from read_functions.app.routing import Audience, Handler, Param, Reply, Route
 from read_functions.app.schemas import ref
 from read_functions.deps import Deps
 from read_functions.handlers import account, admin, catalog, cluster, console, service, subscriptions
-from read_functions.handlers.reads import book_info, books, bulk_reads
+from read_functions.handlers.reads import book_info, books, bulk_reads, consolidated
 from read_functions.handlers.reads.stream import open_stream
 from read_functions.handlers.ubdcc import handlers as ubdcc
 
@@ -25,6 +25,21 @@ _DEPTH = Param(
 )
 _MAX_AGE = Param("max_age_ms", {"type": "integer", "minimum": 0}, "Refuse (503 book_too_old) an older book.")
 _BOOK_PARAMS = (_DEPTH, _MAX_AGE)
+_CONSOLIDATED_PARAMS = (
+    Param(
+        "venues",
+        {"type": "string"},
+        f"Comma-separated exchanges, at most {consolidated.MAX_VENUES} (default: every book of the pair "
+        "the tenant subscribes to).",
+    ),
+    Param(
+        "quotes",
+        {"type": "string"},
+        f"Comma-separated quote currencies to merge as one, the pair's own among them, at most "
+        f"{consolidated.MAX_QUOTES} (default: the pair's own only).",
+    ),
+    _MAX_AGE,
+)
 _BOOK_HEADERS = ("ETag",)
 NO_CONTENT = {204: Reply("Done.", None)}
 
@@ -223,6 +238,41 @@ ROUTES: tuple[Route[Deps], ...] = (
     ),
     Route(
         "GET",
+        "/v1/consolidated/tops",
+        consolidated.get_consolidated_tops,
+        TENANT,
+        "The best bid and ask of many pairs, each across its books on several venues",
+        "consolidated",
+        (
+            Param(
+                "pairs",
+                {"type": "string"},
+                f"Comma-separated pairs (BASE-QUOTE), at most {consolidated.MAX_PAIRS}.",
+                required=True,
+            ),
+            *_CONSOLIDATED_PARAMS,
+        ),
+        replies=_ok("ConsolidatedTops"),
+    ),
+    Route(
+        "GET",
+        "/v1/consolidated/{pair}",
+        consolidated.get_consolidated,
+        TENANT,
+        "One pair's books on several venues merged into one ladder, each level with its books",
+        "consolidated",
+        (
+            Param(
+                "depth",
+                {"type": "integer", "minimum": 1, "maximum": consolidated.MAX_DEPTH},
+                "Consolidated levels per side (default 100).",
+            ),
+            *_CONSOLIDATED_PARAMS,
+        ),
+        replies=_ok("ConsolidatedBook"),
+    ),
+    Route(
+        "GET",
         "/v1/books/{exchange}/{market}/info",
         book_info.get_book_info,
         TENANT,
@@ -282,6 +332,16 @@ ROUTES: tuple[Route[Deps], ...] = (
         "subscriptions",
         body=ref("BulkSubscriptionRequest"),
         replies=_ok("BulkSubscriptionResult"),
+    ),
+    Route(
+        "POST",
+        "/v1/subscriptions/consolidated",
+        subscriptions.subscribe_pair,
+        TENANT,
+        "Subscribe to one pair's books on several venues at once, one result per book",
+        "subscriptions",
+        body=ref("PairSubscriptionRequest"),
+        replies=_ok("PairSubscriptionResult"),
     ),
     Route(
         "DELETE",

@@ -187,38 +187,86 @@ class SubscriptionDesk:
         tenant = await self._tenant(tenant_id)
         await self._require_exchange(venue)
         count, levels = self._wish(tenant, venue, replicas, depth)
-        held = await self._held(tenant.id)
-        now = self._clock()
         outcomes: dict[str, SubscriptionOutcome] = {}
-        wanted: list[Subscription] = []
+        books: list[BookKey] = []
         for name in names:
             try:
-                market = require_market(name)
-                if not await self._markets.tradable(venue, market):
-                    raise UnknownMarketError(f"{venue} has no trading market {shown(market)}")
+                books.append(BookKey(venue, require_market(name)))
             except ApiError as error:
                 outcomes[name] = SubscriptionOutcome(venue, name, error=error)
-                continue
-            book = BookKey(venue, market)
-            wanted.append(_merged(tenant.id, book, count, levels, held.get(book), now))
-        for stored, created in await self._store.put_subscriptions(wanted):
-            previous = held.get(stored.book)
-            outcomes[stored.market] = SubscriptionOutcome(
-                venue, stored.market, stored, created, previous=previous
-            )
-        self._entitled.pop(tenant.id, None)
-        if not wanted:
+        put = await self._put_all(tenant, books, count, levels)
+        outcomes.update((book.market, outcome) for book, outcome in put.items())
+        if all(outcome.error is not None for outcome in put.values()):
             return [outcomes[name] for name in names]  # nothing changed: nothing to record
         await self._audit.record(
             actor,
             "subscription.put_many",
             tenant.id,
             exchange=venue,
-            markets=len(wanted),
+            markets=sum(1 for o in put.values() if o.error is None),
             replicas=count,
             depth=levels,
         )
         return [outcomes[name] for name in names]
+
+    async def subscribe_books(
+        self,
+        tenant_id: str,
+        books: list[BookKey],
+        replicas: object = None,
+        depth: object = None,
+        *,
+        actor: Principal,
+    ) -> list[SubscriptionOutcome]:
+        """Subscribe to books of several exchanges at once (one pair on several venues), one
+        outcome per distinct book, as :meth:`subscribe_many` does for one exchange: ``replicas``
+        and ``depth`` must suit every exchange named (left out: each held book keeps its own), a
+        book that is not trading fails alone, and the new books count against ``max_markets``
+        together."""
+        self._audit.admit(actor)
+        if len(books) > MAX_BULK_MARKETS:
+            raise InvalidRequestError(f"a call may name at most {MAX_BULK_MARKETS} books")
+        tenant = await self._tenant(tenant_id)
+        wish: tuple[int | None, int | None] = (None, None)
+        for exchange in dict.fromkeys(book.exchange for book in books):
+            await self._require_exchange(exchange)
+            wish = self._wish(tenant, exchange, replicas, depth)
+        put = await self._put_all(tenant, list(dict.fromkeys(books)), *wish)
+        if all(outcome.error is not None for outcome in put.values()):
+            return list(put.values())  # nothing changed: nothing to record
+        await self._audit.record(
+            actor,
+            "subscription.put_books",
+            tenant.id,
+            exchanges=",".join(dict.fromkeys(book.exchange for book, o in put.items() if o.error is None)),
+            markets=sum(1 for o in put.values() if o.error is None),
+            replicas=wish[0],
+            depth=wish[1],
+        )
+        return list(put.values())
+
+    async def _put_all(
+        self, tenant: Tenant, books: list[BookKey], replicas: int | None, depth: int | None
+    ) -> dict[BookKey, SubscriptionOutcome]:
+        """Subscribe ``tenant`` to every distinct book of ``books`` that is trading, in one atomic
+        step of the store, each held one keeping what is not given; one outcome per book, in order."""
+        held = await self._held(tenant.id)
+        now = self._clock()
+        outcomes: dict[BookKey, SubscriptionOutcome] = {}
+        wanted: list[Subscription] = []
+        for book in books:
+            if not await self._markets.tradable(book.exchange, book.market):
+                error = UnknownMarketError(f"{book.exchange} has no trading market {shown(book.market)}")
+                outcomes[book] = SubscriptionOutcome(book.exchange, book.market, error=error)
+                continue
+            outcomes[book] = SubscriptionOutcome(book.exchange, book.market)
+            wanted.append(_merged(tenant.id, book, replicas, depth, held.get(book), now))
+        for stored, created in await self._store.put_subscriptions(wanted):
+            outcomes[stored.book] = SubscriptionOutcome(
+                stored.exchange, stored.market, stored, created, previous=held.get(stored.book)
+            )
+        self._entitled.pop(tenant.id, None)
+        return outcomes
 
     async def _held(self, tenant_id: str) -> dict[BookKey, Subscription]:
         """The tenant's subscriptions by book, as they are before a change."""

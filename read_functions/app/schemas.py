@@ -223,6 +223,51 @@ _EGRESS_POOL = obj(
     }
 )
 ERROR_DETAIL = obj({"code": STR, "message": STR})
+_CONSOLIDATED_LEVEL = {
+    "type": "array",
+    "prefixItems": [STR, STR, {"type": "object", "additionalProperties": STR}],
+    "minItems": 3,
+    "maxItems": 3,
+    "description": "[price, total quantity, {book id: quantity}]: price and total exact, in canonical "
+    "form (plain decimal, no trailing zeros); each book's quantity as its venue wrote it",
+}
+_CONSOLIDATED_BOOK = obj(
+    {
+        "id": {"type": "string", "description": "exchange:market, as the levels name the book"},
+        "exchange": STR,
+        "market": STR,
+        "quote": STR,
+        "update_id": INT,
+        "replica": INT,
+        "status": {"type": "string", "enum": ["synced"]},
+        "truncated": _BOOK_META["truncated"],
+        "publish_time": INT,
+        "age_ms": _BOOK_META["age_ms"],
+    }
+)
+_LEFT_OUT = obj(
+    {"exchange": STR, "code": STR, "message": STR},
+    {"market": STR, "status": BOOK_STATUS},
+)
+_CONSOLIDATED = {
+    "base": STR,
+    "quote": STR,
+    "quotes": {**array_of(STR), "description": "the quote currencies merged: the pair's own unless asked"},
+    "books": {**array_of(_CONSOLIDATED_BOOK), "description": "the books merged, each at its own update_id"},
+    "left_out": {
+        **array_of(_LEFT_OUT),
+        "description": "books named but not merged, with the error a read of each alone would give",
+    },
+    "crossed": {
+        "type": "boolean",
+        "description": "the best bid is above the best ask (on another venue): information, not an error",
+    },
+    "truncated": {
+        "type": "boolean",
+        "description": "a side stops short of the depth at the last price a truncated book is known to",
+    },
+}
+_PAIR = {"type": "string", "description": "BASE-QUOTE, such as BTC-USDT"}
 
 
 def _bulk_result(done: tuple[str, ...]) -> Schema:
@@ -283,7 +328,65 @@ COMPONENTS: dict[str, Schema] = {
         },
         {"reason": STR},
     ),
-    "Market": obj({"exchange": STR, "market": STR, "status": STR, "base": STR, "quote": STR}),
+    "Market": obj(
+        {
+            "exchange": STR,
+            "market": STR,
+            "status": STR,
+            "base": STR,
+            "quote": STR,
+            "kind": {"type": "string", "enum": ["spot", "perpetual", "future", "option", "unknown"]},
+        }
+    ),
+    "ConsolidatedLevel": _CONSOLIDATED_LEVEL,
+    "ConsolidatedBook": obj(
+        {
+            **_CONSOLIDATED,
+            "depth": INT,
+            "bids": array_of(ref("ConsolidatedLevel")),
+            "asks": array_of(ref("ConsolidatedLevel")),
+        }
+    ),
+    "ConsolidatedTops": obj(
+        {
+            "tops": array_of(
+                {
+                    "oneOf": [
+                        obj(
+                            {
+                                **_CONSOLIDATED,
+                                "bid": {"oneOf": [{"type": "null"}, ref("ConsolidatedLevel")]},
+                                "ask": {"oneOf": [{"type": "null"}, ref("ConsolidatedLevel")]},
+                            }
+                        ),
+                        obj({"pair": _PAIR, "error": ERROR_DETAIL}),
+                    ]
+                }
+            )
+        }
+    ),
+    "PairSubscriptionRequest": obj(
+        {"pair": _PAIR, "venues": {**array_of(STR), "description": "the exchanges to subscribe it on"}},
+        {
+            "quotes": {**array_of(STR), "description": "every quote to subscribe (default: the pair's own)"},
+            "replicas": {"type": "integer", "minimum": 1},
+            "depth": DEPTH,
+        },
+    ),
+    "PairSubscriptionResult": obj(
+        {
+            "pair": _PAIR,
+            "created": INT,
+            "updated": INT,
+            "failed": INT,
+            "results": array_of(
+                obj(
+                    {"exchange": STR, "result": {"type": "string", "enum": ["created", "updated", "failed"]}},
+                    {"market": STR, "subscription": obj(SUBSCRIPTION), "error": ERROR_DETAIL},
+                )
+            ),
+        }
+    ),
     "Markets": obj({"markets": array_of(ref("Market"))}),
     "Exchanges": obj({"exchanges": array_of(STR)}),
     "SubscriptionRequest": obj(

@@ -1,5 +1,6 @@
 """The tenant's subscriptions: ``POST``/``GET /v1/subscriptions``, ``DELETE .../{exchange}/{market}``,
-and the bulk forms, ``POST /v1/subscriptions/bulk`` and ``DELETE /v1/subscriptions``.
+the bulk forms, ``POST /v1/subscriptions/bulk`` and ``DELETE /v1/subscriptions``, and one pair's
+books on several venues at once, ``POST /v1/subscriptions/consolidated``.
 
 A bulk call names its markets as a list or selects them with a filter (quote and/or base asset,
 of the exchange's trading markets when subscribing, of the tenant's subscriptions when
@@ -21,11 +22,13 @@ from ladder_process.clock import now_ms
 from read_functions.app.messages import Request, Response, empty_response, json_response
 from read_functions.app.params import json_object, require_fields
 from read_functions.deps import Deps
+from read_functions.handlers.reads.consolidated import ask_of, listed_books, pair_param
 from read_functions.handlers.reads.rules import best_status
 from read_functions.tenancy.access import subscriptions_changed
 
 _FIELDS = frozenset({"exchange", "market", "replicas", "depth"})
 _BULK_FIELDS = frozenset({"exchange", "markets", "quote", "base", "status", "replicas", "depth"})
+_PAIR_FIELDS = frozenset({"pair", "venues", "quotes", "replicas", "depth"})
 _FILTERS = ("quote", "base")
 
 
@@ -110,6 +113,34 @@ async def subscribe_bulk(request: Request, deps: Deps) -> Response:
     return json_response(_bulk_answer(exchange, outcomes, "created", "updated"))
 
 
+async def subscribe_pair(request: Request, deps: Deps) -> Response:
+    """``POST /v1/subscriptions/consolidated``: every spot book of a pair on the venues named (in
+    the quotes named), what a consolidated read of them needs, in one atomic step of the limits;
+    a book held already changes only the fields named (``changed`` says how)."""
+    assert request.principal is not None
+    tenant_id = require_tenant(request.principal)
+    body = json_object(request)
+    require_fields(body, _PAIR_FIELDS)
+    _no_nulls(body)
+    if body.get("venues") is None:
+        raise InvalidRequestError("venues must name the exchanges to subscribe the pair on")
+    ask = ask_of(pair_param(body.get("pair")), body.get("quotes"), body.get("venues"))
+    listed, missing = await listed_books(deps, ask)
+    outcomes = await deps.control.subscriptions.subscribe_books(
+        tenant_id,
+        [source.book for source in listed],
+        body.get("replicas"),
+        body.get("depth"),
+        actor=request.principal,
+    )
+    await deps.announce(subscriptions_changed(tenant_id))
+    results = [{"exchange": o.exchange, **_result(o, "created", "updated")} for o in outcomes]
+    for venue in missing:  # a venue that lists no market of the pair
+        error = {"code": venue["code"], "message": venue["message"]}
+        results.append({"exchange": venue["exchange"], "result": "failed", "error": error})
+    return json_response({"pair": ask.pair.name, **_counted(results, "created", "updated")})
+
+
 async def unsubscribe_bulk(request: Request, deps: Deps) -> Response:
     """``DELETE /v1/subscriptions?exchange=...``: the listed markets, or every subscription of the
     exchange that matches the filter (every one, without a filter)."""
@@ -166,22 +197,29 @@ def _bulk_answer(
     exchange: str, outcomes: list[SubscriptionOutcome], created: str, updated: str
 ) -> dict[str, object]:
     """One result per market and how many of each: ``created``/``updated`` (or ``deleted``) and ``failed``."""
-    results: list[dict[str, object]] = []
-    for outcome in outcomes:
-        if outcome.error is not None:
-            error = {"code": outcome.error.code, "message": str(outcome.error)}
-            results.append({"market": outcome.market, "result": "failed", "error": error})
-        else:
-            result: dict[str, object] = {
-                "market": outcome.market,
-                "result": created if outcome.created else updated,
-            }
-            if outcome.subscription is not None:
-                result["subscription"] = outcome.subscription.to_json()
-                if not outcome.created:
-                    result["changed"] = outcome.changes()
-            results.append(result)
+    return {
+        "exchange": exchange,
+        **_counted([_result(o, created, updated) for o in outcomes], created, updated),
+    }
+
+
+def _result(outcome: SubscriptionOutcome, created: str, updated: str) -> dict[str, object]:
+    """One market's result: ``failed`` with its error, or ``created``/``updated`` with the
+    subscription (and, for an update, what it ``changed``)."""
+    if outcome.error is not None:
+        error = {"code": outcome.error.code, "message": str(outcome.error)}
+        return {"market": outcome.market, "result": "failed", "error": error}
+    result: dict[str, object] = {"market": outcome.market, "result": created if outcome.created else updated}
+    if outcome.subscription is not None:
+        result["subscription"] = outcome.subscription.to_json()
+        if not outcome.created:
+            result["changed"] = outcome.changes()
+    return result
+
+
+def _counted(results: list[dict[str, object]], created: str, updated: str) -> dict[str, object]:
+    """``results`` and how many of each kind: ``created``/``updated`` (or ``deleted``) and ``failed``."""
     counts = {name: 0 for name in dict.fromkeys((created, updated, "failed"))}
     for result in results:
         counts[str(result["result"])] += 1
-    return {"exchange": exchange, **counts, "results": results}
+    return {**counts, "results": results}

@@ -103,6 +103,12 @@ class CatalogCache:
             self._reload(exchange)
         return markets
 
+    async def listing_of(self, exchange: str) -> MarketListing:
+        """The exchange's markets by name (:meth:`listing`), loaded first if they never were;
+        UnknownExchangeError for an exchange that has no catalog."""
+        markets = self.listing(exchange)
+        return markets if markets is not None else await self._markets_of(exchange)
+
     async def market(self, exchange: str, market: str) -> MarketInfo:
         """The market, or UnknownExchangeError / UnknownMarketError with a message for the caller."""
         markets = self.listing(exchange)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from book_store.schema import BookKey
 from control_plane.accounts.audit import WRITE_BURST, WRITES_PER_S
 from control_plane.accounts.keys import MAX_USABLE_KEYS_PER_TENANT
 from control_plane.accounts.subscriptions import SubscriptionOutcome
@@ -482,6 +483,41 @@ async def test_subscribe_many_answers_per_market_and_refuses_bad_common_fields(
     ]
     assert await service.subscriptions.subscribe_many(tenant_id, "binance.com", [], actor=actor) == []
     assert (await service.audit.recent(1))[0].action == "subscription.put_many"
+
+
+async def test_subscribe_books_spans_exchanges_and_counts_each_book(service: ControlService) -> None:
+    tenant_id = await new_tenant(service, max_markets=3, max_depth=2000)
+    actor = Principal(tenant_id, "key_x", False)
+    books = [
+        BookKey("binance.com", "BTCUSDT"),
+        BookKey("alpaca-crypto", "BTC/USD"),
+        BookKey("binance.com", "BTCUSDT"),  # named twice, subscribed once
+        BookKey("alpaca-crypto", "ETH/USD"),  # not trading: fails alone
+    ]
+    outcomes = await service.subscriptions.subscribe_books(tenant_id, books, 1, 200, actor=actor)
+    assert [(o.exchange, o.market, o.created, o.error.code if o.error else None) for o in outcomes] == [
+        ("binance.com", "BTCUSDT", True, None),
+        ("alpaca-crypto", "BTC/USD", True, None),
+        ("alpaca-crypto", "ETH/USD", False, "unknown_market"),
+    ]
+    futures = [BookKey("binance.com-futures", "BTCUSDT")]
+    # A depth one exchange of the call cannot keep refuses it all (binance.com-futures: 1000 at most).
+    with pytest.raises(InvalidRequestError, match=r"binance\.com-futures"):
+        await service.subscriptions.subscribe_books(tenant_id, [*books[:1], *futures], 1, 1500, actor=actor)
+    # Two new books where one fits: neither, and not the update either.
+    with pytest.raises(LimitExceededError):
+        await service.subscriptions.subscribe_books(
+            tenant_id, [*books[:1], *futures, BookKey("binance.com", "ETHUSDT")], 2, 100, actor=actor
+        )
+    assert {
+        (s.exchange, s.market, s.replicas, s.depth) for s in await service.subscriptions.list_for(tenant_id)
+    } == {
+        ("binance.com", "BTCUSDT", 1, 200),
+        ("alpaca-crypto", "BTC/USD", 1, 200),
+    }
+    assert await service.subscriptions.is_entitled(tenant_id, "alpaca-crypto", "BTC/USD")
+    event = (await service.audit.recent(1))[0]
+    assert (event.action, event.detail["markets"]) == ("subscription.put_books", 2)
 
 
 async def test_unsubscribe_many_answers_per_market(service: ControlService) -> None:

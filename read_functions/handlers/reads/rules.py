@@ -99,13 +99,22 @@ def deeper_view(
     deps: Deps, entry: Entry, head: Snapshot, view: BookView, depth: int, side: Side, now_ms: int
 ) -> tuple[BookView, int, Snapshot]:
     """For a head ``view`` that is truncated: the deep snapshot's view if it may be served, else
-    ``view``; the time the answer's age counts from (a deep snapshot at the head's update id is
-    as current as the head, which vouches that nothing changed since); and the snapshot served."""
+    ``view``; the time the answer's age counts from; and the snapshot served (see
+    :func:`deep_or_head`)."""
+    snapshot, since = deep_or_head(deps, entry, head, now_ms)
+    if snapshot is head:
+        return view, view.known_time, head
+    return entry.view(snapshot, depth, side), since, snapshot
+
+
+def deep_or_head(deps: Deps, entry: Entry, head: Snapshot, now_ms: int) -> tuple[Snapshot, int]:
+    """The deep snapshot of ``head``'s replica if it may be served, else ``head``; and the time an
+    answer from it counts its age from (a deep snapshot at the head's update id is as current as
+    the head, which vouches that nothing changed since)."""
     deep = entry.deep_of(head, now_ms, deps.settings.max_silence_ms)
     if deep is None:
-        return view, view.known_time, head
-    deep_view = entry.view(deep, depth, side)
-    return deep_view, head.known_time if deep.update_id == head.update_id else deep.known_time, deep
+        return head, head.known_time
+    return deep, head.known_time if deep.update_id == head.update_id else deep.known_time
 
 
 def deepest(deps: Deps, entry: Entry, head: Snapshot, now_ms: int) -> Snapshot:
