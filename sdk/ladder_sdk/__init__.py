@@ -6,6 +6,8 @@
         ladder.subscribe("binance.com", "ETHBTC")
         book = ladder.book("binance.com", "ETHBTC", depth=10)
         print(book.best_bid, book.best_ask, book.spread)
+        merged = ladder.consolidated("BTC-USDT", ["binance.com", "okx", "bybit"], depth=50)
+        print(merged.cost_to_fill("buy", "3").average_price)
 
 `AsyncLadder` is the same API for asyncio; `LadderAdmin` / `AsyncLadderAdmin` are the operator's.
 Every error is a `LadderError`; the tree is drawn in `ladder_sdk._wire.errors`.
@@ -15,7 +17,17 @@ from ._client.async_client import AsyncLadder, AsyncLadderAdmin
 from ._client.config import Timeout
 from ._client.sync_client import Ladder, LadderAdmin
 from ._version import VERSION as __version__
-from ._wire.book import Book, BookRead, Level, Top
+from ._wire.book import (
+    Book,
+    BookRead,
+    ConsolidatedBook,
+    ConsolidatedLevel,
+    ConsolidatedTop,
+    LeftOut,
+    Level,
+    MergedBook,
+    Top,
+)
 from ._wire.errors import (
     APIConnectionError,
     APIResponseError,
@@ -35,6 +47,7 @@ from ._wire.errors import (
     PermissionDeniedError,
     RateLimitError,
 )
+from ._wire.fill import Fill, FillLevel
 from ._wire.models import (
     Account,
     ApiKey,
@@ -47,6 +60,7 @@ from ._wire.models import (
     MarketResult,
     Node,
     NodeAssignment,
+    PairResult,
     ReplicaState,
     Subscription,
     Tenant,
@@ -77,19 +91,27 @@ __all__ = [
     "ClusterBook",
     "ConfigurationError",
     "ConflictError",
+    "ConsolidatedBook",
+    "ConsolidatedLevel",
+    "ConsolidatedTop",
     "CreatedKey",
     "EgressBudget",
+    "Fill",
+    "FillLevel",
     "InternalServerError",
     "Ladder",
     "LadderAdmin",
     "LadderError",
+    "LeftOut",
     "Level",
     "LimitExceededError",
     "Market",
     "MarketResult",
+    "MergedBook",
     "Node",
     "NodeAssignment",
     "NotFoundError",
+    "PairResult",
     "PermissionDeniedError",
     "RateLimitError",
     "ReplicaState",

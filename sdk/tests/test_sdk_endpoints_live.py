@@ -6,6 +6,7 @@ import inspect
 import json
 import re
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -20,12 +21,15 @@ from ladder_sdk import (
     BulkResult,
     ClusterBook,
     ConfigurationError,
+    ConsolidatedBook,
+    ConsolidatedTop,
     CreatedKey,
     EgressBudget,
     Ladder,
     LadderAdmin,
     Market,
     Node,
+    PairResult,
     Subscription,
     Tenant,
     Top,
@@ -136,6 +140,65 @@ TOPS = {
         {"exchange": "binance.com", "market": "ETHBTC", "status": "resyncing"},
     ]
 }  # fmt: skip
+MERGED = {
+    "id": "okx:BTC-USDT",
+    "exchange": "okx",
+    "market": "BTC-USDT",
+    "quote": "USDT",
+    "update_id": 9,
+    "replica": 1,
+    "status": "synced",
+    "truncated": False,
+    "publish_time": 1,
+    "age_ms": 4,
+}
+CONSOLIDATED = {
+    "base": "BTC",
+    "quote": "USDT",
+    "quotes": ["USDT"],
+    "depth": 5,
+    "books": [MERGED | {"id": "binance.com:BTCUSDT", "exchange": "binance.com", "market": "BTCUSDT"}, MERGED],
+    "left_out": [
+        {
+            "exchange": "bybit",
+            "market": "BTCUSDT",
+            "code": "book_not_synced",
+            "message": "no",
+            "status": "resyncing",
+        }
+    ],
+    "crossed": False,
+    "truncated": False,
+    "bids": [
+        ["100", "1.5", {"binance.com:BTCUSDT": "1.00000000", "okx:BTC-USDT": "0.5"}],
+        ["99.5", "2", {"okx:BTC-USDT": "2"}],
+    ],
+    "asks": [
+        ["100.5", "0.25", {"binance.com:BTCUSDT": "0.25000000"}],
+        ["101", "3", {"okx:BTC-USDT": "1", "binance.com:BTCUSDT": "2.00000000"}],
+    ],
+}
+CONSOLIDATED_TOPS = {
+    "tops": [
+        {k: v for k, v in CONSOLIDATED.items() if k not in ("depth", "bids", "asks")}
+        | {"bid": CONSOLIDATED["bids"][0], "ask": None},  # type: ignore[index]
+        {"pair": "LTC-USDT", "error": {"code": "unknown_market", "message": "no"}},
+    ]
+}
+PAIR = {
+    "pair": "BTC-USDT",
+    "created": 1,
+    "updated": 0,
+    "failed": 1,
+    "results": [
+        {"exchange": "okx", "market": "BTC-USDT", "result": "created", "subscription": SUB},
+        {
+            "exchange": "alpaca-crypto",
+            "result": "failed",
+            "error": {"code": "unknown_market", "message": "no"},
+        },
+    ],
+}
 
 
 @dataclass(frozen=True)
@@ -188,6 +251,16 @@ TENANT_CASES = [
     Case("books", ("binance.com", ["ETHBTC", "NOPE"]), {"depth": 5},
          "GET", "/v1/books", 200, None, BookRead,
          query={"exchange": "binance.com", "markets": "ETHBTC,NOPE", "depth": "5"}),
+    Case("consolidated", ("BTC-USDT", ["binance.com", "okx"]),
+         {"depth": 5, "quotes": ("USDT",), "max_age_ms": 9},
+         "GET", "/v1/consolidated/BTC-USDT", 200, CONSOLIDATED, ConsolidatedBook,
+         query={"venues": "binance.com,okx", "quotes": "USDT", "depth": "5", "max_age_ms": "9"}),
+    Case("consolidated_tops", (["BTC-USDT", "LTC-USDT"],), {},
+         "GET", "/v1/consolidated/tops", 200, CONSOLIDATED_TOPS, ConsolidatedTop,
+         query={"pairs": "BTC-USDT,LTC-USDT"}),
+    Case("subscribe_pair", ("BTC-USDT", ("okx", "alpaca-crypto")), {"depth": 50},
+         "POST", "/v1/subscriptions/consolidated", 200, PAIR, PairResult,
+         body={"pair": "BTC-USDT", "venues": ["okx", "alpaca-crypto"], "depth": 50}),
     Case("unsubscribe", ("alpaca", "BTC/USD"), {},
          "DELETE", "/v1/subscriptions/alpaca/BTC%2FUSD", 204, None, None),
     Case("subscriptions", (), {},
@@ -320,6 +393,38 @@ def test_bulk_and_multi_book_answers_are_read_in_full(server: Any, api_key: str)
     assert not resyncing.synced and resyncing.update_id is None and resyncing.bid is None
     assert book.ok and book.book is not None and book.book.update_id == 7
     assert not missing.ok and (missing.market, missing.error_code) == ("NOPE", "unknown_market")
+
+
+def test_consolidated_answers_are_read_in_full_and_price_a_fill_exactly(server: Any, api_key: str) -> None:
+    server.script("GET", "/v1/consolidated/BTC-USDT", (200, CONSOLIDATED))
+    server.script("GET", "/v1/consolidated/tops", (200, CONSOLIDATED_TOPS))
+    server.script("POST", "/v1/subscriptions/consolidated", (200, PAIR))
+    with Ladder(api_key, base_url=server.url) as client:
+        merged = client.consolidated("BTC-USDT")
+        top, missing = client.consolidated_tops(["BTC-USDT", "LTC-USDT"])
+        pair = client.subscribe_pair("BTC-USDT", ["okx", "alpaca-crypto"])
+    assert [b.id for b in merged.books] == ["binance.com:BTCUSDT", "okx:BTC-USDT"]
+    assert [(b.exchange, b.code, b.status) for b in merged.left_out] == [
+        ("bybit", "book_not_synced", "resyncing")
+    ]
+    best = merged.best_bid
+    assert best is not None and best.quantity == Decimal("1.5")
+    assert dict(best.books) == {"binance.com:BTCUSDT": Decimal("1"), "okx:BTC-USDT": Decimal("0.5")}
+    assert merged.spread == Decimal("0.5") and not merged.crossed
+    buy = merged.cost_to_fill("buy", "1.25")
+    assert (buy.filled, buy.cost, buy.complete) == (Decimal("1.25"), Decimal("126.125"), True)
+    assert buy.average_price == Decimal("100.9")
+    assert dict(buy.books) == {  # the 101 level's parts are taken in the order the answer gives them
+        "binance.com:BTCUSDT": (Decimal("0.25"), Decimal("25.125")),
+        "okx:BTC-USDT": (Decimal("1"), Decimal("101")),
+    }
+    assert top.ok and top.pair == "BTC-USDT" and top.bid == best and top.ask is None
+    assert not missing.ok and (missing.pair, missing.error_code) == ("LTC-USDT", "unknown_market")
+    assert [(r.exchange, r.market, r.result) for r in pair.results] == [
+        ("okx", "BTC-USDT", "created"),
+        ("alpaca-crypto", "", "failed"),
+    ]
+    assert pair.count("created") == 1 and pair.failed[0].error_code == "unknown_market"
 
 
 def test_update_tenant_refuses_unknown_fields_before_sending(server: Any, api_key: str) -> None:

@@ -9,6 +9,7 @@ perpetuals that share BTC/USDT's base and quote never go in unasked.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections import defaultdict
 from collections.abc import Iterator
@@ -16,6 +17,7 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
+from ladder_sdk import AsyncLadder, ConsolidatedTop, Ladder
 
 from tests.e2e.stack import Stack, start_stack
 from tests.e2e.test_faults import eventually
@@ -160,3 +162,22 @@ def test_quotes_stay_apart_unless_asked(stack: Stack, key: str) -> None:
     btc_usdt, btc_usd = tops.json()["tops"]
     assert len(btc_usdt["books"]) == 3 and [b["quote"] for b in btc_usd["books"]] == ["USD"]
     assert btc_usdt["bid"] is not None and btc_usdt["ask"] is not None
+
+
+def test_both_sdk_clients_read_consolidated_books_and_price_a_fill(stack: Stack, key: str) -> None:
+    with Ladder(api_key=key, base_url=stack.api) as ladder:
+        merged = ladder.consolidated("BTC-USDT", ["binance.com", "okx", "bybit"], depth=DEPTH)
+        fill = merged.cost_to_fill("buy", "0.5")
+    assert [b.exchange for b in merged.books] == ["binance.com", "okx", "bybit"]
+    assert merged.best_ask is not None and fill.levels[0].price == merged.best_ask.price
+    assert fill.filled == sum((level.quantity for level in fill.levels), Decimal(0))
+    assert fill.cost == sum((level.price * level.quantity for level in fill.levels), Decimal(0))
+    assert fill.complete or merged.truncated or len(fill.levels) == len(merged.asks)
+
+    async def tops() -> list[ConsolidatedTop]:
+        async with AsyncLadder(api_key=key, base_url=stack.api) as ladder:
+            return await ladder.consolidated_tops(["BTC-USDT", "NOPE-USDT"], quotes=["USDT"])
+
+    top, missing = asyncio.run(tops())
+    assert top.ok and top.bid is not None and len(top.books) == 3
+    assert (missing.pair, missing.error_code) == ("NOPE-USDT", "unknown_market")

@@ -17,7 +17,7 @@ import websockets.asyncio.client
 
 from .._wire import admin_endpoints as admin
 from .._wire import endpoints as tenant
-from .._wire.book import Book, BookRead, Top
+from .._wire.book import Book, BookRead, ConsolidatedBook, ConsolidatedTop, Top
 from .._wire.call import Call
 from .._wire.models import (
     Account,
@@ -29,6 +29,7 @@ from .._wire.models import (
     EgressBudget,
     Market,
     Node,
+    PairResult,
     Subscription,
     Tenant,
     Usage,
@@ -154,6 +155,31 @@ class AsyncLadder(_AsyncClient):
         `book()` would return, or the error code it would raise (`book_not_synced`, ...)."""
         return await self._run(tenant.books(exchange, list(markets), depth))
 
+    async def consolidated(
+        self,
+        pair: str,
+        venues: Iterable[str] | None = None,
+        depth: int | None = None,
+        *,
+        quotes: Iterable[str] | None = None,
+        max_age_ms: int | None = None,
+    ) -> ConsolidatedBook:
+        """One pair's books on several venues merged into one ladder (see `Ladder.consolidated`)."""
+        call = tenant.consolidated(pair, venues, quotes, depth, max_age_ms)
+        return await self._run(call)
+
+    async def consolidated_tops(
+        self,
+        pairs: Iterable[str],
+        venues: Iterable[str] | None = None,
+        *,
+        quotes: Iterable[str] | None = None,
+        max_age_ms: int | None = None,
+    ) -> list[ConsolidatedTop]:
+        """The best bid and ask of each pair across its books (see `Ladder.consolidated_tops`)."""
+        call = tenant.consolidated_tops(pairs, venues, quotes, max_age_ms)
+        return await self._run(call)
+
     async def markets(self, exchange: str | None = None) -> list[Market]:
         """What can be subscribed (see `Ladder.markets`)."""
         return await self._run(tenant.markets(exchange))
@@ -185,6 +211,18 @@ class AsyncLadder(_AsyncClient):
     ) -> BulkResult:
         """Subscribe to every trading market that matches (see `Ladder.subscribe_all`)."""
         return await self._run(tenant.subscribe_many(exchange, None, replicas, depth, quote, base))
+
+    async def subscribe_pair(
+        self,
+        pair: str,
+        venues: Iterable[str],
+        *,
+        quotes: Iterable[str] | None = None,
+        replicas: int | None = None,
+        depth: int | None = None,
+    ) -> PairResult:
+        """Subscribe to every spot book of `pair` on `venues` (see `Ladder.subscribe_pair`)."""
+        return await self._run(tenant.subscribe_pair(pair, venues, quotes, replicas, depth))
 
     async def unsubscribe(self, exchange: str, market: str) -> None:
         """Drop a subscription (see `Ladder.unsubscribe`)."""

@@ -16,7 +16,7 @@ import websockets.sync.client
 
 from .._wire import admin_endpoints as admin
 from .._wire import endpoints as tenant
-from .._wire.book import Book, BookRead, Top
+from .._wire.book import Book, BookRead, ConsolidatedBook, ConsolidatedTop, Top
 from .._wire.call import Call
 from .._wire.models import (
     Account,
@@ -28,6 +28,7 @@ from .._wire.models import (
     EgressBudget,
     Market,
     Node,
+    PairResult,
     Subscription,
     Tenant,
     Usage,
@@ -163,6 +164,36 @@ class Ladder(_SyncClient):
         `book()` would return, or the error code it would raise (`book_not_synced`, ...)."""
         return self._run(tenant.books(exchange, list(markets), depth))
 
+    def consolidated(
+        self,
+        pair: str,
+        venues: Iterable[str] | None = None,
+        depth: int | None = None,
+        *,
+        quotes: Iterable[str] | None = None,
+        max_age_ms: int | None = None,
+    ) -> ConsolidatedBook:
+        """One pair's books (`pair` as `BASE-QUOTE`, e.g. `"BTC-USDT"`) on several venues merged into
+        one ladder, each level with every book's part; `venues` None merges every book of the pair
+        this tenant subscribes to. Quote currencies are merged only when `quotes` names them (e.g.
+        `["USD", "USDT", "USDC"]`, the pair's own among them). A book not served alone right now is
+        named in `left_out`, never merged. `cost_to_fill` on the answer prices an order."""
+        call = tenant.consolidated(pair, venues, quotes, depth, max_age_ms)
+        return self._run(call)
+
+    def consolidated_tops(
+        self,
+        pairs: Iterable[str],
+        venues: Iterable[str] | None = None,
+        *,
+        quotes: Iterable[str] | None = None,
+        max_age_ms: int | None = None,
+    ) -> list[ConsolidatedTop]:
+        """The best bid and ask of each pair across its books (up to 100 pairs), in order; a pair
+        that cannot be answered carries its `error_code` (see `consolidated`)."""
+        call = tenant.consolidated_tops(pairs, venues, quotes, max_age_ms)
+        return self._run(call)
+
     def markets(self, exchange: str | None = None) -> list[Market]:
         """What can be subscribed, on one exchange or on all of them."""
         return self._run(tenant.markets(exchange))
@@ -206,6 +237,22 @@ class Ladder(_SyncClient):
         """Subscribe to every trading market of `exchange`, or those quoted in `quote` and/or of
         base asset `base` (e.g. `subscribe_all("binance.com", quote="USDT")`); see `subscribe_many`."""
         return self._run(tenant.subscribe_many(exchange, None, replicas, depth, quote, base))
+
+    def subscribe_pair(
+        self,
+        pair: str,
+        venues: Iterable[str],
+        *,
+        quotes: Iterable[str] | None = None,
+        replicas: int | None = None,
+        depth: int | None = None,
+    ) -> PairResult:
+        """Subscribe to every spot book of `pair` on `venues` (in `quotes`, the pair's own by
+        default) in one call, what `consolidated` needs. Each book counts against `max_markets`,
+        all at once; a venue that lists no such market fails alone. `replicas` and `depth` left out
+        keep each held book's own (a new one gets the defaults); each result's `changed` says what
+        changed."""
+        return self._run(tenant.subscribe_pair(pair, venues, quotes, replicas, depth))
 
     def unsubscribe(self, exchange: str, market: str) -> None:
         """Drop a subscription; the book stops being kept once no tenant wants it."""

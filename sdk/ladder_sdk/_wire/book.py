@@ -1,10 +1,21 @@
-"""The order book snapshot as the SDK hands it out: exact Decimals, aware datetimes, best-first sides."""
+"""Order books as the SDK hands them out: exact Decimals, aware datetimes, best-first sides.
+
+A `Book` is one snapshot of one replica; a `ConsolidatedBook` is one pair's books on several
+venues merged: every level carries the exact total and each book's part of it (by book id,
+`exchange:market`), every book merged its own `update_id` and `age_ms`, and the books the server
+left out (not synced, too old, not subscribed) are named with the error a read of them would get.
+Both can say what filling an order from them would cost (`cost_to_fill`, exact: see `fill`).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
+from typing import Generic, Protocol, TypeVar
+
+from .fill import Fill, walk
 
 
 @dataclass(frozen=True, slots=True)
@@ -15,6 +26,39 @@ class Level:
     quantity: Decimal
 
 
+class _Priced(Protocol):
+    @property
+    def price(self) -> Decimal: ...
+
+
+PricedLevel = TypeVar("PricedLevel", bound=_Priced)
+
+
+class _Sides(Generic[PricedLevel]):
+    """The best of two best-first sides of levels, and the spread between them."""
+
+    bids: tuple[PricedLevel, ...]
+    asks: tuple[PricedLevel, ...]
+
+    @property
+    def best_bid(self) -> PricedLevel | None:
+        """The highest bid, or None when the bid side is empty."""
+        return self.bids[0] if self.bids else None
+
+    @property
+    def best_ask(self) -> PricedLevel | None:
+        """The lowest ask, or None when the ask side is empty."""
+        return self.asks[0] if self.asks else None
+
+    @property
+    def spread(self) -> Decimal | None:
+        """Best ask minus best bid, exact (negative when a consolidated book is `crossed`); None
+        unless both sides have a level."""
+        if self.best_bid is None or self.best_ask is None:
+            return None
+        return self.best_ask.price - self.best_bid.price
+
+
 def datetime_from_ms(ms: int) -> datetime:
     """An aware UTC datetime from integer milliseconds since the epoch, without float rounding."""
     seconds, millis = divmod(ms, 1000)
@@ -22,7 +66,7 @@ def datetime_from_ms(ms: int) -> datetime:
 
 
 @dataclass(frozen=True)
-class Book:
+class Book(_Sides[Level]):
     """One snapshot of one replica of a book.
 
     `bids` are best (highest) first and `asks` best (lowest) first; a one-sided answer
@@ -72,28 +116,24 @@ class Book:
         return datetime_from_ms(self.publish_time_ms)
 
     @property
-    def best_bid(self) -> Level | None:
-        """The highest bid, or None when the bid side is empty."""
-        return self.bids[0] if self.bids else None
-
-    @property
-    def best_ask(self) -> Level | None:
-        """The lowest ask, or None when the ask side is empty."""
-        return self.asks[0] if self.asks else None
-
-    @property
-    def spread(self) -> Decimal | None:
-        """Best ask minus best bid, exact; None unless both sides have a level."""
-        if self.best_bid is None or self.best_ask is None:
-            return None
-        return self.best_ask.price - self.best_bid.price
-
-    @property
     def mid(self) -> Decimal | None:
         """The midpoint of best bid and best ask, exact; None unless both sides have a level."""
         if self.best_bid is None or self.best_ask is None:
             return None
         return (self.best_ask.price + self.best_bid.price) / 2
+
+    def cost_to_fill(self, side: str, quantity: Decimal | int | str) -> Fill:
+        """What buying (`side="buy"`, from the asks) or selling (`"sell"`, into the bids) `quantity`
+        would take from this snapshot's levels: exact cost and levels used (see `Fill`; the one
+        book is named `exchange:market`)."""
+        book = f"{self.exchange}:{self.market}"
+        levels = self.asks if side == "buy" else self.bids
+        return walk(
+            side,
+            quantity,
+            ((level.price, level.quantity, ((book, level.quantity),)) for level in levels),
+            truncated=self.truncated,
+        )
 
 
 @dataclass(frozen=True)
@@ -135,3 +175,95 @@ class BookRead:
     def ok(self) -> bool:
         """True when the book was served."""
         return self.book is not None
+
+
+@dataclass(frozen=True, slots=True)
+class ConsolidatedLevel:
+    """One price of the consolidated ladder: the total quantity there, and each book's part
+    (`books`: book id -> quantity, in the order of the answer's `books`)."""
+
+    price: Decimal
+    quantity: Decimal
+    books: Mapping[str, Decimal]
+
+
+@dataclass(frozen=True, slots=True)
+class MergedBook:
+    """One book that went into a consolidated answer, exactly as a read of it alone was served."""
+
+    id: str
+    exchange: str
+    market: str
+    quote: str
+    update_id: int
+    replica: int
+    status: str
+    truncated: bool
+    publish_time_ms: int
+    age_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class LeftOut:
+    """A book (or a venue, `market` None: it lists no such market) named but not merged, and why:
+    the `code` and `message` a read of it alone would have got, its `status` when it is not synced."""
+
+    exchange: str
+    market: str | None
+    code: str
+    message: str
+    status: str | None = None
+
+
+@dataclass(frozen=True)
+class ConsolidatedBook(_Sides[ConsolidatedLevel]):
+    """A pair's books on several venues merged into one ladder (`Ladder.consolidated`).
+
+    `bids` are best (highest) first and `asks` best (lowest) first. `crossed` is True when the best
+    bid is above the best ask (books of different venues can cross while each is in sync): it is
+    information, not an error. `truncated` is True when a side stops short of `depth` at the last
+    price a truncated book is known to. `quotes` are the quote currencies merged as one.
+    """
+
+    base: str
+    quote: str
+    quotes: tuple[str, ...]
+    depth: int
+    books: tuple[MergedBook, ...]
+    left_out: tuple[LeftOut, ...]
+    crossed: bool
+    truncated: bool
+    bids: tuple[ConsolidatedLevel, ...]
+    asks: tuple[ConsolidatedLevel, ...]
+
+    def cost_to_fill(self, side: str, quantity: Decimal | int | str) -> Fill:
+        """What buying (`side="buy"`, from the asks) or selling (`"sell"`, into the bids) `quantity`
+        would take from this answer's levels: exact cost, levels and books used (see `Fill`)."""
+        levels = self.asks if side == "buy" else self.bids
+        return walk(
+            side,
+            quantity,
+            ((level.price, level.quantity, tuple(level.books.items())) for level in levels),
+            truncated=self.truncated,
+        )
+
+
+@dataclass(frozen=True)
+class ConsolidatedTop:
+    """The best bid and ask of one pair across its books (one entry of `Ladder.consolidated_tops`),
+    or why it could not be answered (`error_code`: `unknown_market`, `forbidden`)."""
+
+    pair: str
+    books: tuple[MergedBook, ...] = ()
+    left_out: tuple[LeftOut, ...] = ()
+    crossed: bool = False
+    truncated: bool = False
+    bid: ConsolidatedLevel | None = None
+    ask: ConsolidatedLevel | None = None
+    error_code: str | None = None
+    error_message: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when the pair was answered."""
+        return self.error_code is None

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from . import parse as parse
-from .book import Book, BookRead, Top
+from .book import Book, BookRead, ConsolidatedBook, ConsolidatedTop, Top
 from .call import Call, params, path
-from .models import Account, ApiKey, BulkResult, CreatedKey, Market, Subscription, Usage
+from .models import Account, ApiKey, BulkResult, CreatedKey, Market, PairResult, Subscription, Usage
 
 
 def book(
@@ -25,6 +27,42 @@ def books(exchange: str, markets: list[str], depth: int | None) -> Call[list[Boo
     """GET /v1/books?exchange=...&markets=A,B,C[&depth=N]."""
     query: dict[str, str | int] = {"exchange": exchange, "markets": ",".join(markets)} | params(depth=depth)
     return Call("GET", path("v1", "books"), parse.books, query)
+
+
+def _names(values: Iterable[str] | None) -> str | None:
+    return None if values is None else ",".join(values)
+
+
+def consolidated(
+    pair: str,
+    venues: Iterable[str] | None,
+    quotes: Iterable[str] | None,
+    depth: int | None,
+    max_age_ms: int | None,
+) -> Call[ConsolidatedBook]:
+    """GET /v1/consolidated/{pair}[?venues=..&quotes=..&depth=N&max_age_ms=M]."""
+    query: dict[str, str | int] = params(venues=_names(venues), quotes=_names(quotes))
+    query |= params(depth=depth, max_age_ms=max_age_ms)
+    return Call("GET", path("v1", "consolidated", pair), parse.consolidated, query)
+
+
+def consolidated_tops(
+    pairs: Iterable[str], venues: Iterable[str] | None, quotes: Iterable[str] | None, max_age_ms: int | None
+) -> Call[list[ConsolidatedTop]]:
+    """GET /v1/consolidated/tops?pairs=A-B,C-D[&venues=..&quotes=..&max_age_ms=M]."""
+    query: dict[str, str | int] = {"pairs": ",".join(pairs)}
+    query |= params(venues=_names(venues), quotes=_names(quotes), max_age_ms=max_age_ms)
+    return Call("GET", path("v1", "consolidated", "tops"), parse.consolidated_tops, query)
+
+
+def subscribe_pair(
+    pair: str, venues: Iterable[str], quotes: Iterable[str] | None, replicas: int | None, depth: int | None
+) -> Call[PairResult]:
+    """POST /v1/subscriptions/consolidated: an upsert of every book, so sending it twice is harmless
+    (`replicas` and `depth` left as None are not sent: each book held keeps its own)."""
+    listed = None if quotes is None else list(quotes)
+    body = {"pair": pair, "venues": list(venues)} | params(quotes=listed, replicas=replicas, depth=depth)
+    return Call("POST", path("v1", "subscriptions", "consolidated"), parse.pair_result, body=body)
 
 
 def markets(exchange: str | None) -> Call[list[Market]]:

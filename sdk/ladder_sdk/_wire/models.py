@@ -9,13 +9,15 @@ from datetime import datetime
 
 @dataclass(frozen=True)
 class Market:
-    """A market that can be subscribed, as the venue lists it."""
+    """A market that can be subscribed, as the venue lists it; `kind` is what it trades (`spot`,
+    `perpetual`, `future`, `option`; `unknown`, or None from a server that does not say)."""
 
     exchange: str
     market: str
     status: str
     base: str
     quote: str
+    kind: str | None = None
 
 
 @dataclass(frozen=True)
@@ -40,7 +42,8 @@ class MarketResult:
     """What a bulk call did to one market: `result` is `created`, `updated`, `deleted` or `failed`.
 
     A failed market carries the server's error `code` (e.g. `unknown_market`) and message; a
-    subscribed one carries its `subscription`.
+    subscribed one carries its `subscription`. A pair's subscription (`subscribe_pair`) names
+    each result's `exchange`; a venue that lists no market of the pair fails with `market` "".
     """
 
     market: str
@@ -48,6 +51,7 @@ class MarketResult:
     subscription: Subscription | None = None
     error_code: str | None = None
     error_message: str | None = None
+    exchange: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -55,11 +59,9 @@ class MarketResult:
         return self.result != "failed"
 
 
-@dataclass(frozen=True)
-class BulkResult:
-    """The answer of a bulk subscribe or unsubscribe: one `MarketResult` per market, in order."""
+class _Results:
+    """What every answer of per-market results can say of them."""
 
-    exchange: str
     results: tuple[MarketResult, ...]
 
     @property
@@ -70,6 +72,22 @@ class BulkResult:
     def count(self, result: str) -> int:
         """How many markets ended as `result` (`created`, `updated`, `deleted`, `failed`)."""
         return sum(1 for r in self.results if r.result == result)
+
+
+@dataclass(frozen=True)
+class BulkResult(_Results):
+    """The answer of a bulk subscribe or unsubscribe: one `MarketResult` per market, in order."""
+
+    exchange: str
+    results: tuple[MarketResult, ...]
+
+
+@dataclass(frozen=True)
+class PairResult(_Results):
+    """The answer of `subscribe_pair`: one `MarketResult` per book (and per venue that lists none)."""
+
+    pair: str
+    results: tuple[MarketResult, ...]
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,18 @@ from datetime import datetime
 from decimal import Decimal, InvalidOperation
 from types import MappingProxyType
 
-from .book import Book, BookRead, Level, Top, datetime_from_ms
+from .book import (
+    Book,
+    BookRead,
+    ConsolidatedBook,
+    ConsolidatedLevel,
+    ConsolidatedTop,
+    LeftOut,
+    Level,
+    MergedBook,
+    Top,
+    datetime_from_ms,
+)
 from .errors import APIResponseError
 from .models import (
     Account,
@@ -34,6 +45,7 @@ from .models import (
     MarketResult,
     Node,
     NodeAssignment,
+    PairResult,
     ReplicaState,
     Subscription,
     Tenant,
@@ -233,6 +245,7 @@ def market(data: object) -> Market:
         status=fields.text("status"),
         base=fields.text("base"),
         quote=fields.text("quote"),
+        kind=fields.optional_text("kind"),
     )
 
 
@@ -283,6 +296,16 @@ def subscriptions(data: object) -> list[Subscription]:
 def bulk_result(data: object) -> BulkResult:
     """POST /v1/subscriptions/bulk and DELETE /v1/subscriptions: one result per market."""
     fields = _Fields(data, "bulk result")
+    return BulkResult(exchange=fields.text("exchange"), results=_market_results(fields))
+
+
+def pair_result(data: object) -> PairResult:
+    """POST /v1/subscriptions/consolidated: one result per book, each naming its exchange."""
+    fields = _Fields(data, "pair subscription result")
+    return PairResult(pair=fields.text("pair"), results=_market_results(fields))
+
+
+def _market_results(fields: _Fields) -> tuple[MarketResult, ...]:
     results = []
     for item in fields.array("results"):
         entry = _Fields(item, "market result")
@@ -291,7 +314,7 @@ def bulk_result(data: object) -> BulkResult:
         raw_subscription = entry.data.get("subscription")
         results.append(
             MarketResult(
-                market=entry.text("market"),
+                market=entry.optional_text("market") or "",
                 result=entry.text("result"),
                 subscription=None
                 if raw_subscription is None
@@ -300,9 +323,104 @@ def bulk_result(data: object) -> BulkResult:
                 ),
                 error_code=None if error is None else error.text("code"),
                 error_message=None if error is None else error.text("message"),
+                exchange=entry.optional_text("exchange"),
             )
         )
-    return BulkResult(exchange=fields.text("exchange"), results=tuple(results))
+    return tuple(results)
+
+
+def consolidated(data: object) -> ConsolidatedBook:
+    """GET /v1/consolidated/{pair}."""
+    fields = _Fields(data, "consolidated book")
+    return ConsolidatedBook(
+        base=fields.text("base"),
+        quote=fields.text("quote"),
+        quotes=tuple(_text_items(fields.array("quotes"), "consolidated quotes")),
+        depth=fields.integer("depth"),
+        books=_merged_books(fields),
+        left_out=_left_out(fields),
+        crossed=fields.flag("crossed"),
+        truncated=fields.flag("truncated"),
+        bids=tuple(_consolidated_level(level, "consolidated bids") for level in fields.array("bids")),
+        asks=tuple(_consolidated_level(level, "consolidated asks") for level in fields.array("asks")),
+    )
+
+
+def consolidated_tops(data: object) -> list[ConsolidatedTop]:
+    """GET /v1/consolidated/tops: one top per pair asked, or its error."""
+    result = []
+    for item in _items(data, "tops", "consolidated tops"):
+        fields = _Fields(item, "consolidated top")
+        raw_error = fields.data.get("error")
+        if raw_error is not None:
+            error = _Fields(raw_error, "consolidated top error")
+            code, message = error.text("code"), error.text("message")
+            result.append(ConsolidatedTop(fields.text("pair"), error_code=code, error_message=message))
+            continue
+        bid, ask = fields.data.get("bid"), fields.data.get("ask")
+        result.append(
+            ConsolidatedTop(
+                pair=f"{fields.text('base')}-{fields.text('quote')}",
+                books=_merged_books(fields),
+                left_out=_left_out(fields),
+                crossed=fields.flag("crossed"),
+                truncated=fields.flag("truncated"),
+                bid=None if bid is None else _consolidated_level(bid, "consolidated top bid"),
+                ask=None if ask is None else _consolidated_level(ask, "consolidated top ask"),
+            )
+        )
+    return result
+
+
+def _merged_books(fields: _Fields) -> tuple[MergedBook, ...]:
+    books = []
+    for item in fields.array("books"):
+        book = _Fields(item, "consolidated book entry")
+        books.append(
+            MergedBook(
+                id=book.text("id"),
+                exchange=book.text("exchange"),
+                market=book.text("market"),
+                quote=book.text("quote"),
+                update_id=book.integer("update_id"),
+                replica=book.integer("replica"),
+                status=book.text("status"),
+                truncated=book.flag("truncated"),
+                publish_time_ms=book.integer("publish_time"),
+                age_ms=book.integer("age_ms"),
+            )
+        )
+    return tuple(books)
+
+
+def _left_out(fields: _Fields) -> tuple[LeftOut, ...]:
+    left = []
+    for item in fields.optional_array("left_out"):
+        entry = _Fields(item, "left-out book")
+        left.append(
+            LeftOut(
+                exchange=entry.text("exchange"),
+                market=entry.optional_text("market"),
+                code=entry.text("code"),
+                message=entry.text("message"),
+                status=entry.optional_text("status"),
+            )
+        )
+    return tuple(left)
+
+
+def _consolidated_level(value: object, what: str) -> ConsolidatedLevel:
+    """``[price, total, {book id: quantity}]``."""
+    if not isinstance(value, list) or len(value) != 3 or not isinstance(value[2], Mapping):
+        raise APIResponseError(f"{what}: a level must be [price, total, {{book: quantity}}], got {value!r}")
+    books = {str(book): _exact(quantity, what) for book, quantity in value[2].items()}
+    return ConsolidatedLevel(_exact(value[0], what), _exact(value[1], what), MappingProxyType(books))
+
+
+def _text_items(values: list[object], what: str) -> list[str]:
+    if not all(isinstance(value, str) for value in values):
+        raise APIResponseError(f"{what}: expected a list of strings")
+    return [str(value) for value in values]
 
 
 def usage(data: object) -> Usage:
