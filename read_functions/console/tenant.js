@@ -1,8 +1,10 @@
 // A tenant's views: its subscriptions (status, age), subscribe and unsubscribe, one book live
-// over the WebSocket stream, and its usage against its limits with its requests and errors over
-// the last hour. Routes: /v1/subscriptions, /v1/exchanges, /v1/markets, /v1/stream, /v1/usage.
+// over the WebSocket stream, a consolidated ladder (consolidated.js), and its usage against its
+// limits with its requests and errors over the last hour. Routes: /v1/subscriptions,
+// /v1/exchanges, /v1/markets, /v1/stream, /v1/usage.
 
 import { call, get, openStream, path } from "./api.js";
+import { consolidatedView } from "./consolidated.js";
 import { DepthChart } from "./depth_chart.js";
 import { age, badge, el, fill, meter, table } from "./dom.js";
 import { TimeChart, lastHourMinutes } from "./time_chart.js";
@@ -13,7 +15,7 @@ const REOPEN_MS = 2000;
 
 export function tenantViews(account) {
   const live = new LiveBook();
-  return [booksView(live), usageView(account)];
+  return [booksView(live), consolidatedView(), usageView(account)];
 }
 
 function booksView(live) {

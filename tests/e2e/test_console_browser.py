@@ -191,7 +191,7 @@ def test_operator_and_tenant_use_the_console(stack: Stack, browser: Any, shots: 
 
     sign_in(key, "tenant")
     tabs = [t.get_attribute("id") for t in browser.find_elements(By.CSS_SELECTOR, "#tabs button")]
-    assert tabs == ["tab-books", "tab-usage"]  # no operator view for a tenant's key
+    assert tabs == ["tab-books", "tab-consolidated", "tab-usage"]  # no operator view for a tenant's key
     for route in (
         r for r in ROUTES if r.access is Audience.ADMIN and r.method == "GET" and "{" not in r.path
     ):
@@ -214,6 +214,26 @@ def test_operator_and_tenant_use_the_console(stack: Stack, browser: Any, shots: 
     assert later > first and "bid" in one("#ladder").get_attribute("innerHTML")
     browser.save_screenshot(str(shots / "console-tenant-book.png"))
 
+    # one pair on three venues, subscribed in one call and merged into one ladder in venue colours
+    click("#tab-consolidated", "the consolidated tab")
+    fill_form("#consolidated-form", {"pair": "btc-usdt", "venues": "binance.com, okx, bybit", "depth": "15"})
+    click("#consolidated-subscribe", "subscribe on these venues")
+    wait_for("three books merged, live",
+             lambda: present('#consolidated-status[data-status="live"]')
+             and len(browser.find_elements(By.CSS_SELECTOR, "#consolidated-books-table tr[data-book]")) == 3,
+             30)  # fmt: skip
+    books = [r.get_attribute("data-book") for r in browser.find_elements(
+        By.CSS_SELECTOR, "#consolidated-books-table tr[data-book]")]  # fmt: skip
+    assert books == ["binance.com:BTCUSDT", "okx:BTC-USDT", "bybit:BTCUSDT"]
+    parts = browser.find_elements(By.CSS_SELECTOR, "#consolidated-ladder-table .venue-bar .part")
+    colours = {p.get_attribute("data-book"): p.get_attribute("class") for p in parts}
+    assert len(set(colours.values())) == len(colours) >= 2, colours  # one colour per venue
+    rows = browser.find_elements(By.CSS_SELECTOR, "#consolidated-ladder-table tr[data-side]")
+    sides = {r.get_attribute("data-side") for r in rows}
+    assert sides == {"ask", "bid"}
+    browser.save_screenshot(str(shots / "console-tenant-consolidated.png"))
+    click("#tab-books", "back to the books")
+
     # the venue withholds the market's events while its book keeps changing: the node's stall
     # check marks the replica stale
     stack.fault(action="withhold", venue="spot", symbol=MARKET, seconds=20, resume="gap")
@@ -225,7 +245,7 @@ def test_operator_and_tenant_use_the_console(stack: Stack, browser: Any, shots: 
 
     click("#tab-usage", "the usage tab")
     usage = wait_for("usage against limits", lambda: present("#usage-table"))
-    assert "1 / 7" in usage.text  # one market of seven
+    assert "4 / 7" in usage.text  # four markets of seven: one book, and one pair on three venues
     wait_for("the usage chart with its hour", lambda: present('#chart-usage[data-points="60"] canvas'))
     assert "requests" in one("#chart-usage").text and "errors" in one("#chart-usage").text
     browser.save_screenshot(str(shots / "console-tenant-usage.png"))
