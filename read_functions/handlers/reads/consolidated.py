@@ -26,6 +26,7 @@ from book_store.schema import BookKey
 from control_plane.errors import (
     ApiError,
     BookTooOldError,
+    CatalogUnavailableError,
     ForbiddenError,
     InvalidRequestError,
     UnknownMarketError,
@@ -121,7 +122,7 @@ async def get_consolidated_tops(request: Request, deps: Deps) -> Response:
         ask = ask_of(pair, query.get("quotes"), query.get("venues"))
         try:
             parts.append(await _answer(deps, request.principal, ask, 1, max_age_ms, top=True))
-        except (ForbiddenError, UnknownMarketError) as error:
+        except (CatalogUnavailableError, ForbiddenError, UnknownMarketError) as error:
             failed = {"pair": pair.name, "error": {"code": error.code, "message": str(error)}}
             parts.append(orjson.dumps(failed))
     return Response(200, b'{"tops":[%b]}' % b",".join(parts), JSON, {"Cache-Control": "no-cache"})
@@ -133,21 +134,30 @@ LeftOut = dict[str, object]
 
 
 async def listed_books(deps: Deps, ask: Ask) -> tuple[list[Source], list[LeftOut]]:
-    """The books of ``ask``'s pair the catalogues list, and the venues asked that list none;
-    UnknownMarketError when no venue does, InvalidRequestError past :data:`MAX_BOOKS`."""
+    """The books of ``ask``'s pair the catalogues list, and the venues asked that list none (or
+    whose catalogue is not loaded: ``catalog_unavailable``); UnknownMarketError when no venue
+    lists one, InvalidRequestError past :data:`MAX_BOOKS`."""
     pair, pairs = ask.pair, deps.pair_markets
     listed: list[Source] = []
     left_out: list[LeftOut] = []
+    unavailable: CatalogUnavailableError | None = None
     for exchange in ask.venues or await pairs.exchanges():
-        found = [
-            Source(BookKey(exchange, market.market), quote)
-            for quote in ask.quotes
-            for market in await pairs.markets(exchange, pair.base, quote)
-        ]
-        if not found and ask.venues is not None:
-            error = UnknownMarketError(f"{exchange} lists no spot market of {pair.base} in {_in(ask)}")
+        try:
+            found = [
+                Source(BookKey(exchange, market.market), quote)
+                for quote in ask.quotes
+                for market in await pairs.markets(exchange, pair.base, quote)
+            ]
+        except CatalogUnavailableError as error:  # served, its market list not fetched yet: named
+            unavailable = error
             left_out.append(_left_out(exchange, None, error))
+            continue
+        if not found and ask.venues is not None:
+            none = UnknownMarketError(f"{exchange} lists no spot market of {pair.base} in {_in(ask)}")
+            left_out.append(_left_out(exchange, None, none))
         listed += found
+    if not listed and unavailable is not None:
+        raise unavailable  # it may list one: try again later, not "unknown"
     if not listed:
         venues = "none of the venues asked" if ask.venues else "no exchange"
         raise UnknownMarketError(f"{venues} lists a spot market of {pair.base} in {_in(ask)}")

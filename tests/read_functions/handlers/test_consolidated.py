@@ -16,9 +16,10 @@ from typing import Any
 
 import pytest
 
-from book_store.catalog import PERPETUAL, MarketCatalog, MarketInfo
+from book_store.catalog import PERPETUAL, CatalogState, MarketCatalog, MarketInfo
 from book_store.codec import DEEP, MORE_ASKS, MORE_BIDS, BookStatus
 from book_store.schema import BookKey
+from ladder_process.clock import now_ms
 from read_functions.handlers.reads.consolidated import MAX_BOOKS, MAX_DEPTH, MAX_PAIRS, MAX_VENUES
 from tests.read_functions.handlers.test_bulk_reads import hgetalls
 from tests.read_functions.helpers import ALPACA, MARKETS, Stack, snapshot, validate
@@ -279,6 +280,38 @@ async def test_each_book_needs_a_subscription(venues: Stack) -> None:
     assert "/v1/subscriptions/consolidated" in refused["error"]["message"]
     status, everything = await get(stack, "/v1/consolidated/BTC-USDT", stack.admin)  # the operator reads all
     assert status == 200 and len(everything["books"]) == 3
+
+
+async def test_a_venue_whose_catalogue_is_not_loaded_is_named_not_unknown(venues: Stack) -> None:
+    stack = venues
+    now = now_ms()
+    reason = "kraken /0/public/AssetPairs: cannot resolve api.kraken.com"
+    failed = CatalogState("kraken", "unavailable", now, now, reason, retry_at_ms=now + 9000, failures=1)
+    await MarketCatalog(stack.store).record(failed)
+    me = await stack.subscriber(OKX)
+    published = Published(stack)
+    await published.book(OKX, 7, side(["99"]), side(["101"]))
+    await settled(stack, me, {OKX: 7})
+    for _ in range(100):  # the worker re-reads the catalogues' states within a second
+        status, answer = await get(stack, "/v1/consolidated/BTC-USDT", me, venues="okx,kraken")
+        if answer.get("left_out"):
+            break
+        await asyncio.sleep(0.05)
+    assert status == 200 and [b["id"] for b in answer["books"]] == ["okx:BTC-USDT"]
+    [kraken] = answer["left_out"]
+    assert (kraken["exchange"], kraken["code"]) == ("kraken", "catalog_unavailable")
+    assert reason in kraken["message"]
+    async with stack.http.get(
+        f"{stack.url}/v1/consolidated/BTC-USDT", headers=me, params={"venues": "kraken"}
+    ) as r:  # nothing else asked: try again later, not "unknown"
+        assert (r.status, (await r.json())["error"]["code"]) == (503, "catalog_unavailable")
+        assert 1 <= int(r.headers["Retry-After"]) <= 9
+    body = {"pair": "BTC-USDT", "venues": ["okx", "kraken"]}
+    async with stack.http.post(f"{stack.url}/v1/subscriptions/consolidated", json=body, headers=me) as r:
+        assert r.status == 200, await r.text()
+        results = (await r.json())["results"]
+    assert [(r["exchange"], r["result"]) for r in results] == [("okx", "updated"), ("kraken", "failed")]
+    assert results[0]["changed"] == {} and results[1]["error"]["code"] == "catalog_unavailable"
 
 
 async def test_one_call_subscribes_the_pair_on_several_venues_and_limits_count_each_book(
