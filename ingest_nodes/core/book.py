@@ -15,7 +15,10 @@ held (the watermark). A side shorter than the limit is complete and has no water
 complete: every later change at any price reaches us as a diff.
 
 The trusted window moves with the market: levels consumed at the touch leave it, levels added
-between the touch and the watermark join it. ``window`` says, per side, how many levels are
+between the touch and the watermark join it. A venue that keeps a client's top ``depth`` levels
+current itself (Kraken: a level leaving that depth is replaced by the next in line, sent as an
+insert) has no watermark: ``truncate`` keeps each side to ``depth`` levels, all of them trusted,
+and a side holding fewer is the venue's whole side. ``window`` says, per side, how many levels are
 trusted and whether the venue may hold more past them, which is what a publisher needs to mark a
 side that stops short of the asked depth, and to ask for a fresh snapshot before it does.
 
@@ -70,17 +73,20 @@ class SideWindow(NamedTuple):
 class _Side:
     """One side of the book; bids are keyed by the negated price so the best price sorts first."""
 
-    __slots__ = ("levels", "negate", "watermark")
+    __slots__ = ("cap", "levels", "negate", "watermark")
 
     def __init__(self, *, negate: bool) -> None:
         self.negate = negate
         self.levels: SortedDict = SortedDict()
         self.watermark: Decimal | None = None
+        self.cap: int | None = None
+        """The venue keeps this many levels current (``truncate``); None: it keeps the whole side."""
 
     def load(self, levels: Iterable[Level], *, complete: bool) -> None:
         fresh: dict[Decimal, bytes] = {}
         _write(fresh, levels, negate=self.negate)
         self.levels = SortedDict(fresh)  # one sort instead of one insertion per level
+        self.cap = None
         if complete:
             self.watermark = None
         else:
@@ -88,6 +94,13 @@ class _Side:
 
     def apply(self, levels: Iterable[Level]) -> None:
         _write(self.levels, levels, negate=self.negate)
+
+    def truncate(self, depth: int) -> None:
+        levels = self.levels
+        while len(levels) > depth:
+            levels.popitem()
+        self.cap = depth
+        self.watermark = None
 
     def top(self, n: int) -> list[bytes]:
         return self.first(min(n, self.trusted_depth()))
@@ -103,7 +116,9 @@ class _Side:
         return int(self.levels.bisect_right(self.watermark))
 
     def window(self) -> SideWindow:
-        return SideWindow(self.trusted_depth(), self.watermark is not None)
+        trusted = self.trusted_depth()
+        capped = self.cap is not None and trusted >= self.cap
+        return SideWindow(trusted, self.watermark is not None or capped)
 
     def best(self) -> Decimal | None:
         key: Decimal | None = next(iter(self.levels), None)
@@ -111,8 +126,8 @@ class _Side:
             return None
         return -key if self.negate else key
 
-    def decoded(self) -> list[Level]:
-        return [_decode(encoded) for encoded in self.levels.values()]
+    def decoded(self, n: int | None = None) -> list[Level]:
+        return [_decode(encoded) for encoded in islice(self.levels.values(), n)]
 
 
 def _decode(encoded: bytes) -> Level:
@@ -147,6 +162,11 @@ class OrderBook:
         """
         self._bids.apply(bids)
         self._asks.apply(asks)
+
+    def truncate(self, depth: int) -> None:
+        """Keep the best ``depth`` levels a side, all trusted: the venue keeps that many current."""
+        self._bids.truncate(depth)
+        self._asks.truncate(depth)
 
     def clear(self) -> None:
         """Empty both sides and drop the watermarks."""
@@ -190,6 +210,10 @@ class OrderBook:
         bid = self._bids.best()
         ask = self._asks.best()
         return bid is not None and ask is not None and bid >= ask
+
+    def best_levels(self, n: int) -> tuple[list[Level], list[Level]]:
+        """The best ``n`` bids and asks as the venue wrote them (a checksum's input; decodes each)."""
+        return self._bids.decoded(n), self._asks.decoded(n)
 
     def bids(self) -> list[Level]:
         """Every bid level, trusted or not, best first (tests and debugging; decodes each level)."""

@@ -8,7 +8,10 @@ executes the answer on the book: load a snapshot, apply an update, clear the boo
 that changed a synced book it checks integrity: a crossed or locked book (best bid >= best ask)
 cannot come from a correct sync, so the engine invalidates the machine (reason ``"crossed"``),
 clears the book and reports the resync. A level the book cannot read (a non-numeric price, say)
-does the same with reason ``"bad_level"``. Either way the next event starts a new sync.
+does the same with reason ``"bad_level"``, and a book whose best levels do not give the venue's
+checksum (a machine's ``VerifyChecksum``) with reason ``"checksum"``. Either way the next event
+starts a new sync. The last checksum verified, and whether it matched, stay readable
+(``checksum``, ``checksum_matched``) for what the book's readers are shown.
 
 The driver publishes when ``changed`` is set, fetches a snapshot when ``need_snapshot`` is set,
 and marks the book as resyncing when ``resync_reason`` is set. No I/O, no clock.
@@ -22,7 +25,15 @@ from typing import Final
 from ingest_nodes.core.book import OrderBook
 from ingest_nodes.core.errors import VenuePayloadError
 from ingest_nodes.core.events import DepthSnapshot, DepthUpdate
-from ingest_nodes.core.sync import Action, ApplyUpdate, FetchSnapshot, LoadSnapshot, SyncMachine
+from ingest_nodes.core.sync import (
+    Action,
+    ApplyUpdate,
+    FetchSnapshot,
+    LoadSnapshot,
+    SyncMachine,
+    Truncate,
+    VerifyChecksum,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +55,7 @@ _CHANGED: Final = EngineResult(changed=True, need_snapshot=False, resync_reason=
 class BookEngine:
     """Executes one machine's actions on one ``OrderBook``; see the module docstring."""
 
-    __slots__ = ("book", "event_time", "ingest_time", "machine")
+    __slots__ = ("book", "checksum", "checksum_matched", "event_time", "ingest_time", "machine")
 
     def __init__(self, machine: SyncMachine) -> None:
         self.machine = machine
@@ -53,6 +64,10 @@ class BookEngine:
         """Venue time of the last applied event or snapshot (None for a spot snapshot)."""
         self.ingest_time: int | None = None
         """When the last applied event or snapshot reached the process."""
+        self.checksum: int | None = None
+        """The venue's checksum last verified against the book (None: the venue sends none)."""
+        self.checksum_matched: bool | None = None
+        """Whether the book gave that checksum (a mismatch threw the book away)."""
 
     @property
     def synced(self) -> bool:
@@ -94,6 +109,11 @@ class BookEngine:
                     changed = True
                 elif isinstance(action, FetchSnapshot):
                     need_snapshot = True
+                elif isinstance(action, Truncate):
+                    self.book.truncate(action.depth)
+                elif isinstance(action, VerifyChecksum):
+                    if not self._verify(action):
+                        return self._fail("checksum", need_snapshot)
                 else:
                     self._clear()
                     changed = False
@@ -119,6 +139,12 @@ class BookEngine:
             self.book.apply(update.bids, update.asks)
         self.event_time = update.event_time
         self.ingest_time = update.ingest_time
+
+    def _verify(self, action: VerifyChecksum) -> bool:
+        bids, asks = self.book.best_levels(action.levels)
+        self.checksum = action.checksum
+        self.checksum_matched = action.digest(bids, asks) == action.checksum
+        return self.checksum_matched
 
     def _load(self, snapshot: DepthSnapshot) -> None:
         self.book.load(

@@ -15,12 +15,13 @@ Level = tuple[str, str]
 
 @dataclass(frozen=True, slots=True)
 class DepthUpdate:
-    """One diff event: a Binance ``depthUpdate``, an Alpaca ``"o"`` message, an OKX or Bybit book
-    message.
+    """One diff event: a Binance ``depthUpdate``, or one book's part of a stream message (an Alpaca
+    ``"o"`` message, an OKX, Bybit or Kraken book message, a Coinbase ``l2_data`` event).
 
     Quantities are absolute (the level's new size, not a delta); a quantity that is numerically
-    zero removes the level. Alpaca has no update ids, so its ids are 0. ``reset`` marks a message
-    that carries the venue's book (Alpaca ``r: true``, an OKX or Bybit snapshot) instead of changes.
+    zero removes the level. Venues that number no book's messages (Alpaca, Kraken, Coinbase) leave
+    the ids 0. ``reset`` marks a message that carries the venue's book (Alpaca ``r: true``, an OKX,
+    Bybit, Kraken or Coinbase snapshot) instead of changes.
     """
 
     symbol: str
@@ -30,17 +31,21 @@ class DepthUpdate:
     """``u``: the last update id folded into this event (Alpaca: 0; OKX ``seqId``, Bybit ``u``)."""
     prev_final_update_id: int | None
     """``pu``: ``u`` of the previous event of the symbol; Binance futures (and OKX ``prevSeqId``)."""
-    event_time: int
-    """Venue time of the event, ms since the epoch."""
+    event_time: int | None
+    """Venue time of the event, ms since the epoch (None: the venue stamped none)."""
     ingest_time: int
     """When the frame reached this process, ms since the epoch (stamped by the caller)."""
     bids: tuple[Level, ...]
     asks: tuple[Level, ...]
     reset: bool = False
-    """The levels are the venue's book, replacing ours (Alpaca ``r: true``, an OKX or Bybit snapshot)."""
+    """The levels are the venue's book, replacing ours (Alpaca ``r: true``, an OKX, Bybit, Kraken or
+    Coinbase snapshot)."""
     limit: int = 0
     """A reset's depth: the channel carries the venue's best ``limit`` levels a side (0: all of
-    them). A side that came back shorter is the venue's whole side; a full one is cut off there."""
+    them). A side that came back shorter is the venue's whole side; a full one is cut off there
+    (Kraken: and kept that deep by the venue from then on, see ``core/sync/kraken.py``)."""
+    checksum: int | None = None
+    """Kraken: the venue's CRC32 of its top levels after this message (None: the venue sends none)."""
 
 
 @dataclass(frozen=True, slots=True)

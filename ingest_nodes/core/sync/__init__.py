@@ -7,12 +7,22 @@ Each machine takes events (``receive_update``, ``receive_snapshot``, ``receive_d
 from __future__ import annotations
 
 from ingest_nodes.core.sync._stream_chain import StreamChainMachine
-from ingest_nodes.core.sync.actions import Action, ApplyUpdate, FetchSnapshot, LoadSnapshot, ResyncRequired
+from ingest_nodes.core.sync.actions import (
+    Action,
+    ApplyUpdate,
+    FetchSnapshot,
+    LoadSnapshot,
+    ResyncRequired,
+    Truncate,
+    VerifyChecksum,
+)
 from ingest_nodes.core.sync.alpaca import AlpacaSyncMachine
+from ingest_nodes.core.sync.binance.futures import FuturesSyncMachine
+from ingest_nodes.core.sync.binance.spot import SpotSyncMachine
 from ingest_nodes.core.sync.bybit import BybitSyncMachine
-from ingest_nodes.core.sync.futures import FuturesSyncMachine
+from ingest_nodes.core.sync.coinbase import CoinbaseSyncMachine
+from ingest_nodes.core.sync.kraken import KrakenSyncMachine
 from ingest_nodes.core.sync.okx import OkxSyncMachine
-from ingest_nodes.core.sync.spot import SpotSyncMachine
 from ingest_nodes.core.sync.state import SyncState
 
 SyncMachine = SpotSyncMachine | FuturesSyncMachine | AlpacaSyncMachine | StreamChainMachine
@@ -22,8 +32,10 @@ __all__ = [
     "AlpacaSyncMachine",
     "ApplyUpdate",
     "BybitSyncMachine",
+    "CoinbaseSyncMachine",
     "FetchSnapshot",
     "FuturesSyncMachine",
+    "KrakenSyncMachine",
     "LoadSnapshot",
     "OkxSyncMachine",
     "ResyncRequired",
@@ -31,4 +43,6 @@ __all__ = [
     "StreamChainMachine",
     "SyncMachine",
     "SyncState",
+    "Truncate",
+    "VerifyChecksum",
 ]

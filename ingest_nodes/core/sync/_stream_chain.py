@@ -1,4 +1,4 @@
-"""The snapshot-on-the-stream protocol shared by OKX and Bybit, as a pure state machine.
+"""The snapshot-on-the-stream protocol shared by OKX, Bybit, Kraken and Coinbase, as a pure machine.
 
 Theory of operation
 -------------------
@@ -15,6 +15,14 @@ Venue differences are two predicates on a message and the last one applied, kept
 
     continues(ev, last)     ev follows ``last`` with nothing lost in between
     repeats(ev, last)       ev is ``last`` sent again: drop it quietly
+
+A venue that numbers no book's messages (Kraken, Coinbase) has nothing to chain by: its rules are
+``IN_ORDER`` (every message continues, in-order delivery on one connection is the chain, and
+``update_id`` counts the messages applied since the machine was made, since the venue gives none;
+Coinbase numbers the connection instead, which ``coinbase.py`` checks for all of its books at
+once). And a venue may ask more of the book after each message it applies: a subclass's
+``checks(ev)`` actions follow every ``ApplyUpdate`` (Kraken: trim to the subscribed depth, verify
+the checksum); none by default.
 
 Transitions (``_ON_UPDATE`` below is this table as data):
 
@@ -56,19 +64,35 @@ class ChainRules:
 
     continues: ChainTest
     repeats: ChainTest
+    numbered: bool = True
+    """False: the venue's messages carry no ids, and ``update_id`` counts the messages applied."""
+
+
+def _always(update: DepthUpdate, last: DepthUpdate) -> bool:
+    return True
+
+
+def _never(update: DepthUpdate, last: DepthUpdate) -> bool:
+    return False
+
+
+IN_ORDER: Final = ChainRules(continues=_always, repeats=_never, numbered=False)
+"""The rules of a venue that numbers no book's messages (module docstring)."""
 
 
 class StreamChainMachine:
     """One book's sync state for a snapshot-on-the-stream venue; subclasses only pick the rules."""
 
     rules: ClassVar[ChainRules]
-    __slots__ = ("_last", "state")
+    __slots__ = ("_last", "applied", "state")
 
     def __init__(self, *, max_buffer: int = 10_000) -> None:
         """``max_buffer`` is accepted so every machine is built alike; this one never buffers."""
         if max_buffer < 1:
             raise ValueError(f"max_buffer must be at least 1, got {max_buffer}")
         self._last: DepthUpdate | None = None
+        self.applied = 0
+        """Messages applied since the machine was made (the ``update_id`` of unnumbered venues)."""
         self.state = SyncState.IDLE
 
     @property
@@ -78,9 +102,12 @@ class StreamChainMachine:
 
     @property
     def update_id(self) -> int | None:
-        """The id of the last message applied (the venue's own); None unless synced."""
+        """The id of the last message applied (the venue's own, or the count of messages applied
+        where the venue numbers none); None unless synced."""
         last = self._last
-        return None if last is None else last.final_update_id
+        if last is None:
+            return None
+        return last.final_update_id if self.rules.numbered else self.applied
 
     @property
     def last(self) -> DepthUpdate | None:
@@ -116,22 +143,30 @@ class StreamChainMachine:
             return True
         return last is not None and (self.rules.continues(update, last) or self.rules.repeats(update, last))
 
+    def checks(self, update: DepthUpdate) -> list[Action]:
+        """What the venue asks of the book after ``update`` was applied (module docstring)."""
+        return []
+
     def _await_snapshot(self, update: DepthUpdate) -> list[Action]:
         if not update.reset:
             return []
-        self._last = update
         self.state = SyncState.SYNCED
-        return [ApplyUpdate(update)]
+        return self._apply(update)
 
     def _follow(self, update: DepthUpdate) -> list[Action]:
         last = self._last
         assert last is not None, "SYNCED always has a last message"
         if update.reset or self.rules.continues(update, last):
-            self._last = update
-            return [ApplyUpdate(update)]
+            return self._apply(update)
         if self.rules.repeats(update, last):
             return []
         return self._discard("gap")
+
+    def _apply(self, update: DepthUpdate) -> list[Action]:
+        self._last = update
+        self.applied += 1
+        checks = self.checks(update)
+        return [ApplyUpdate(update), *checks] if checks else [ApplyUpdate(update)]
 
     def _discard(self, reason: str) -> list[Action]:
         if self.state is SyncState.IDLE:

@@ -8,8 +8,9 @@ import enum
 class SyncState(enum.Enum):
     """Where a machine stands on the way to (or in) a valid book.
 
-    Binance machines use all four; the Alpaca, OKX and Bybit machines only ``IDLE`` (waiting for
-    the venue's book on the stream) and ``SYNCED``.
+    Binance machines use all four; the machines of venues that send the book on the stream (Alpaca,
+    OKX, Bybit, Kraken, Coinbase) only ``IDLE`` (waiting for the venue's book on the stream) and
+    ``SYNCED``.
     """
 
     IDLE = "idle"

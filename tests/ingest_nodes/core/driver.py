@@ -142,6 +142,48 @@ def bybit(
     )
 
 
+def kraken(
+    *,
+    bids: Sequence[Level] = (),
+    asks: Sequence[Level] = (),
+    snapshot: bool = False,
+    checksum: int | None = None,
+    limit: int = 0,
+    event_time: int = 0,
+) -> DepthUpdate:
+    """A Kraken ``book`` message (no ids; a snapshot says the depth it was subscribed at)."""
+    return DepthUpdate(
+        symbol="BTC/USD",
+        first_update_id=0,
+        final_update_id=0,
+        prev_final_update_id=None,
+        event_time=event_time,
+        ingest_time=event_time,
+        bids=tuple(bids),
+        asks=tuple(asks),
+        reset=snapshot,
+        limit=limit,
+        checksum=checksum,
+    )
+
+
+def coinbase(
+    *, bids: Sequence[Level] = (), asks: Sequence[Level] = (), snapshot: bool = False, event_time: int = 0
+) -> DepthUpdate:
+    """One product's event of a Coinbase ``l2_data`` message (no ids of its own)."""
+    return DepthUpdate(
+        symbol="BTC-USD",
+        first_update_id=0,
+        final_update_id=0,
+        prev_final_update_id=None,
+        event_time=event_time,
+        ingest_time=event_time,
+        bids=tuple(bids),
+        asks=tuple(asks),
+        reset=snapshot,
+    )
+
+
 def feed(machine: SyncMachine, item: Input) -> list[Action]:
     """Hand one input to the machine through the matching entry point."""
     if isinstance(item, DepthUpdate):

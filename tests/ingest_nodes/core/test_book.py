@@ -166,3 +166,18 @@ def test_unreadable_numbers_raise_a_payload_error(price: str, quantity: str) -> 
         book.apply([(price, quantity)], [])
     with pytest.raises(VenuePayloadError):
         book.load([], [(price, quantity)], bids_complete=True, asks_complete=True)
+
+
+def test_truncate_keeps_the_best_levels_all_trusted_until_the_next_load() -> None:
+    book = loaded([("10", "1"), ("9", "1"), ("8", "1")], [("11", "1")], complete=False)
+    book.truncate(2)
+    assert book.bids() == [("10", "1"), ("9", "1")] and book.asks() == [("11", "1")]
+    # No watermark: a level that joins past the former worst price is trusted, then cut again.
+    book.apply([("9.5", "2")], [])
+    assert book.window() == (SideWindow(3, True), SideWindow(1, False))
+    book.truncate(2)
+    assert book.bids() == [("10", "1"), ("9.5", "2")]
+    assert book.window() == (SideWindow(2, True), SideWindow(1, False))
+    assert book.best_levels(1) == ([("10", "1")], [("11", "1")])
+    book.load([("5", "1")], [], bids_complete=True, asks_complete=True)
+    assert book.window() == (SideWindow(1, False), SideWindow(0, False))

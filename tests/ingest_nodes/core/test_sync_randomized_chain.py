@@ -24,7 +24,7 @@ import pytest
 from ingest_nodes.core.engine import BookEngine, EngineResult
 from ingest_nodes.core.events import DepthUpdate, Level
 from ingest_nodes.core.sync import BybitSyncMachine, OkxSyncMachine
-from tests.ingest_nodes.core.test_sync_randomized import ASK_PRICES, BID_PRICES, Book, written
+from tests.ingest_nodes.core.reference import ASK_PRICES, BID_PRICES, Book, written
 
 
 class ChainVenue:

@@ -28,7 +28,11 @@ from __future__ import annotations
 from typing import Final
 
 from ingest_nodes.core.events import DepthUpdate
-from ingest_nodes.core.sync._diff_snapshot import DiffSnapshotMachine, DiffSnapshotRules, already_applied
+from ingest_nodes.core.sync.binance._diff_snapshot import (
+    DiffSnapshotMachine,
+    DiffSnapshotRules,
+    already_applied,
+)
 
 
 def _older_than(update: DepthUpdate, last_update_id: int) -> bool:
