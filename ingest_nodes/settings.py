@@ -61,6 +61,20 @@ class IngestSettings(BaseSettings):
         default="https://api.alpaca.markets",
         description="Alpaca's trading API, for the asset list (paper: https://paper-api.alpaca.markets).",
     )
+    kraken_rest_url: str = Field(
+        default="https://api.kraken.com", description="Kraken's REST API (the pair list)."
+    )
+    kraken_ws_url: str = Field(
+        default="wss://ws.kraken.com", description="Kraken's public WebSocket base; the v2 API is at /v2."
+    )
+    coinbase_rest_url: str = Field(
+        default="https://api.coinbase.com",
+        description="Coinbase Advanced Trade's REST API (the product list).",
+    )
+    coinbase_ws_url: str = Field(
+        default="wss://advanced-trade-ws.coinbase.com",
+        description="Coinbase Advanced Trade's public market-data WebSocket (no key, no JWT).",
+    )
     alpaca_key_id: SecretStr | None = Field(default=None, description="One Alpaca API key id ...")
     alpaca_secret_key: SecretStr | None = Field(default=None, description="... and its secret.")
     alpaca_credentials: SecretStr | None = Field(

@@ -152,6 +152,9 @@ class ConnectionStats:
     """Sessions the venue refused (bad credentials, connection limit)."""
     quota_waits: int = 0
     """Times a request waited for the venue's hourly request quota (OKX: 480 an hour a socket)."""
+    sequence_breaks: int = 0
+    """Times the venue's numbering of the connection's messages broke (Coinbase): each resynced
+    every book of the connection."""
 
     def add(self, other: ConnectionStats) -> None:
         """Add ``other``'s counts to these (totals over connections)."""
@@ -164,6 +167,7 @@ class ConnectionStats:
         self.subscribe_errors += other.subscribe_errors
         self.refusals += other.refusals
         self.quota_waits += other.quota_waits
+        self.sequence_breaks += other.sequence_breaks
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -176,6 +180,7 @@ class ConnectionStats:
             "subscribe_errors": self.subscribe_errors,
             "refusals": self.refusals,
             "quota_waits": self.quota_waits,
+            "sequence_breaks": self.sequence_breaks,
         }
 
 

@@ -44,7 +44,7 @@ from ingest_nodes.core.events import DepthUpdate
 from ingest_nodes.ops.stats import ConnectionStats
 from ingest_nodes.venues.credentials import Credential
 from ingest_nodes.venues.registry import ExchangeSpec
-from ingest_nodes.venues.stream import Acked, Ready, Refused, Rejected, ShutdownNotice
+from ingest_nodes.venues.stream import Acked, MessagesLost, Ready, Refused, Rejected, ShutdownNotice
 from ladder_process.clock import now_ms
 
 log = logging.getLogger(__name__)
@@ -79,6 +79,10 @@ class ConnectPacer:
 
 class Route(Protocol):
     """What a connection delivers to: one book replica (which may listen to two connections)."""
+
+    @property
+    def depth(self) -> int:
+        """Levels a side the book is kept at (a venue that subscribes a depth subscribes this one)."""
 
     def on_update(self, update: DepthUpdate, source: StreamConnection) -> None: ...
 
@@ -183,10 +187,16 @@ class StreamConnection:
             self._changed.set()
 
     def resubscribe(self, symbol: str) -> None:
-        """Unsubscribe ``symbol`` and subscribe it again: a venue without snapshots (Alpaca) sends
-        the whole book on a subscribe, so this is how such a book is rebuilt."""
-        if symbol in self._routes and not self.retiring:
-            self._again.add(self.venue.topic(symbol))
+        """Unsubscribe ``symbol`` and subscribe it again: a venue without REST snapshots (Alpaca,
+        Kraken, Coinbase) sends the whole book on a subscribe, so this is how such a book is rebuilt."""
+        route = self._routes.get(symbol)
+        if route is not None and not self.retiring:
+            self._again.add(self.venue.topic(symbol, route.depth))
+            self._changed.set()
+
+    def depth_changed(self) -> None:
+        """A route's depth changed: where the venue subscribes a depth, its topic did too."""
+        if not self.retiring:
             self._changed.set()
 
     # -- lifecycle ------------------------------------------------------------------------------
@@ -305,6 +315,17 @@ class StreamConnection:
                 self.stats.shutdown_notices += 1
                 log.info("%s: venue announced a shutdown", self.name)
                 self._roll("server_shutdown")
+            elif isinstance(event, MessagesLost):
+                self._lost_messages(event)
+
+    def _lost_messages(self, event: MessagesLost) -> None:
+        """The venue's numbering of this connection broke: the numbers say no more than that some
+        message is missing, so every book of the connection starts over."""
+        self.stats.sequence_breaks += 1
+        log.warning("%s: message number %s where %s was due; resyncing its %d books",
+                    self.name, event.received, event.expected, len(self._routes))  # fmt: skip
+        for _symbol, route in self.routes():
+            route.invalidate("gap")
 
     def _accepted(self) -> None:
         if self.refused is not None:
@@ -332,8 +353,14 @@ class StreamConnection:
             self._closer = asyncio.get_running_loop().create_task(self._ws.close(1000, "rollover"))
 
     def _rejected(self, frame: Rejected) -> None:
-        sent = self._pending.pop(frame.request_id, None) if frame.request_id is not None else None
         log.warning("%s: venue error %s: %s", self.name, frame.code, frame.msg)
+        if frame.topic is not None:
+            if frame.topic in self._subscribed:  # one topic refused; the rest of its request stands
+                self._subscribed.discard(frame.topic)
+                self.stats.subscribe_errors += 1
+                asyncio.get_running_loop().call_later(SUBSCRIBE_RETRY_S, self._changed.set)
+            return
+        sent = self._pending.pop(frame.request_id, None) if frame.request_id is not None else None
         if sent is None:
             return
         method, streams = sent
@@ -353,7 +380,7 @@ class StreamConnection:
             self._changed.clear()
             if self.retiring:
                 continue
-            wanted = {self.venue.topic(symbol) for symbol in self._routes}
+            wanted = {self.venue.topic(symbol, route.depth) for symbol, route in self._routes.items()}
             again, self._again = self._again & self._subscribed & wanted, set()
             gone = (self._subscribed - wanted) | again
             await self._send_batches(ws, subscribe=False, topics=gone, pause=pause)
@@ -395,7 +422,8 @@ class StreamConnection:
             request_id = self._next_id
             self._next_id += 1
             self._pending[request_id] = (method, batch)
-            await ws.send(self.venue.request(subscribe, batch, request_id))
+            for message in self.venue.requests(subscribe, batch, request_id):
+                await ws.send(message)
             if subscribe:
                 self._subscribed.update(batch)
             else:

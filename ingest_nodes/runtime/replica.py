@@ -199,6 +199,8 @@ class BookReplica:
             return
         self._window.depth = depth
         self.main.snapshot_limit = self._window.sync_limit
+        for connection in self.connections():
+            connection.depth_changed()
         self._publisher.mark(self)
 
     @property

@@ -9,7 +9,9 @@ from ingest_nodes.core.stall_watch import StallPolicy
 from ingest_nodes.core.sync import (
     AlpacaSyncMachine,
     BybitSyncMachine,
+    CoinbaseSyncMachine,
     FuturesSyncMachine,
+    KrakenSyncMachine,
     OkxSyncMachine,
     SpotSyncMachine,
     SyncMachine,
@@ -20,7 +22,9 @@ from ingest_nodes.venues.binance import limits
 from ingest_nodes.venues.binance.stream import BinanceStream
 from ingest_nodes.venues.bybit import limits as bybit_limits
 from ingest_nodes.venues.bybit.stream import BybitStream
+from ingest_nodes.venues.coinbase.stream import CoinbaseStream
 from ingest_nodes.venues.credentials import Credential
+from ingest_nodes.venues.kraken.stream import KrakenStream
 from ingest_nodes.venues.okx import limits as okx_limits
 from ingest_nodes.venues.okx.stream import OkxStream
 from ingest_nodes.venues.stream import VenueStream
@@ -35,11 +39,22 @@ class VenueProtocol(Enum):
     OKX = "okx"
     BYBIT_SPOT = "bybit-spot"
     BYBIT_LINEAR = "bybit-linear"
+    KRAKEN = "kraken"
+    COINBASE = "coinbase"
 
 
 _STREAM_BOOKS = frozenset(
-    {VenueProtocol.ALPACA, VenueProtocol.OKX, VenueProtocol.BYBIT_SPOT, VenueProtocol.BYBIT_LINEAR}
+    {
+        VenueProtocol.ALPACA,
+        VenueProtocol.OKX,
+        VenueProtocol.BYBIT_SPOT,
+        VenueProtocol.BYBIT_LINEAR,
+        VenueProtocol.KRAKEN,
+        VenueProtocol.COINBASE,
+    }
 )
+_OWN_COUNTS = frozenset({VenueProtocol.ALPACA, VenueProtocol.KRAKEN, VenueProtocol.COINBASE})
+"""Venues whose books carry no update id of the venue's: a book's id is its replica's own count."""
 _BYBIT = frozenset({VenueProtocol.BYBIT_SPOT, VenueProtocol.BYBIT_LINEAR})
 _HEARTBEAT_MARGIN_MS = 15_000
 """How late a venue's heartbeat may be before its silence means the book's stream is gone."""
@@ -61,20 +76,22 @@ class ExchangeSpec:
     @property
     def resets_on_stream(self) -> bool:
         """True when a book is (re)built from the book the stream sends on subscribe (Alpaca, OKX,
-        Bybit), not from REST snapshots stitched to update ids (Binance)."""
+        Bybit, Kraken, Coinbase), not from REST snapshots stitched to update ids (Binance)."""
         return self.protocol in _STREAM_BOOKS
 
     @property
     def ids_comparable(self) -> bool:
         """True when two replicas at one update id hold the same book, so they can be cross-checked
-        (every venue with ids; Alpaca's ids are each replica's own message count)."""
-        return self.protocol is not VenueProtocol.ALPACA
+        (every venue with ids; Alpaca's, Kraken's and Coinbase's ids are each replica's own message
+        count)."""
+        return self.protocol not in _OWN_COUNTS
 
     @property
     def checks_by_rest(self) -> bool:
         """True when a REST book carries the stream's update id, so a quiet book is checked against
-        it (Binance, Bybit's 1000-level ``u``); OKX proves quiet books by its own heartbeats."""
-        return self.protocol is not VenueProtocol.ALPACA and self.protocol is not VenueProtocol.OKX
+        it (Binance, Bybit's 1000-level ``u``); OKX proves quiet books by its own heartbeats, Kraken
+        and Coinbase by their connection's."""
+        return self.protocol not in _OWN_COUNTS and self.protocol is not VenueProtocol.OKX
 
     @property
     def needs_credentials(self) -> bool:
@@ -89,6 +106,10 @@ class ExchangeSpec:
             return OkxStream(self.ws_url)
         if self.protocol in _BYBIT:
             return BybitStream(self.ws_url, spot=self.protocol is VenueProtocol.BYBIT_SPOT)
+        if self.protocol is VenueProtocol.KRAKEN:
+            return KrakenStream(self.ws_url.rstrip("/") + "/v2")
+        if self.protocol is VenueProtocol.COINBASE:
+            return CoinbaseStream(self.ws_url)
         return BinanceStream(self.ws_url, futures=self.is_futures)
 
     def new_machine(self, max_buffer: int) -> SyncMachine:
@@ -99,6 +120,10 @@ class ExchangeSpec:
             return OkxSyncMachine(max_buffer=max_buffer)
         if self.protocol in _BYBIT:
             return BybitSyncMachine(max_buffer=max_buffer)
+        if self.protocol is VenueProtocol.KRAKEN:
+            return KrakenSyncMachine(max_buffer=max_buffer)
+        if self.protocol is VenueProtocol.COINBASE:
+            return CoinbaseSyncMachine(max_buffer=max_buffer)
         if self.is_futures:
             return FuturesSyncMachine(max_buffer=max_buffer)
         return SpotSyncMachine(max_buffer=max_buffer)
@@ -187,6 +212,8 @@ KNOWN_EXCHANGES = (
     "okx",
     "bybit",
     "bybit-linear",
+    "kraken",
+    "coinbase",
 )
 
 
@@ -229,6 +256,8 @@ def exchange_specs(settings: IngestSettings) -> dict[str, ExchangeSpec]:
         "bybit-linear": ExchangeSpec(
             "bybit-linear", VenueProtocol.BYBIT_LINEAR, s.bybit_linear_rest_url, s.bybit_linear_ws_url
         ),
+        "kraken": ExchangeSpec("kraken", VenueProtocol.KRAKEN, s.kraken_rest_url, s.kraken_ws_url),
+        "coinbase": ExchangeSpec("coinbase", VenueProtocol.COINBASE, s.coinbase_rest_url, s.coinbase_ws_url),
     }
     unknown = [e for e in settings.exchange_ids if e not in every]
     if unknown:

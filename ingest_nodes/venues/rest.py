@@ -1,8 +1,9 @@
 """What every venue's REST client offers an exchange's runtime, how its calls fail, and the one GET
-the OKX and Bybit clients share."""
+the OKX, Bybit and market-list clients share."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -56,13 +57,15 @@ class Answer:
 async def get_answer(
     session: aiohttp.ClientSession,
     url: str,
-    params: dict[str, str],
+    params: Mapping[str, str],
     client_timeout: aiohttp.ClientTimeout,
     what: str,
+    *,
+    headers: Mapping[str, str] | None = None,
 ) -> Answer:
     """GET ``url``; a transport failure or a timeout is a ``VenueRequestError`` naming ``what``."""
     try:
-        async with session.get(url, params=params, timeout=client_timeout) as response:
+        async with session.get(url, params=params, headers=headers, timeout=client_timeout) as response:
             return Answer(response.status, await response.read(), retry_after(response.headers))
     except (aiohttp.ClientError, TimeoutError) as exc:
         raise VenueRequestError(f"{what}: {unreachable(exc, client_timeout.total or 0)}") from exc

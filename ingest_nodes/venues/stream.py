@@ -3,10 +3,10 @@
 A :class:`~ingest_nodes.runtime.connection.StreamConnection` carries the depth streams of many books and
 knows nothing of the venue it talks to: it connects to ``url``, sends ``opening()`` (an auth
 message, say), waits for ``Ready`` when the venue has a handshake, then keeps the wanted
-``topic`` of every book subscribed with ``request`` messages paced under
-``control_messages_per_s`` (and ``requests_per_hour``, ``topics_per_request`` where the venue caps
-them), sends its ``keepalive`` if it has one, and reads every frame with ``read`` into these
-venue-neutral events.
+``topic`` of every book subscribed (a book's symbol, and for venues that subscribe a depth, the
+depth it is kept at) with ``requests`` messages paced under ``control_messages_per_s`` (and
+``requests_per_hour``, ``topics_per_request`` where the venue caps them), sends its ``keepalive``
+if it has one, and reads every frame with ``read`` into these venue-neutral events.
 Each venue implements it under ``ingest_nodes/venues/<venue>/stream.py``.
 """
 
@@ -28,11 +28,15 @@ class Acked:
 
 @dataclass(frozen=True, slots=True)
 class Rejected:
-    """The venue refused a subscription request; it is taken back and retried later."""
+    """The venue refused a subscription request; it is taken back and retried later.
+
+    ``topic``: the venue answers each topic of a request on its own (Kraken) and refused this one;
+    only it is taken back."""
 
     request_id: int | None
     code: int | None
     msg: str
+    topic: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +65,16 @@ class ShutdownNotice:
     """The venue will close this connection soon: hand its books over now."""
 
 
-StreamEvent = DepthUpdate | Acked | Rejected | Ready | Refused | ShutdownNotice
+@dataclass(frozen=True, slots=True)
+class MessagesLost:
+    """The venue numbers this connection's messages (Coinbase) and a number broke the run: any book
+    the connection carries may have missed a message, so each resyncs."""
+
+    expected: int | None
+    received: int
+
+
+StreamEvent = DepthUpdate | Acked | Rejected | Ready | Refused | ShutdownNotice | MessagesLost
 
 
 class VenueStream(Protocol):
@@ -96,14 +109,16 @@ class VenueStream(Protocol):
     def topics_per_request(self) -> int | None:
         """Topics one subscribe or unsubscribe request may carry (None: no limit of the venue's)."""
 
-    def topic(self, symbol: str) -> str:
-        """What the venue subscribes for a book: ``btcusdt@depth@100ms``, ``BTC/USD``."""
+    def topic(self, symbol: str, depth: int) -> str:
+        """What the venue subscribes for a book kept ``depth`` levels a side: ``btcusdt@depth@100ms``,
+        ``BTC/USD``, ``BTC/USD@100`` (Kraken subscribes a depth)."""
 
     def opening(self) -> list[str]:
         """Messages to send as soon as the socket is open."""
 
-    def request(self, subscribe: bool, topics: Sequence[str], request_id: int) -> str:
-        """A message that subscribes (or unsubscribes) ``topics``."""
+    def requests(self, subscribe: bool, topics: Sequence[str], request_id: int) -> list[str]:
+        """The messages that subscribe (or unsubscribe) ``topics``: usually one, one per depth where
+        a request names a single depth (Kraken)."""
 
     def read(self, raw: str | bytes, ingest_time: int) -> Sequence[StreamEvent]:
         """Every event of one frame, in order; raises ``VenuePayloadError`` when it cannot."""

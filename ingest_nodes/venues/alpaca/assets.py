@@ -19,9 +19,8 @@ import orjson
 
 from book_store.catalog import TRADING, MarketInfo
 from ingest_nodes.core.errors import VenuePayloadError
-from ingest_nodes.core.events import DepthSnapshot
 from ingest_nodes.venues.credentials import Credential
-from ingest_nodes.venues.rest import VenueRequestError, unreachable
+from ingest_nodes.venues.market_list import MarketListClient
 
 ASSETS_PATH: Final = "/v2/assets"
 
@@ -47,45 +46,19 @@ def parse_assets(body: bytes, exchange: str) -> list[MarketInfo]:
     return markets
 
 
-class AlpacaRest:
+def alpaca_markets(
+    session: aiohttp.ClientSession, exchange: str, trading_url: str, credential: Credential | None
+) -> MarketListClient:
     """The asset list of one Alpaca trading API, read with one of the node's keys."""
-
-    def __init__(
-        self,
-        session: aiohttp.ClientSession,
-        exchange: str,
-        trading_url: str,
-        credential: Credential | None,
-        *,
-        timeout_s: float = 10.0,
-    ) -> None:
-        self._session = session
-        self._exchange = exchange
-        self._url = trading_url.rstrip("/") + ASSETS_PATH
-        self._credential = credential
-        self._timeout_s = timeout_s
-        self._timeout = aiohttp.ClientTimeout(total=timeout_s)
-
-    async def snapshot(self, symbol: str, limit: int) -> DepthSnapshot:
-        raise VenueRequestError(f"{self._exchange} has no depth snapshots: books come whole on the stream")
-
-    async def markets(self) -> list[MarketInfo]:
-        if self._credential is None:
-            raise VenueRequestError(f"{self._exchange}: no key configured to read the asset list with")
-        headers = {
-            "APCA-API-KEY-ID": self._credential.key_id.get_secret_value(),
-            "APCA-API-SECRET-KEY": self._credential.secret.get_secret_value(),
-        }
-        params = {"asset_class": "crypto"}
-        try:
-            async with self._session.get(
-                self._url, params=params, headers=headers, timeout=self._timeout
-            ) as response:
-                body = await response.read()
-                status = response.status
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            reason = unreachable(exc, self._timeout_s)
-            raise VenueRequestError(f"{self._exchange} {ASSETS_PATH}: {reason}") from exc
-        if status != 200:
-            raise VenueRequestError(f"{self._exchange} {ASSETS_PATH} answered {status}", status=status)
-        return parse_assets(body, self._exchange)
+    url = trading_url.rstrip("/") + ASSETS_PATH
+    if credential is None:
+        return MarketListClient(
+            session, exchange, url, parse_assets, unreadable="no key configured to read the asset list with"
+        )
+    headers = {
+        "APCA-API-KEY-ID": credential.key_id.get_secret_value(),
+        "APCA-API-SECRET-KEY": credential.secret.get_secret_value(),
+    }
+    return MarketListClient(
+        session, exchange, url, parse_assets, params={"asset_class": "crypto"}, headers=headers
+    )

@@ -6,17 +6,15 @@ any float parser, would turn ``0.1`` into a binary approximation first), and ren
 canonical form: plain decimal, no exponent, no trailing zeros (``71859.530`` and ``7.185953E+4``
 are both ``71859.53``, zero is ``0``), so one price is one level and one published string whatever
 the venue wrote. Negative numbers, NaN and infinities are refused. Timestamps are RFC-3339 with up
-to nanosecond precision and are truncated to milliseconds.
+to nanosecond precision (``venues/timestamps.py``).
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
-from datetime import UTC, datetime, timedelta
 from decimal import Decimal
-from typing import Final, cast
+from typing import cast
 
 from ingest_nodes.core.errors import VenuePayloadError
 from ingest_nodes.core.events import DepthUpdate, Level
@@ -30,10 +28,7 @@ from ingest_nodes.venues.alpaca.schemas import (
     SubscriptionMessage,
     SuccessMessage,
 )
-
-_RFC3339: Final = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)", re.IGNORECASE)
-_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
-_ONE_MS: Final = timedelta(milliseconds=1)
+from ingest_nodes.venues.timestamps import rfc3339_to_ms
 
 
 def parse_alpaca_frame(raw: bytes | str, ingest_time: int) -> list[DepthUpdate | AlpacaControl]:
@@ -73,21 +68,6 @@ def parse_alpaca_frame(raw: bytes | str, ingest_time: int) -> list[DepthUpdate |
         elif kind == "subscription":
             parsed.append(_subscription(cast(SubscriptionMessage, message)))
     return parsed
-
-
-def rfc3339_to_ms(text: str) -> int:
-    """``2024-03-12T10:38:50.79613221Z`` -> ms since the epoch (sub-millisecond digits dropped)."""
-    match = _RFC3339.fullmatch(text)
-    if match is None:
-        raise VenuePayloadError(f"bad timestamp {text[:40]!r}")
-    whole, fraction, zone = match.groups()
-    offset = "+00:00" if zone.upper() == "Z" else zone
-    try:
-        moment = datetime.fromisoformat(whole + offset)
-    except ValueError as exc:
-        raise VenuePayloadError(f"bad timestamp {text[:40]!r}") from exc
-    millis = int((fraction or "")[:3].ljust(3, "0"))
-    return (moment - _EPOCH) // _ONE_MS + millis
 
 
 def _orderbook(message: OrderbookMessage, ingest_time: int) -> DepthUpdate:

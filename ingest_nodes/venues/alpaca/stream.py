@@ -54,7 +54,8 @@ class AlpacaStream:
         self._credential = credential
         self._pending: deque[int] = deque()
 
-    def topic(self, symbol: str) -> str:
+    def topic(self, symbol: str, depth: int) -> str:
+        """The pair: a reset is the whole book, whatever the depth."""
         return symbol
 
     def opening(self) -> list[str]:
@@ -70,10 +71,10 @@ class AlpacaStream:
         }
         return [orjson.dumps(auth).decode()]
 
-    def request(self, subscribe: bool, topics: Sequence[str], request_id: int) -> str:
+    def requests(self, subscribe: bool, topics: Sequence[str], request_id: int) -> list[str]:
         self._pending.append(request_id)
         action = "subscribe" if subscribe else "unsubscribe"
-        return orjson.dumps({"action": action, "orderbooks": list(topics)}).decode()
+        return [orjson.dumps({"action": action, "orderbooks": list(topics)}).decode()]
 
     def read(self, raw: str | bytes, ingest_time: int) -> Sequence[StreamEvent]:
         events: list[StreamEvent] = []

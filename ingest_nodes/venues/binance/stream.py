@@ -38,16 +38,16 @@ class BinanceStream:
         )
         self._parse = parse_futures_frame if futures else parse_spot_frame
 
-    def topic(self, symbol: str) -> str:
-        """The diff-depth stream of a market (lower case, 100 ms cadence)."""
+    def topic(self, symbol: str, depth: int) -> str:
+        """The diff-depth stream of a market (lower case, 100 ms cadence); depth comes from snapshots."""
         return f"{symbol.lower()}@depth@100ms"
 
     def opening(self) -> list[str]:
         return []
 
-    def request(self, subscribe: bool, topics: Sequence[str], request_id: int) -> str:
+    def requests(self, subscribe: bool, topics: Sequence[str], request_id: int) -> list[str]:
         method = "SUBSCRIBE" if subscribe else "UNSUBSCRIBE"
-        return orjson.dumps({"method": method, "params": list(topics), "id": request_id}).decode()
+        return [orjson.dumps({"method": method, "params": list(topics), "id": request_id}).decode()]
 
     def read(self, raw: str | bytes, ingest_time: int) -> Sequence[StreamEvent]:
         frame = self._parse(raw, ingest_time)

@@ -37,16 +37,16 @@ class BybitStream:
         self.url = url
         self.topics_per_request: int | None = limits.SPOT_TOPICS_PER_REQUEST if spot else None
 
-    def topic(self, symbol: str) -> str:
-        """The 1000-level book of a symbol (the depth REST's ``u`` follows)."""
+    def topic(self, symbol: str, depth: int) -> str:
+        """The 1000-level book of a symbol whatever the depth kept (the depth REST's ``u`` follows)."""
         return f"orderbook.{limits.BOOK_DEPTH}.{symbol}"
 
     def opening(self) -> list[str]:
         return []
 
-    def request(self, subscribe: bool, topics: Sequence[str], request_id: int) -> str:
+    def requests(self, subscribe: bool, topics: Sequence[str], request_id: int) -> list[str]:
         op = "subscribe" if subscribe else "unsubscribe"
-        return orjson.dumps({"req_id": str(request_id), "op": op, "args": list(topics)}).decode()
+        return [orjson.dumps({"req_id": str(request_id), "op": op, "args": list(topics)}).decode()]
 
     def read(self, raw: str | bytes, ingest_time: int) -> Sequence[StreamEvent]:
         item = parse_bybit_frame(raw, ingest_time)

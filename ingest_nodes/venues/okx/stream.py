@@ -40,17 +40,17 @@ class OkxStream:
     def __init__(self, ws_url: str) -> None:
         self.url = ws_url.rstrip("/") + PUBLIC_PATH
 
-    def topic(self, symbol: str) -> str:
-        """The ``books`` channel of an instrument is named by its instId alone."""
+    def topic(self, symbol: str, depth: int) -> str:
+        """The ``books`` channel of an instrument is named by its instId alone (400 levels a side)."""
         return symbol
 
     def opening(self) -> list[str]:
         return []
 
-    def request(self, subscribe: bool, topics: Sequence[str], request_id: int) -> str:
+    def requests(self, subscribe: bool, topics: Sequence[str], request_id: int) -> list[str]:
         args = [{"channel": limits.BOOKS_CHANNEL, "instId": topic} for topic in topics]
         op = "subscribe" if subscribe else "unsubscribe"
-        return orjson.dumps({"id": str(request_id), "op": op, "args": args}).decode()
+        return [orjson.dumps({"id": str(request_id), "op": op, "args": args}).decode()]
 
     def read(self, raw: str | bytes, ingest_time: int) -> Sequence[StreamEvent]:
         events: list[StreamEvent] = []

@@ -9,8 +9,9 @@ import pytest
 
 from ingest_nodes.core.errors import VenuePayloadError
 from ingest_nodes.core.events import DepthUpdate
-from ingest_nodes.venues.alpaca.parse import parse_alpaca_frame, rfc3339_to_ms
+from ingest_nodes.venues.alpaca.parse import parse_alpaca_frame
 from ingest_nodes.venues.alpaca.schemas import AlpacaError, AlpacaSubscription, AlpacaSuccess
+from ingest_nodes.venues.timestamps import rfc3339_to_ms
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 SECOND_0838_51 = int(datetime(2024, 3, 12, 10, 38, 51, tzinfo=UTC).timestamp()) * 1000

@@ -77,10 +77,10 @@ def test_frames_that_are_not_the_documented_shape_raise(frame: bytes) -> None:
 
 def test_the_stream_subscribes_the_1000_level_topic_and_reads_answers() -> None:
     spot = BybitStream("wss://stream.bybit.com/v5/public/spot", spot=True)
-    assert spot.topic("BTCUSDT") == "orderbook.1000.BTCUSDT"
+    assert spot.topic("BTCUSDT", 20) == "orderbook.1000.BTCUSDT"
     assert spot.topics_per_request == 10
     assert BybitStream("wss://x/v5/public/linear", spot=False).topics_per_request is None
-    assert orjson.loads(spot.request(False, ["orderbook.1000.BTCUSDT"], 3)) == {
+    assert orjson.loads(spot.requests(False, ["orderbook.1000.BTCUSDT"], 3)[0]) == {
         "req_id": "3",
         "op": "unsubscribe",
         "args": ["orderbook.1000.BTCUSDT"],

@@ -87,7 +87,7 @@ def test_frames_that_are_not_the_documented_shape_raise(frame: bytes) -> None:
 def test_the_stream_turns_answers_and_the_upgrade_notice_into_events() -> None:
     stream = OkxStream("wss://ws.okx.com:8443")
     assert stream.url == "wss://ws.okx.com:8443/ws/v5/public"
-    assert orjson.loads(stream.request(True, ["BTC-USDT", "ETH-USDT-SWAP"], 7)) == {
+    assert orjson.loads(stream.requests(True, ["BTC-USDT", "ETH-USDT-SWAP"], 7)[0]) == {
         "id": "7",
         "op": "subscribe",
         "args": [{"channel": "books", "instId": "BTC-USDT"}, {"channel": "books", "instId": "ETH-USDT-SWAP"}],

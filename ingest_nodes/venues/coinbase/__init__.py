@@ -1,0 +1,1 @@
+"""Coinbase Advanced Trade market data: wire schemas, pure parsers, the stream protocol, the product list."""

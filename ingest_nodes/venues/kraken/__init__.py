@@ -1,0 +1,1 @@
+"""Kraken spot market data (WebSocket v2): wire schemas, pure parsers, the stream protocol, the pair list."""
