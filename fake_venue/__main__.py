@@ -34,6 +34,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--alpaca-symbols", type=int, default=defaults.alpaca_symbols, help="Alpaca crypto pairs"
     )
     parser.add_argument(
+        "--kraken-symbols", type=int, default=defaults.kraken_symbols, help="Kraken spot pairs"
+    )
+    parser.add_argument(
+        "--coinbase-symbols", type=int, default=defaults.coinbase_symbols, help="Coinbase spot products"
+    )
+    parser.add_argument(
         "--okx-symbols", type=int, default=defaults.okx_symbols, help="OKX SPOT instruments (as many SWAP)"
     )
     parser.add_argument(
@@ -113,6 +119,8 @@ def config_from(args: argparse.Namespace) -> VenueConfig:
         alpaca_symbols=args.alpaca_symbols,
         okx_symbols=args.okx_symbols,
         bybit_symbols=args.bybit_symbols,
+        kraken_symbols=args.kraken_symbols,
+        coinbase_symbols=args.coinbase_symbols,
         rate=args.rate,
         rate_skew=args.rate_skew,
         levels=args.levels,

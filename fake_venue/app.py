@@ -1,4 +1,5 @@
-"""``FakeVenue``: Binance spot and USD-M futures, Alpaca crypto, OKX and Bybit on one local port.
+"""``FakeVenue``: Binance spot and USD-M futures, Alpaca crypto, OKX, Bybit, Kraken and Coinbase on
+one local port.
 
 Where a client points (``base`` is what ``start`` returns, ``http://host:port``):
 
@@ -12,6 +13,10 @@ Alpaca trading API     ``base`` (``/v2/assets?asset_class=crypto``)
 OKX public WS, REST    ``ws://host:port`` (``/ws/v5/public``), ``base`` (``/api/v5/...``)
 Bybit public WS        ``ws://host:port/v5/public/{spot,linear}``
 Bybit REST             ``base/bybit-spot``, ``base/bybit-linear`` (``/v5/market/...``)
+Kraken WS v2           ``ws://host:port/v2`` (a client adds ``/v2`` to ``ws://host:port``)
+Kraken REST            ``base`` (``/0/public/AssetPairs``)
+Coinbase market data   ``ws://host:port`` (at ``/``, as the venue's host)
+Coinbase REST          ``base`` (``/api/v3/brokerage/market/products``)
 test-only              ``/_fake/book``, ``/_fake/control``, ``/_fake/stats``, ``/_fake/connections``
 =====================  ====================================================
 
@@ -95,6 +100,14 @@ class FakeVenue:
     @property
     def alpaca(self) -> Venue:
         return self.venues["alpaca"]
+
+    @property
+    def kraken(self) -> Venue:
+        return self.venues["kraken"]
+
+    @property
+    def coinbase(self) -> Venue:
+        return self.venues["coinbase"]
 
     @property
     def ws_url(self) -> str:

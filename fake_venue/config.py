@@ -67,6 +67,8 @@ class VenueConfig:
     """Symbols each Bybit category (spot, linear) lists."""
     okx_heartbeat_s: float = 60.0
     """A book with no update for this long gets OKX's empty update (the venue: about a minute)."""
+    kraken_symbols: int = 10
+    coinbase_symbols: int = 10
     rate: float = 10.0
     """Updates per second per active symbol (with ``rate_skew``: of the first one listed)."""
     rate_skew: float = 0.0
@@ -107,5 +109,9 @@ class VenueConfig:
     """Order-book symbols per connection; 0 means unlimited."""
     alpaca_credentials: tuple[tuple[str, str], ...] = ()
     """Accepted (key, secret) pairs; empty means any non-empty key and secret."""
+    heartbeat_s: float = 1.0
+    """Kraken's and Coinbase's heartbeat message period on a connection with subscriptions."""
+    coinbase_subscribe_timeout_s: float = 5.0
+    """Coinbase closes a connection that has subscribed nothing this long after it opened."""
     unicode_symbol: bool = False
     """Add a TRADING spot symbol with a non-ASCII name, as Binance has listed."""

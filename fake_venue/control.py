@@ -1,7 +1,8 @@
 """``POST /_fake/control``: faults switched on at run time, one JSON object per request.
 
-``{"action": ..., "venue": "spot"|"futures"|"alpaca"|"okx"|"bybit"|"bybit-linear", "symbol": ...}``;
-the answer is ``{"ok": true, ...}`` or HTTP 400 ``{"error": ...}``. ``connection`` picks who is hit where it
+``{"action": ..., "venue": "spot"|"futures"|"alpaca"|"okx"|"bybit"|"bybit-linear"|"kraken"|"coinbase",
+"symbol": ...}``; the answer is ``{"ok": true, ...}`` or HTTP 400 ``{"error": ...}``. ``connection``
+picks who is hit where it
 applies: ``"all"`` (default), ``"one"`` (the oldest connection listening to the symbol, or the
 oldest of the venue without a symbol) or a connection id from ``GET /_fake/connections``.
 
@@ -45,6 +46,9 @@ alpaca_limits      connection_limit, symbol_limit (0 = unlimited)
 sequence_restart   okx, bybit*; symbol: its ids start over lower (OKX: the next update's seqId
                    below its prevSeqId; Bybit: a u=1 snapshot to every listener)
 book_snapshot      okx, bybit*; symbol, connection: the book sent again as a snapshot now
+kraken_checksum    symbol, count (1): the symbol's next ``count`` messages carry a wrong checksum
+lose_message       coinbase; connection, count (1): the connection's next ``count`` messages, of
+                   any channel, are lost with their numbers
 reset              venue (all): every fault above back to the start-up settings
 =================  ==========================================================================
 """
@@ -63,7 +67,9 @@ from aiohttp import web
 from fake_venue.alpaca.venue import AlpacaVenue
 from fake_venue.binance.venue import BinanceVenue
 from fake_venue.chained.venue import ChainedVenue
+from fake_venue.coinbase.venue import CoinbaseVenue
 from fake_venue.config import Drift
+from fake_venue.kraken.venue import KrakenVenue
 from fake_venue.market.generator import ChangeSet
 from fake_venue.market.markets import Market
 from fake_venue.market.scheduler import Scheduler
@@ -110,6 +116,8 @@ class Control:
             "sequence_restart": self.sequence_restart,
             "book_snapshot": self.book_snapshot,
             "alpaca_limits": self.alpaca_limits,
+            "kraken_checksum": self.kraken_checksum,
+            "lose_message": self.lose_message,
             "reset": self.reset,
         }
 
@@ -154,6 +162,12 @@ class Control:
         if isinstance(venue, ChainedVenue):
             hit_chained = self._pick(venue.listeners_of(market.name), params)
             return {"resent": sum(venue.duplicate(market, conn, back) for conn in hit_chained)}
+        if isinstance(venue, KrakenVenue):
+            hit_kraken = self._pick(venue.listeners_of(market.name), params)
+            return {"resent": sum(venue.duplicate(market, conn, back) for conn in hit_kraken)}
+        if isinstance(venue, CoinbaseVenue):
+            hit_coinbase = self._pick(venue.listeners_of(market.name), params)
+            return {"resent": sum(venue.duplicate(market, conn, back) for conn in hit_coinbase)}
         hit_alpaca = self._pick(venue.listeners_of(market.name), params)
         return {"resent": sum(venue.duplicate(market, conn, back) for conn in hit_alpaca)}
 
@@ -338,6 +352,21 @@ class Control:
         venue.symbol_limit = _int(params, "symbol_limit", venue.symbol_limit)
         return {}
 
+    def kraken_checksum(self, params: dict[str, Any]) -> dict[str, Any]:
+        venue = self.venues["kraken"]
+        assert isinstance(venue, KrakenVenue)
+        market = self._market({**params, "venue": "kraken"})
+        venue.corrupt_next[market.name] = venue.corrupt_next.get(market.name, 0) + _int(params, "count", 1)
+        return {"symbol": market.name}
+
+    def lose_message(self, params: dict[str, Any]) -> dict[str, Any]:
+        venue = self.venues["coinbase"]
+        assert isinstance(venue, CoinbaseVenue)
+        hit = self._pick(venue.listeners_of(self._symbol_or_none({**params, "venue": "coinbase"})), params)
+        for conn in hit:
+            conn.lose_next += _int(params, "count", 1)
+        return {"connections": [conn.id for conn in hit]}
+
     # -- REST and acks (Binance)
 
     def snapshot_delay(self, params: dict[str, Any]) -> dict[str, Any]:
@@ -444,6 +473,11 @@ def _reset_venue(venue: Venue) -> None:
     elif isinstance(venue, AlpacaVenue):
         venue.connection_limit = venue.config.alpaca_connection_limit
         venue.symbol_limit = venue.config.alpaca_symbol_limit
+    elif isinstance(venue, KrakenVenue):
+        venue.corrupt_next.clear()
+    elif isinstance(venue, CoinbaseVenue):
+        for conn in venue.connections.values():
+            conn.lose_next = 0
 
 
 def _int(params: dict[str, Any], key: str, default: int | None = None) -> int:

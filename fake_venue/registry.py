@@ -1,6 +1,8 @@
 """The venues the fake serves: one entry per dialect, each built from a folder (``binance/``,
-``alpaca/``, ``okx/``, ``bybit/``) that holds the dialect's rules, its venue state, and its REST and
-WS pieces (OKX and Bybit share ``chained/``: books sent on subscribe, then chained updates).
+``alpaca/``, ``okx/``, ``bybit/``, ``kraken/``, ``coinbase/``) that holds the dialect's rules, its
+venue state, and its REST and WS pieces (OKX and Bybit share ``chained/``: books sent on subscribe,
+then chained updates; Kraken and Coinbase share ``server/book_stream.py``: books sent on subscribe,
+then updates with no ids of their own).
 
 A new venue is a folder beside those, a member of ``Venue`` and one entry in ``DIALECTS``; the app,
 the clock, stats and truth then serve it. Control's faults narrow ``Venue`` where a fault belongs
@@ -22,12 +24,16 @@ from fake_venue.binance.spot import SpotDialect
 from fake_venue.binance.venue import BinanceVenue
 from fake_venue.bybit.routes import bybit_routes
 from fake_venue.bybit.venue import BybitVenue
+from fake_venue.coinbase.routes import coinbase_routes
+from fake_venue.coinbase.venue import CoinbaseVenue
 from fake_venue.config import VenueConfig
+from fake_venue.kraken.routes import kraken_routes
+from fake_venue.kraken.venue import KrakenVenue
 from fake_venue.market.scheduler import Scheduler
 from fake_venue.okx.routes import okx_routes
 from fake_venue.okx.venue import OkxVenue
 
-Venue = BinanceVenue | AlpacaVenue | OkxVenue | BybitVenue
+Venue = BinanceVenue | AlpacaVenue | OkxVenue | BybitVenue | KrakenVenue | CoinbaseVenue
 
 Served = tuple[Venue, list[web.RouteDef]]
 """A venue built on the shared clock, and the routes that serve it."""
@@ -59,6 +65,16 @@ def _bybit(category: str) -> Callable[[VenueConfig, Scheduler], Served]:
     return serve
 
 
+def _kraken(config: VenueConfig, scheduler: Scheduler) -> Served:
+    venue = KrakenVenue(config, scheduler)
+    return venue, kraken_routes(venue)
+
+
+def _coinbase(config: VenueConfig, scheduler: Scheduler) -> Served:
+    venue = CoinbaseVenue(config, scheduler)
+    return venue, coinbase_routes(venue)
+
+
 DIALECTS: dict[str, Callable[[VenueConfig, Scheduler], Served]] = {
     "spot": _binance(SpotDialect),
     "futures": _binance(FuturesDialect),
@@ -66,5 +82,7 @@ DIALECTS: dict[str, Callable[[VenueConfig, Scheduler], Served]] = {
     "okx": _okx,
     "bybit": _bybit("spot"),
     "bybit-linear": _bybit("linear"),
+    "kraken": _kraken,
+    "coinbase": _coinbase,
 }
 """Venue name (as control, stats and truth requests name it) -> how to build and serve it."""

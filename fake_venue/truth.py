@@ -1,13 +1,15 @@
 """``GET /_fake/book``: the venue's true book as of an update id, for tests to compare against.
 
-Not part of any venue's API. ``venue`` is spot, futures, alpaca, okx, bybit or bybit-linear;
-``symbol`` as the venue writes
-it; ``update_id`` (default: the latest) means "after every update whose last id is at most N", so a
-client that applied a snapshot and diffs up to ``u`` asks for ``u``; ``limit`` keeps the top L
-levels a side. OKX and Bybit ids are those on the wire (``seqId``, ``u``) since their last restart.
-Alpaca messages carry no ids, so for Alpaca the id is a private per-symbol sequence
-reported here only, and the state can be asked for by the ``t`` of a message instead
-(``t=2024-03-12T10:38:50.79613221Z``). Levels are written exactly as the venue writes them.
+Not part of any venue's API. ``venue`` is spot, futures, alpaca, okx, bybit, bybit-linear, kraken
+or coinbase; ``symbol`` as the venue writes it; ``update_id`` (default: the latest) means "after
+every update whose last id is at most N", so a client that applied a snapshot and diffs up to ``u``
+asks for ``u``; ``limit`` keeps the top L levels a side. OKX and Bybit ids are those on the wire
+(``seqId``, ``u``) since their last restart. Alpaca, Kraken and Coinbase messages carry no ids, so
+for them the id is a private per-symbol sequence reported here only, and the state can be asked for
+by the time of a message instead: Alpaca's ``t`` (``t=2024-03-12T10:38:50.79613221Z``), or for any
+venue ``at_ms``, the millisecond a client saw (Kraken and Coinbase stamp a symbol's updates at
+least a millisecond apart, so each millisecond names one state). Levels are written exactly as the
+venue writes them.
 
 Answers 404 for an unknown symbol or an id that never existed, 410 for an id that fell out of the
 kept history (``history_*`` settings).
@@ -57,6 +59,11 @@ def truth_handler(venues: dict[str, Venue]) -> web.RouteDef:
                 if found is None:
                     return _problem(404, "no update carries that t")
                 update_id = found
+            if "at_ms" in query:
+                at = market.history.id_at_ms(int(query["at_ms"]))
+                if at is None:
+                    return _problem(410, "that millisecond is out of the kept history")
+                update_id = at
         except ValueError as error:
             return _problem(400, str(error))
         try:

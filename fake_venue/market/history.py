@@ -80,6 +80,17 @@ class History:
             return self.initial_id
         return None
 
+    def id_at_ms(self, ms: int) -> int | None:
+        """The id of the state a client saw stamped ``ms`` (Kraken and Coinbase times, to the
+        millisecond): after the newest update stamped within or before that millisecond."""
+        end_ns = (ms + 1) * 1_000_000
+        for record in reversed(self._records):
+            if record.t_ns < end_ns:
+                return record.last_id
+        if not self.trimmed and self.initial_t_ns < end_ns:
+            return self.initial_id
+        return None
+
     def t_of(self, update_id: int) -> int:
         """The stamp of the state after ``update_id``: that of the newest update up to it."""
         for record in reversed(self._records):

@@ -139,7 +139,10 @@ class Market:
         motion: Motion,
         levels: int,
         activity: float = 1.0,
+        time_step_ns: int = 1,
     ) -> None:
+        """``time_step_ns``: the least time between two updates' stamps (venues whose clients can
+        only tell updates apart by their millisecond get 1 ms, so the truth can be asked by it)."""
         self.spec = spec
         self.name = spec.name
         self.style = style
@@ -154,6 +157,7 @@ class Market:
         self.last_id = ids.initial(rng)
         self.last_txn_ms = int(time.time() * 1000)
         self.last_t_ns = time.time_ns()
+        self._time_step_ns = time_step_ns
         self.history = History(
             self.last_id,
             self.last_t_ns,
@@ -251,7 +255,7 @@ class Market:
         rng = self.rng
         first_id, last_id = self._ids.next_range(self.last_id, rng)
         now_ns = time.time_ns()
-        t_ns = max(now_ns, self.last_t_ns + 1)
+        t_ns = max(now_ns, self.last_t_ns + self._time_step_ns)
         event_ms = now_ns // 1_000_000
         txn_ms = max(event_ms - 1 - rng.getrandbits(1), self.last_txn_ms)
         undo = array("q")
@@ -284,8 +288,10 @@ class Markets:
         config: VenueConfig,
         on_activate: Callable[[Market], None],
         deep_symbols: int = 0,
+        time_step_ns: int = 1,
     ) -> None:
         self.venue = venue
+        self._time_step_ns = time_step_ns
         self.specs = {spec.name: spec for spec in specs}
         self.by_lower = {spec.name.lower(): spec.name for spec in specs}
         self._rank = {spec.name: rank for rank, spec in enumerate(specs, 1)}
@@ -338,6 +344,7 @@ class Markets:
             self.motion,
             self.levels.get(name, self._config.levels),
             self._rank[name] ** -self._config.rate_skew,
+            self._time_step_ns,
         )
         self.active[name] = market
         self._on_activate(market)

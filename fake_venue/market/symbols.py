@@ -110,6 +110,31 @@ _ALPACA_REAL: tuple[tuple[str, _Shape], ...] = (
     ("AAVE", _Shape("95.02", "0.01", "0.000000001", "10")),
     ("BCH", _Shape("350.02", "0.01", "0.000000001", "5")),
 )
+_KRAKEN_REAL: tuple[tuple[str, str, _Shape], ...] = (
+    ("BTC", "USD", _Shape("67040.0", "0.1", "0.00000001", "0.3")),
+    ("ETH", "USD", _Shape("3501.50", "0.01", "0.00000001", "3")),
+    ("SOL", "USD", _Shape("150.03", "0.01", "0.00000001", "20")),
+    ("XRP", "USD", _Shape("0.52010", "0.00001", "0.00000001", "2000")),
+    ("DOGE", "USD", _Shape("0.1600100", "0.0000001", "0.00000001", "20000")),
+    ("ADA", "USD", _Shape("0.450100", "0.000001", "0.00000001", "3000")),
+    ("LTC", "USD", _Shape("85.03", "0.01", "0.00000001", "30")),
+    ("ETH", "BTC", _Shape("0.05124", "0.00001", "0.00000001", "5")),
+    ("DOT", "USD", _Shape("6.5010", "0.0001", "0.00000001", "200")),
+    ("LINK", "USD", _Shape("14.03", "0.01", "0.00000001", "100")),
+)
+"""Kraken's pairs as its WebSocket v2 names them (v1 and REST say ``XBT`` and ``XDG``)."""
+_COINBASE_REAL: tuple[tuple[str, str, _Shape], ...] = (
+    ("BTC", "USD", _Shape("67030.00", "0.01", "0.00000001", "0.3")),
+    ("ETH", "USD", _Shape("3501.20", "0.01", "0.00000001", "3")),
+    ("SOL", "USD", _Shape("150.04", "0.01", "0.00000001", "20")),
+    ("XRP", "USD", _Shape("0.5202", "0.0001", "0.000001", "2000")),
+    ("DOGE", "USD", _Shape("0.16003", "0.00001", "0.1", "20000")),
+    ("ADA", "USD", _Shape("0.4502", "0.0001", "0.01", "3000")),
+    ("LTC", "USD", _Shape("85.04", "0.01", "0.00000001", "30")),
+    ("ETH", "BTC", _Shape("0.05125", "0.00001", "0.00000001", "5")),
+    ("AVAX", "USD", _Shape("35.03", "0.01", "0.00000001", "50")),
+    ("LINK", "USD", _Shape("14.04", "0.001", "0.01", "100")),
+)
 _GENERATED_SHAPES = (
     _Shape("1.2345", "0.0001", "0.1", "500"),
     _Shape("25.37", "0.01", "0.01", "50"),
@@ -169,6 +194,18 @@ def _generated_alpaca(index: int) -> SymbolSpec:
     return _spec(f"{base}/USD", base, "USD", shape, scale=10 + index % 17)
 
 
+def _pairs(
+    n: int, real: tuple[tuple[str, str, _Shape], ...], separator: str, shapes: tuple[_Shape, ...]
+) -> list[SymbolSpec]:
+    specs = [_spec(f"{base}{separator}{quote}", base, quote, shape) for base, quote, shape in real][:n]
+
+    def generated(index: int) -> SymbolSpec:
+        base = generated_base(index)
+        return _spec(f"{base}{separator}USD", base, "USD", shapes[index % len(shapes)], scale=10 + index % 17)
+
+    return specs + _generated(n - len(specs), {s.name for s in specs}, generated)
+
+
 def _perpetual(spec: SymbolSpec) -> SymbolSpec:
     return replace(spec, contract_type="PERPETUAL", delivery_date_ms=4133404800000)
 
@@ -202,6 +239,16 @@ def alpaca_catalogue(n: int) -> list[SymbolSpec]:
     specs = [_spec(f"{base}/USD", base, "USD", shape) for base, shape in _ALPACA_REAL][:n]
     specs += _generated(n - len(specs), {s.name for s in specs}, _generated_alpaca)
     return specs
+
+
+def kraken_catalogue(n: int) -> list[SymbolSpec]:
+    """``n`` pairs as Kraken's WebSocket v2 writes them, ``BTC/USD``."""
+    return _pairs(n, _KRAKEN_REAL, "/", _ALPACA_GENERATED_SHAPES)
+
+
+def coinbase_catalogue(n: int) -> list[SymbolSpec]:
+    """``n`` products as Coinbase writes them, ``BTC-USD``."""
+    return _pairs(n, _COINBASE_REAL, "-", _GENERATED_SHAPES)
 
 
 def _next_quarter_expiry(today: dt.date) -> dt.date:

@@ -1,0 +1,99 @@
+"""Coinbase Advanced Trade's public market-data WebSocket (``level2``, ``heartbeats``) and its REST
+product list.
+
+The session, as a client sees it (no key, no JWT)::
+
+    -> {"type":"subscribe","channel":"heartbeats"}               within 5 s, or the socket closes
+    <- {"channel":"subscriptions",...,"sequence_num":0,"events":[{"subscriptions":
+        {"heartbeats":["heartbeats"]}}]}
+    -> {"type":"subscribe","product_ids":["BTC-USD"],"channel":"level2"}
+    <- {"channel":"subscriptions",...,"sequence_num":1,...}      the whole subscription set
+    <- {"channel":"l2_data",...,"sequence_num":2,"events":[{"type":"snapshot",...}]}
+    <- {"channel":"l2_data",...,"sequence_num":3,"events":[{"type":"update",...}]}
+    <- {"channel":"heartbeats",...,"sequence_num":4,"events":[{"current_time":...,
+        "heartbeat_counter":"1"}]}                                every second
+
+Failures, as ``{"type":"error","message":...,"reason":...}`` (unnumbered): unreadable JSON, an
+unknown type or channel, a product not listed (the whole request is refused).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from aiohttp import WSMsgType, web
+
+from fake_venue.coinbase.venue import CoinbaseConnection, CoinbaseVenue
+from fake_venue.market.markets import Market
+from fake_venue.server.connection import next_connection_id
+
+
+def products(venue: CoinbaseVenue, request: web.Request) -> web.Response:
+    if request.query.get("product_type", "SPOT") != "SPOT":
+        return web.json_response({"products": [], "num_products": 0})
+    return web.json_response(venue.products())
+
+
+async def serve(venue: CoinbaseVenue, request: web.Request) -> web.StreamResponse:
+    ws = web.WebSocketResponse(autoping=False, compress=False, timeout=2.0, max_msg_size=1 << 20)
+    await ws.prepare(request)
+    transport = request.transport
+    assert transport is not None
+    conn = CoinbaseConnection(next_connection_id(), ws, transport, venue.config.slow_client_bytes)
+    venue.register(conn)
+    try:
+        async for message in ws:
+            if conn.closing:
+                continue
+            if message.type == WSMsgType.PING:
+                conn.pong(message.data)
+            elif message.type == WSMsgType.PONG:
+                conn.pong_received()
+            elif message.type == WSMsgType.TEXT:
+                _handle(venue, conn, message.data)
+            else:
+                conn.send_error("Failed to parse", "binary frames are not supported")
+    finally:
+        venue.unregister(conn)
+    return ws
+
+
+def _handle(venue: CoinbaseVenue, conn: CoinbaseConnection, text: str) -> None:
+    try:
+        request = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        request = None
+    if not isinstance(request, dict) or request.get("type") not in ("subscribe", "unsubscribe"):
+        conn.send_error("Failed to parse", "expected a subscribe or unsubscribe message")
+        return
+    subscribe = request["type"] == "subscribe"
+    channel = request.get("channel")
+    if channel == "heartbeats":
+        conn.heartbeats = subscribe
+        venue.answer(conn)
+    elif channel == "level2":
+        _level2(venue, conn, request, subscribe)
+    else:
+        conn.send_error(f"Failed to {request['type']}", f"channel {str(channel)[:20]} is not supported")
+
+
+def _level2(venue: CoinbaseVenue, conn: CoinbaseConnection, request: dict[str, Any], subscribe: bool) -> None:
+    names = request.get("product_ids")
+    if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
+        conn.send_error("Failed to subscribe", "product_ids must be a list of products")
+        return
+    markets: list[Market] = []
+    for name in dict.fromkeys(names):
+        market = venue.markets.get(name)
+        if market is None:
+            conn.send_error(f"Failed to {request['type']}", f"{name} is not a valid product")
+            return
+        markets.append(market)
+    if subscribe:
+        added = [market for market in markets if market.name not in conn.products]
+        venue.answer(conn, adding=[market.name for market in added])
+        venue.add_books(conn, added)
+    else:
+        venue.drop_books(conn, [market.name for market in markets])
+        venue.answer(conn)
