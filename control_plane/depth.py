@@ -4,9 +4,10 @@ A subscription asks for ``depth`` levels per side and a book is kept as deep as 
 subscriber asks. Ladder can only vouch for levels a REST snapshot told it about, so a venue's
 limit is the most levels one of its snapshots holds (the venues' REST references): ``/api/v3/depth``
 takes ``limit`` up to 5000 on Binance's spot venues, ``/fapi/v1/depth`` up to 1000 on USD-M futures.
-Alpaca sends whole books; 5000 bounds what Ladder keeps of one. OKX and Bybit send their books on
-the stream cut at the channel's depth: 400 levels (OKX ``books``), 1000 (Bybit's deepest). A
-tenant's ``max_depth`` bounds its own subscriptions below that.
+Alpaca and Coinbase (``level2``) send whole books; 5000 bounds what Ladder keeps of one. OKX and
+Bybit send their books on the stream cut at the channel's depth: 400 levels (OKX ``books``), 1000
+(Bybit's deepest). Kraken's ``book`` channel keeps a subscriber's top 10, 25, 100, 500 or 1000
+levels current: 1000 at most. A tenant's ``max_depth`` bounds its own subscriptions below that.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ VENUE_MAX_DEPTH: Mapping[str, int] = MappingProxyType(
         "okx": 400,
         "bybit": 1000,
         "bybit-linear": 1000,
+        "kraken": 1000,
+        "coinbase": 5000,
     }
 )
 MAX_DEPTH_LIMIT = max(VENUE_MAX_DEPTH.values())  # the most a tenant's max_depth may be

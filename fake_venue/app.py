@@ -168,6 +168,23 @@ class FakeVenue:
     def bybit_linear_ws_url(self) -> str:
         return self.ws_url + "/v5/public/linear"
 
+    @property
+    def kraken_ws_url(self) -> str:
+        """The WebSocket base a client adds ``/v2`` to, as ``wss://ws.kraken.com`` is."""
+        return self.ws_url
+
+    @property
+    def coinbase_ws_url(self) -> str:
+        return self.ws_url
+
+    @property
+    def kraken_rest_url(self) -> str:
+        return self.url
+
+    @property
+    def coinbase_rest_url(self) -> str:
+        return self.url
+
     def _application(self) -> web.Application:
         app = web.Application()
         app.add_routes(

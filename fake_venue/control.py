@@ -47,8 +47,9 @@ sequence_restart   okx, bybit*; symbol: its ids start over lower (OKX: the next 
                    below its prevSeqId; Bybit: a u=1 snapshot to every listener)
 book_snapshot      okx, bybit*; symbol, connection: the book sent again as a snapshot now
 kraken_checksum    symbol, count (1): the symbol's next ``count`` messages carry a wrong checksum
-lose_message       coinbase; connection, count (1): the connection's next ``count`` messages, of
-                   any channel, are lost with their numbers
+lose_message       kraken|coinbase; connection, count (1): the connection's next ``count`` messages
+                   are lost (Kraken: book messages, snapshots included; Coinbase: of any channel,
+                   with their numbers)
 reset              venue (all): every fault above back to the start-up settings
 =================  ==========================================================================
 """
@@ -360,11 +361,18 @@ class Control:
         return {"symbol": market.name}
 
     def lose_message(self, params: dict[str, Any]) -> dict[str, Any]:
-        venue = self.venues["coinbase"]
-        assert isinstance(venue, CoinbaseVenue)
-        hit = self._pick(venue.listeners_of(self._symbol_or_none({**params, "venue": "coinbase"})), params)
+        venue = self._venue(params)
+        count = _int(params, "count", 1)
+        if isinstance(venue, KrakenVenue):
+            hit_kraken = self._pick(venue.listeners_of(self._symbol_or_none(params)), params)
+            for kraken_conn in hit_kraken:
+                kraken_conn.lose_next += count
+            return {"connections": [conn.id for conn in hit_kraken]}
+        if not isinstance(venue, CoinbaseVenue):
+            raise ControlError("lose_message applies to kraken and coinbase only")
+        hit = self._pick(venue.listeners_of(self._symbol_or_none(params)), params)
         for conn in hit:
-            conn.lose_next += _int(params, "count", 1)
+            conn.lose_next += count
         return {"connections": [conn.id for conn in hit]}
 
     # -- REST and acks (Binance)
@@ -475,6 +483,8 @@ def _reset_venue(venue: Venue) -> None:
         venue.symbol_limit = venue.config.alpaca_symbol_limit
     elif isinstance(venue, KrakenVenue):
         venue.corrupt_next.clear()
+        for kraken_conn in venue.connections.values():
+            kraken_conn.lose_next = 0
     elif isinstance(venue, CoinbaseVenue):
         for conn in venue.connections.values():
             conn.lose_next = 0

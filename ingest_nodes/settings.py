@@ -144,6 +144,12 @@ class IngestSettings(BaseSettings):
     )
     checkpoint_levels: int = Field(default=20, ge=1, le=1000, description="Levels a side in a checkpoint.")
     replica_check_interval_s: float = Field(default=5.0, gt=0)
+    stream_snapshot_wait_ms: int = Field(
+        default=10_000,
+        ge=100,
+        description="A book of a venue that sends snapshots on the stream (Alpaca, Kraken, Coinbase) "
+        "still without one this long after it began waiting is subscribed again.",
+    )
     resync_on_mismatch: bool = Field(
         default=True, description="A replica outside the majority at a mismatch resyncs."
     )

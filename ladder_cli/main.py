@@ -316,13 +316,13 @@ def _store_password(path: Path) -> str:
 FAKE_ALPACA_CREDENTIALS = ",".join(f"fake-alpaca-key-{i}:fake-alpaca-secret-{i}" for i in range(1, 9))
 """The keys the fake venue accepts, each for one connection at a time, as Alpaca's plans do."""
 FAKE_ALPACA_ARGS = ("--alpaca-credentials", FAKE_ALPACA_CREDENTIALS, "--alpaca-connection-limit", "1")
-FAKE_EXCHANGES = "binance.com,binance.com-futures,alpaca-crypto,okx,bybit,bybit-linear"
+FAKE_EXCHANGES = "binance.com,binance.com-futures,alpaca-crypto,okx,bybit,bybit-linear,kraken,coinbase"
 
 
 def fake_venue_env(url: str) -> dict[str, str]:
     """Point every venue endpoint at the fake venue served at ``url`` (the paths are the fake's, see
-    ``fake_venue.app``), Alpaca (and its keys), OKX and Bybit included unless ``LADDER_EXCHANGES``
-    says otherwise."""
+    ``fake_venue.app``), Alpaca (and its keys), OKX, Bybit, Kraken and Coinbase included unless
+    ``LADDER_EXCHANGES`` says otherwise."""
     ws = "ws" + url.removeprefix("http")
     return {
         "LADDER_BINANCE_SPOT_REST_URL": url,
@@ -338,6 +338,10 @@ def fake_venue_env(url: str) -> dict[str, str]:
         "LADDER_BYBIT_LINEAR_REST_URL": f"{url}/bybit-linear",
         "LADDER_BYBIT_SPOT_WS_URL": f"{ws}/v5/public/spot",
         "LADDER_BYBIT_LINEAR_WS_URL": f"{ws}/v5/public/linear",
+        "LADDER_KRAKEN_REST_URL": url,
+        "LADDER_KRAKEN_WS_URL": ws,
+        "LADDER_COINBASE_REST_URL": url,
+        "LADDER_COINBASE_WS_URL": ws,
         "LADDER_EXCHANGES": os.environ.get("LADDER_EXCHANGES", FAKE_EXCHANGES),
     }
 

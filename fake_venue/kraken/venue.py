@@ -60,12 +60,22 @@ class KrakenConnection(Connection):
     ) -> None:
         super().__init__(conn_id, "kraken", ws, transport, slow)
         self.books: dict[str, int] = {}
+        self.lose_next = 0
+        """Book messages still to be lost, snapshots included (the lose-message fault)."""
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "books": dict(self.books)}
 
     def send_json(self, message: dict[str, Any]) -> None:
         self.send(text_frame(orjson.dumps(message)))
+
+    def send_book(self, frame: bytes) -> bool:
+        """Send a book message (unless a fault loses it)."""
+        if self.lose_next > 0:
+            self.lose_next -= 1
+            return False
+        self.send(frame)
+        return True
 
 
 class KrakenVenue(BookStreamVenue[KrakenConnection, dict[int, bytes]]):
@@ -93,7 +103,7 @@ class KrakenVenue(BookStreamVenue[KrakenConnection, dict[int, bytes]]):
         view = self._view(market, depth)
         self._views[(market.name, depth)] = view
         data = self._data(market, view, book_checksum(market), market.last_t_ns)
-        conn.send_json({"channel": "book", "type": "snapshot", "data": [data]})
+        conn.send_book(text_frame(orjson.dumps({"channel": "book", "type": "snapshot", "data": [data]})))
 
     def unsubscribe(self, conn: KrakenConnection, name: str) -> int | None:
         """Drop the book; return the depth it had (None: it was not subscribed)."""
@@ -134,8 +144,7 @@ class KrakenVenue(BookStreamVenue[KrakenConnection, dict[int, bytes]]):
             frame = out.get(conn.books.get(market.name, 0))
             if frame is None or (conn.skip and conn.take_skip(market.name)):
                 continue
-            conn.send(frame)
-            sent += 1
+            sent += conn.send_book(frame)
         return sent
 
     # -- REST

@@ -54,6 +54,11 @@ class ReplicaStats:
     """When the last audit was done (None: never)."""
     mismatches: int = 0
     """Disagreements with another replica, or with a re-snapshot, at an equal update id."""
+    checksum: int | None = None
+    """The venue's checksum last verified against the book (Kraken; None: the venue sends none) ..."""
+    checksum_matched: bool | None = None
+    """... and whether the book gave it (a mismatch is a resync, reason ``checksum``). Taken from the
+    served engine when the counters are reported."""
 
     @property
     def restarts(self) -> int:
@@ -104,6 +109,9 @@ class ReplicaStats:
             "audit_mismatches": self.audit_mismatches,
             "last_audit_ms": self.last_audit_ms,
             "mismatches": self.mismatches,
+            "checksum": None
+            if self.checksum is None
+            else {"venue": self.checksum, "matched": self.checksum_matched},
         }
 
 

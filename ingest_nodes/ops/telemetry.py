@@ -369,6 +369,22 @@ def _update_ids(t: IngestTelemetry) -> Reading:
     ]
 
 
+def _checksums(t: IngestTelemetry) -> Reading:
+    return [
+        (checksum, _book_labels(replica))
+        for replica in _replicas(t)
+        if (checksum := replica.engine.checksum) is not None
+    ]
+
+
+def _checksums_matched(t: IngestTelemetry) -> Reading:
+    return [
+        (int(matched), _book_labels(replica))
+        for replica in _replicas(t)
+        if (matched := replica.engine.checksum_matched) is not None
+    ]
+
+
 def _ages(t: IngestTelemetry) -> Reading:
     now = now_ms()
     return [(max(0, now - replica.last_event_ms) / 1000, _book_labels(replica)) for replica in _replicas(t)]
@@ -483,6 +499,22 @@ INGEST_METRICS: tuple[Metric[IngestTelemetry], ...] = (
         "1 while a book replica is published as synced, else 0.",
         BOOK,
         lambda t: [(int(status is BookStatus.SYNCED), _book_labels(r)) for r, status in _statuses(t)],
+    ),
+    Metric(
+        "ladder_book_checksum",
+        Kind.GAUGE,
+        "The venue's checksum last verified against each book replica (Kraken; none where the venue "
+        "sends none).",
+        BOOK,
+        _checksums,
+    ),
+    Metric(
+        "ladder_book_checksum_matched",
+        Kind.GAUGE,
+        "1 when a book replica gave the venue's checksum, 0 when it did not (it then resyncs: "
+        'ladder_ingest_resyncs_total{reason="checksum"}).',
+        BOOK,
+        _checksums_matched,
     ),
     Metric(
         "ladder_book_age_seconds",

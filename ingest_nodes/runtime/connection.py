@@ -44,7 +44,15 @@ from ingest_nodes.core.events import DepthUpdate
 from ingest_nodes.ops.stats import ConnectionStats
 from ingest_nodes.venues.credentials import Credential
 from ingest_nodes.venues.registry import ExchangeSpec
-from ingest_nodes.venues.stream import Acked, MessagesLost, Ready, Refused, Rejected, ShutdownNotice
+from ingest_nodes.venues.stream import (
+    Acked,
+    Heartbeat,
+    MessagesLost,
+    Ready,
+    Refused,
+    Rejected,
+    ShutdownNotice,
+)
 from ladder_process.clock import now_ms
 
 log = logging.getLogger(__name__)
@@ -90,6 +98,9 @@ class Route(Protocol):
 
     def invalidate(self, reason: str) -> None:
         """The book may have missed an event nobody can detect: rebuild it."""
+
+    def heard(self, source: StreamConnection, at_ms: int) -> None:
+        """``source``'s venue vouched at ``at_ms`` that everything it sent has arrived (a heartbeat)."""
 
     def on_refused(self, source: StreamConnection, refusal: Refused) -> None:
         """The venue refused ``source``'s session: the book cannot be served until it accepts one."""
@@ -286,8 +297,9 @@ class StreamConnection:
 
     def _receive(self, raw: str | bytes) -> None:
         self.stats.frames += 1
+        received = now_ms()
         try:
-            events = self.venue.read(raw, now_ms())
+            events = self.venue.read(raw, received)
         except VenuePayloadError as exc:
             # A lost depth event shows up as a gap in the update ids of its book; without ids, any
             # book of this connection may have lost it.
@@ -317,6 +329,9 @@ class StreamConnection:
                 self._roll("server_shutdown")
             elif isinstance(event, MessagesLost):
                 self._lost_messages(event)
+            elif isinstance(event, Heartbeat):
+                for _symbol, route in self.routes():
+                    route.heard(self, received)
 
     def _lost_messages(self, event: MessagesLost) -> None:
         """The venue's numbering of this connection broke: the numbers say no more than that some

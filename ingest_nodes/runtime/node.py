@@ -81,8 +81,9 @@ def _count(
     tally: NodeTally, replicas: Iterable[tuple[ReplicaId, BookReplica]], publisher: Publisher, now: int
 ) -> None:
     for (book, _index), replica in replicas:
-        status = publisher.status(replica, now).label
-        tally.count(book.exchange, replica.stats, replica.engine.synced, status)
+        engine, stats = replica.engine, replica.stats
+        stats.checksum, stats.checksum_matched = engine.checksum, engine.checksum_matched
+        tally.count(book.exchange, stats, engine.synced, publisher.status(replica, now).label)
 
 
 class IngestNode:
@@ -418,6 +419,9 @@ class IngestNode:
     # -- trust ----------------------------------------------------------------------------------
 
     async def _check_replicas(self) -> None:
+        now, wait_ms = now_ms(), self.settings.stream_snapshot_wait_ms
+        for replica in self.replicas.values():
+            replica.retry_snapshot(now, wait_ms)
         synced = [r for r in self.replicas.values() if r.engine.synced]
         await self.checker.check(synced)
 

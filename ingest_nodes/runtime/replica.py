@@ -36,15 +36,19 @@ A depth change (a deeper or shallower subscriber) takes effect at the next publi
 depth than the trusted window covers starts a refresh at once.
 
 A venue that sends the whole book on subscribe instead of serving snapshots (``resets_on_stream``:
-Alpaca, OKX, Bybit) has none of this: a book thrown away for any reason but a lost socket is
-rebuilt by subscribing its symbol again on the same connection, and there is no shadow. A chained
-book (OKX, Bybit) refreshes a shrunk trusted window by subscribing again too (the venue's snapshot
-replaces the served book, which serves on meanwhile), and splices a handover at the successor's
-snapshot; where the venue's REST book carries the stream's update id (Bybit's ``u``), an audit
-asks for one and compares it with the served book once that is at the same id (a disagreement
-resyncs the book). An Alpaca book has no refresh or audit, and a handover starts it over. A venue
-that refuses the connection's session (``on_refused``) leaves the book unserved, and its published
-status says why (``refusal``).
+Alpaca, OKX, Bybit, Kraken, Coinbase) has none of this: a book thrown away for any reason but a
+lost socket is rebuilt by subscribing its symbol again on the same connection, and there is no
+shadow. A chained book (OKX, Bybit, Kraken, Coinbase) refreshes a shrunk trusted window by
+subscribing again too (the venue's snapshot replaces the served book, which serves on meanwhile;
+Kraken's and Coinbase's windows do not shrink, the venue keeps the subscribed depth whole), and
+splices a handover at the successor's snapshot; where the venue's REST book carries the stream's
+update id (Bybit's ``u``), an audit asks for one and compares it with the served book once that is
+at the same id (a disagreement resyncs the book). An Alpaca book has no refresh or audit, and a
+handover starts it over. A snapshot that does not come (the venue lost it, or never sent it)
+leaves a book waiting: the node asks ``retry_snapshot`` now and then, and a book that has waited
+``LADDER_STREAM_SNAPSHOT_WAIT_MS`` is subscribed again. A venue that refuses the connection's
+session (``on_refused``) leaves the book unserved, and its published status says why
+(``refusal``).
 
 Silent stalls: the replica keeps its book's rhythm (``watch``, see ``stall_watch``), and the
 exchange's :class:`~ingest_nodes.runtime.stall_checks.StallChecker` checks a suspect silence against the
@@ -171,6 +175,8 @@ class BookReplica:
         """Loop time the served book last became synced or passed an audit (None while not synced)."""
         self.refusal: Refused | None = None
         """Why the venue will not serve this book now (bad key, no free key), until it does."""
+        self._waiting_since: int | None = now_ms()
+        """When the book last began to wait for a sync (None: synced)."""
         self._resets_on_stream = resets_on_stream
         self._rest_audits = rest_audits
         self._audit: _Audit | None = None
@@ -275,6 +281,20 @@ class BookReplica:
             self.refusal = refusal
             self._publisher.mark(self)
 
+    def retry_snapshot(self, now: int, wait_ms: int) -> bool:
+        """Subscribe again a book of a venue that sends snapshots on the stream which has waited
+        ``wait_ms`` for one (module docstring); True when it did."""
+        waiting, source = self._waiting_since, self.source
+        if not self._resets_on_stream or source is None or self.refusal is not None or self.engine.synced:
+            return False
+        if waiting is None or now - waiting < wait_ms:
+            return False
+        self._waiting_since = now
+        log.info("%s/%s r%d: no snapshot after %d ms; subscribing again", self.book.exchange, self.symbol,
+                 self.replica, now - waiting)  # fmt: skip
+        source.resubscribe(self.symbol)
+        return True
+
     def invalidate(self, reason: str) -> None:
         """Throw the served book away (a replica mismatch, say): it resyncs."""
         self._drop_shadow()
@@ -286,6 +306,12 @@ class BookReplica:
         """A check found the venue where the book is: publish that it was current at ``at_ms``."""
         self.watch.quiet(at_ms)
         self._publisher.mark(self)
+
+    def heard(self, source: StreamConnection, at_ms: int) -> None:
+        """The venue's heartbeat on ``source``: a synced book it feeds was current at ``at_ms`` (the
+        confirmation shows with the next publish; a heartbeat a second is no reason to publish)."""
+        if source is self.source and self.engine.synced:
+            self.watch.quiet(at_ms)
 
     def stall(self) -> None:
         """A check found events missing: stale at once, a fresh snapshot when events flow again.
@@ -513,7 +539,11 @@ class BookReplica:
             self._window.served_limit = self.main.snapshot_limit
             self._resynced(reason)
         engine = self.engine
-        if engine.synced:
+        if not engine.synced:
+            if self._waiting_since is None:
+                self._waiting_since = now_ms()
+        else:
+            self._waiting_since = None
             if self.synced_since is None:
                 self.synced_since = asyncio.get_running_loop().time()
                 self.watch.restart(now_ms())  # the wait for the snapshot was no gap of the market's

@@ -74,7 +74,14 @@ class MessagesLost:
     received: int
 
 
-StreamEvent = DepthUpdate | Acked | Rejected | Ready | Refused | ShutdownNotice | MessagesLost
+@dataclass(frozen=True, slots=True)
+class Heartbeat:
+    """The venue's heartbeat on this connection (Kraken, Coinbase): everything it sent the connection
+    before has arrived (in order on one socket; Coinbase's unbroken numbering says so too), so each
+    book it carries was current when the heartbeat came, however quiet the market."""
+
+
+StreamEvent = DepthUpdate | Acked | Rejected | Ready | Refused | ShutdownNotice | MessagesLost | Heartbeat
 
 
 class VenueStream(Protocol):

@@ -144,6 +144,12 @@ _REPLICA_INFO = {
     "resyncs": {"type": ["object", "null"], "additionalProperties": INT},
     **{name: NULLABLE_INT for name in REPLICA_COUNTERS},
     **dict.fromkeys(REPLICA_EVENTS, _EVENT),
+    "checksum": {
+        "oneOf": [{"type": "null"}, obj({"venue": INT, "matched": {"type": ["boolean", "null"]}})],
+        "description": "The venue's checksum last verified against the book, and whether the book gave "
+        "it (Kraken: the CRC32 of the top 10 levels, verified at every message; a mismatch resyncs "
+        "the book, counted in resyncs.checksum); null where the venue sends none.",
+    },
 }
 
 BOOK_STATUS: Schema = {

@@ -137,10 +137,14 @@ class StreamChainMachine:
 
     def follows(self, update: DepthUpdate) -> bool:
         """True when ``update`` may be applied to the synced book as it is now: a snapshot, or a
-        message that continues (or repeats) the last one. A handover splices on this."""
+        message that continues (or repeats) the last one. A handover splices on this, so where the
+        venue numbers nothing (``IN_ORDER``) only a snapshot may: another connection's message
+        continues nothing this connection delivered."""
         last = self._last
         if update.reset:
             return True
+        if not self.rules.numbered:
+            return False
         return last is not None and (self.rules.continues(update, last) or self.rules.repeats(update, last))
 
     def checks(self, update: DepthUpdate) -> list[Action]:

@@ -53,7 +53,9 @@ def parse_coinbase_frame(raw: bytes | str, ingest_time: int) -> CoinbaseMessage:
     channel = channel_message.get("channel")
     if channel == "l2_data":
         return CoinbaseMessage(sequence_num, updates=_l2(channel_message, ingest_time))
-    return CoinbaseMessage(sequence_num, subscriptions=channel == "subscriptions")
+    return CoinbaseMessage(
+        sequence_num, subscriptions=channel == "subscriptions", heartbeat=channel == "heartbeats"
+    )
 
 
 def _number(message: Mapping[str, object]) -> int | None:

@@ -61,5 +61,7 @@ class CoinbaseMessage:
     """Each product's event of an ``l2_data`` message, in order."""
     subscriptions: bool = False
     """The venue answered a subscribe or unsubscribe (with the whole subscription set)."""
+    heartbeat: bool = False
+    """A ``heartbeats`` message (one a second)."""
     error: str | None = None
     """The venue refused a request."""

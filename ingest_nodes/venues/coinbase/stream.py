@@ -11,8 +11,10 @@ subscription set.
 
 Every message takes the next number of the connection (``sequence_num``); this stream keeps the
 numbering (``core/sync/coinbase.py``) and turns a break into ``MessagesLost``: the message is
-dropped and every book of the connection resubscribed. A frame that cannot be read broke the
-numbering just as surely, so it costs every book at once (``sequenced`` False).
+dropped and every book of the connection resubscribed. A heartbeat in an unbroken numbering says
+every book of the connection is current (``Heartbeat``), so a quiet book stays served. A frame
+that cannot be read broke the numbering just as surely, so it costs every book at once
+(``sequenced`` False).
 """
 
 from __future__ import annotations
@@ -25,11 +27,12 @@ import orjson
 
 from ingest_nodes.core.sync.coinbase import ConnectionSequence, Continuity
 from ingest_nodes.venues.coinbase.parse import parse_coinbase_frame
-from ingest_nodes.venues.stream import Acked, MessagesLost, Rejected, StreamEvent
+from ingest_nodes.venues.stream import Acked, Heartbeat, MessagesLost, Rejected, StreamEvent
 
 CONTROL_MESSAGES_PER_S: Final = 8
 """The docs' limit on unauthenticated messages: 8 a second per IP address."""
 _HEARTBEATS: Final = orjson.dumps({"type": "subscribe", "channel": "heartbeats"}).decode()
+_HEARTBEAT: Final = (Heartbeat(),)
 
 
 class CoinbaseStream:
@@ -72,6 +75,8 @@ class CoinbaseStream:
                 return (MessagesLost(expected, message.sequence_num),)
         if message.updates:
             return message.updates
+        if message.heartbeat:
+            return _HEARTBEAT
         if message.subscriptions:
             return (Acked(self._answered()),)
         if message.error is not None:

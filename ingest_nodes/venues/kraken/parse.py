@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import cast
+from typing import Final, cast
 
 from ingest_nodes.core.errors import VenuePayloadError
 from ingest_nodes.core.events import DepthUpdate, Level
@@ -21,6 +21,7 @@ from ingest_nodes.venues.kraken.schemas import (
     BookMessage,
     KrakenAnswer,
     KrakenControl,
+    KrakenHeartbeat,
     MethodResponse,
 )
 from ingest_nodes.venues.timestamps import rfc3339_to_ms
@@ -39,7 +40,8 @@ def parse_kraken_frame(raw: bytes | str, ingest_time: int) -> list[DepthUpdate |
     Answers: ``{"method":"subscribe","result":{"channel":"book","depth":10,"snapshot":true,
     "symbol":"BTC/USD"},"success":true,"time_in":"...","time_out":"...","req_id":1}``, or
     ``{"error":"Currency pair not supported XBT/USD","method":"subscribe","success":false,
-    "symbol":"XBT/USD","req_id":1,...}``. Heartbeats, status messages and other channels are skipped.
+    "symbol":"XBT/USD","req_id":1,...}``. ``{"channel":"heartbeat"}`` is a ``KrakenHeartbeat``;
+    status messages and other channels are skipped.
     """
     try:
         message = json.loads(raw, parse_float=str)
@@ -47,12 +49,18 @@ def parse_kraken_frame(raw: bytes | str, ingest_time: int) -> list[DepthUpdate |
         raise VenuePayloadError(f"invalid JSON: {exc}") from exc
     if not isinstance(message, dict):
         raise VenuePayloadError("frame is not a JSON object")
-    if message.get("channel") == "book":
+    channel = message.get("channel")
+    if channel == "book":
         return _book(cast(BookMessage, message), ingest_time)
+    if channel == "heartbeat":
+        return [_HEARTBEAT]
     method = message.get("method")
     if method in ("subscribe", "unsubscribe"):
         return [_answer(cast(MethodResponse, message), subscribe=method == "subscribe")]
     return []
+
+
+_HEARTBEAT: Final = KrakenHeartbeat()
 
 
 def _book(message: BookMessage, ingest_time: int) -> list[DepthUpdate | KrakenControl]:

@@ -77,4 +77,9 @@ class KrakenAnswer:
     error: str
 
 
-KrakenControl = KrakenAnswer
+@dataclass(frozen=True, slots=True)
+class KrakenHeartbeat:
+    """``{"channel":"heartbeat"}``: sent about once a second to a connection with subscriptions."""
+
+
+KrakenControl = KrakenAnswer | KrakenHeartbeat

@@ -27,11 +27,13 @@ import orjson
 from ingest_nodes.core.events import DepthUpdate
 from ingest_nodes.core.sync.kraken import subscription_depth
 from ingest_nodes.venues.kraken.parse import parse_kraken_frame
-from ingest_nodes.venues.stream import Acked, Rejected, StreamEvent
+from ingest_nodes.venues.kraken.schemas import KrakenHeartbeat
+from ingest_nodes.venues.stream import Acked, Heartbeat, Rejected, StreamEvent
 
 CONTROL_MESSAGES_PER_S: Final = 10
 """Kraken names no limit on a public connection's requests; subscriptions are few and batched."""
 _SEPARATOR: Final = "@"
+_HEARTBEAT: Final = Heartbeat()
 
 
 def book_topic(symbol: str, depth: int) -> str:
@@ -97,6 +99,8 @@ class KrakenStream:
                         continue  # a snapshot of a pair never asked for
                     message = replace(message, limit=depth)
                 events.append(message)
+            elif isinstance(message, KrakenHeartbeat):
+                events.append(_HEARTBEAT)
             elif not message.subscribe:
                 events.append(Acked(message.req_id))  # a failed unsubscribe leaves nothing subscribed
             elif message.success:

@@ -2,7 +2,8 @@
 
 Not a hot path (an operator or a dashboard asks now and then), so it reads the store directly:
 each replica's head and deep snapshots for what is stored, and the counters its node reports
-(resyncs by reason, refreshes of the trusted window, audits and their disagreements).
+(resyncs by reason, refreshes of the trusted window, audits and their disagreements), and where
+the venue sends one (Kraken), its latest checksum and whether the book gave it.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ async def get_book_info(request: Request, deps: Deps) -> Response:
             "deep": None if deep is None else {**_levels(deep), "update_id": deep.update_id,
                                                "publish_time": deep.publish_time},
             **{name: counted.get(name) for name in COUNTERS},
+            "checksum": counted.get("checksum"),
         })  # fmt: skip
     unplaced = None if stored.heads else (await UnplacedBooks(deps.redis).reasons([book])).get(book)
     return json_response({

@@ -116,6 +116,14 @@ def test_rest_snapshots_are_never_used() -> None:
     drive(machine, (snap(5), []), (SNAPSHOT, [ApplyUpdate(SNAPSHOT), *checks(DOC_CHECKSUM)]), (snap(6), []))
 
 
+def test_a_handover_joins_the_book_only_at_the_successors_snapshot() -> None:
+    # Nothing is numbered: another connection's update continues nothing this one delivered.
+    machine = KrakenSyncMachine()
+    drive(machine, (SNAPSHOT, [ApplyUpdate(SNAPSHOT), *checks(DOC_CHECKSUM)]))
+    assert not machine.follows(kraken(bids=[("45283.6", "1.0")], checksum=77))
+    assert machine.follows(SNAPSHOT)
+
+
 def test_subscription_depth_is_the_smallest_offered_that_covers() -> None:
     assert [subscription_depth(d) for d in (1, 10, 11, 25, 26, 100, 101, 500, 501, 1000, 5000)] == [
         10, 10, 25, 25, 100, 100, 500, 500, 1000, 1000, 1000,

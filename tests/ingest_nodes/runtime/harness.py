@@ -35,7 +35,12 @@ VENUE_OF = {
     "okx": "okx",
     "bybit": "bybit",
     "bybit-linear": "bybit-linear",
+    "kraken": "kraken",
+    "coinbase": "coinbase",
 }
+NO_IDS = frozenset({"kraken", "coinbase"})
+"""Venues whose messages carry no id: the truth is asked for by the millisecond the book's last
+message was stamped with (the fake stamps a symbol's updates at least a millisecond apart)."""
 
 
 def venue_config(**overrides: Any) -> VenueConfig:
@@ -90,6 +95,10 @@ class Harness:
             bybit_linear_rest_url=venue.bybit_linear_rest_url,
             bybit_spot_ws_url=venue.bybit_spot_ws_url,
             bybit_linear_ws_url=venue.bybit_linear_ws_url,
+            kraken_rest_url=venue.kraken_rest_url,
+            kraken_ws_url=venue.kraken_ws_url,
+            coinbase_rest_url=venue.coinbase_rest_url,
+            coinbase_ws_url=venue.coinbase_ws_url,
             egress_id=f"test-{id(self)}",
             **settings,
         )
@@ -154,14 +163,16 @@ class Harness:
         await self.checkpoints.drain()
 
     async def truth(self, replica: BookReplica) -> tuple[int, list[list[str]], list[list[str]]]:
-        """The venue's book at the replica's current update id (taken at once, no await before)."""
+        """The venue's book at the replica's current update id, or for a venue without ids at the
+        time of the last message it applied (taken at once, no await before)."""
         update_id = replica.engine.update_id
         assert update_id is not None, "the replica is not synced"
-        params: dict[str, str | int] = {
-            "venue": VENUE_OF[replica.book.exchange],
-            "symbol": replica.symbol,
-            "update_id": update_id,
-        }
+        params: dict[str, str | int] = {"venue": VENUE_OF[replica.book.exchange], "symbol": replica.symbol}
+        if replica.book.exchange in NO_IDS:
+            assert replica.engine.event_time is not None
+            params["at_ms"] = replica.engine.event_time
+        else:
+            params["update_id"] = update_id
         bids = [orjson.loads(level) for level in replica.engine.book.top_bids(1000)]
         asks = [orjson.loads(level) for level in replica.engine.book.top_asks(1000)]
         async with self.session.get(self.venue.url + "/_fake/book", params=params) as response:

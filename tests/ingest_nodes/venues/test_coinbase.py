@@ -12,7 +12,7 @@ from ingest_nodes.venues.coinbase.parse import parse_coinbase_frame
 from ingest_nodes.venues.coinbase.products import parse_products
 from ingest_nodes.venues.coinbase.schemas import CoinbaseMessage
 from ingest_nodes.venues.coinbase.stream import CoinbaseStream
-from ingest_nodes.venues.stream import Acked, MessagesLost, Rejected
+from ingest_nodes.venues.stream import Acked, Heartbeat, MessagesLost, Rejected
 
 SNAPSHOT = (
     b'{"channel":"l2_data","client_id":"","timestamp":"2023-02-09T20:32:50.714964855Z","sequence_num":1,'
@@ -73,7 +73,7 @@ def test_updates_of_several_products_and_both_names_of_the_ask_side() -> None:
 
 
 def test_other_channels_count_their_numbers() -> None:
-    assert parse_coinbase_frame(heartbeat(7), 0) == CoinbaseMessage(7)
+    assert parse_coinbase_frame(heartbeat(7), 0) == CoinbaseMessage(7, heartbeat=True)
     assert parse_coinbase_frame(subscriptions(0), 0) == CoinbaseMessage(0, subscriptions=True)
     assert parse_coinbase_frame(b'{"type":"error","message":"failure"}', 0) == CoinbaseMessage(
         None, error="failure"
@@ -114,19 +114,19 @@ def test_the_stream_subscribes_heartbeats_first_and_answers_requests_in_order() 
     )
     [snapshot] = stream.read(SNAPSHOT.replace(b'"sequence_num":1', b'"sequence_num":2'), 0)
     assert isinstance(snapshot, DepthUpdate) and snapshot.reset
-    assert stream.read(heartbeat(3), 0) == ()
+    assert stream.read(heartbeat(3), 0) == (Heartbeat(),)  # nothing lost so far: every book is current
 
 
 def test_a_break_in_the_numbering_drops_the_message_and_says_so() -> None:
     stream = CoinbaseStream("wss://advanced-trade-ws.coinbase.com")
     stream.opening()
-    assert stream.read(heartbeat(0), 0) == ()
+    assert stream.read(heartbeat(0), 0) == (Heartbeat(),)
     assert len(stream.read(l2(1), 0)) == 1
     assert stream.read(l2(3), 0) == (MessagesLost(2, 3),)  # number 2 never came
     assert len(stream.read(l2(4), 0)) == 1  # numbering goes on from the break
     assert stream.read(l2(4), 0) == (MessagesLost(5, 4),)  # a replay breaks it too
     stream.opening()  # a new socket numbers afresh
-    assert stream.read(heartbeat(0), 0) == ()
+    assert stream.read(heartbeat(0), 0) == (Heartbeat(),)
     assert stream.numbering.breaks == 2
 
 

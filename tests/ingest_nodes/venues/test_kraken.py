@@ -15,9 +15,9 @@ from ingest_nodes.core.events import DepthUpdate
 from ingest_nodes.core.sync import KrakenSyncMachine
 from ingest_nodes.venues.kraken.pairs import parse_asset_pairs
 from ingest_nodes.venues.kraken.parse import parse_kraken_frame
-from ingest_nodes.venues.kraken.schemas import KrakenAnswer
+from ingest_nodes.venues.kraken.schemas import KrakenAnswer, KrakenHeartbeat
 from ingest_nodes.venues.kraken.stream import KrakenStream
-from ingest_nodes.venues.stream import Acked, Rejected
+from ingest_nodes.venues.stream import Acked, Heartbeat, Rejected
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 
@@ -68,7 +68,7 @@ def test_answers_to_requests() -> None:
 
 @pytest.mark.parametrize(
     "raw",
-    [b'{"channel":"heartbeat"}', b'{"channel":"status","type":"update","data":[{"system":"online"}]}',
+    [b'{"channel":"status","type":"update","data":[{"system":"online"}]}',
      b'{"method":"pong","req_id":1}', b'{"channel":"ticker","type":"update","data":[]}'],
 )  # fmt: skip
 def test_other_messages_are_skipped(raw: bytes) -> None:
@@ -134,6 +134,11 @@ def test_a_refused_pair_is_taken_back_alone() -> None:
     failed_unsubscribe = {"error": "Subscription Not Found", "method": "unsubscribe", "success": False,
                           "symbol": "BTC/USD", "time_in": "x", "time_out": "y", "req_id": 5}  # fmt: skip
     assert stream.read(orjson.dumps(failed_unsubscribe), 0) == [Acked(5)]
+
+
+def test_a_heartbeat_vouches_for_the_connection() -> None:
+    assert parse_kraken_frame(b'{"channel":"heartbeat"}', 0) == [KrakenHeartbeat()]
+    assert KrakenStream("wss://ws.kraken.com/v2").read(b'{"channel":"heartbeat"}', 0) == [Heartbeat()]
 
 
 def test_a_new_socket_forgets_the_depths() -> None:
