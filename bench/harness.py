@@ -25,6 +25,8 @@ from control_plane.models import ReplicaAssignment
 from control_plane.stores.redis import RedisControlStore
 from ingest_nodes.core.trusted_window import snapshot_limit
 from ingest_nodes.venues.binance.limits import depth_weight
+from ingest_nodes.venues.coinbase.products import parse_products
+from ingest_nodes.venues.kraken.pairs import parse_asset_pairs
 from ingest_nodes.venues.registry import ExchangeSpec, VenueProtocol
 from ladder_cli.main import FAKE_ALPACA_CREDENTIALS, fake_venue_env
 from ladder_cli.supervisor import Child, Supervisor, child_env
@@ -85,13 +87,22 @@ class Bench:
         return url
 
     def start_spot_venue(
-        self, pairs: int, levels: int, alpaca_pairs: int = 0, okx_pairs: int = 0, bybit_pairs: int = 0
+        self,
+        pairs: int,
+        levels: int,
+        alpaca_pairs: int = 0,
+        okx_pairs: int = 0,
+        bybit_pairs: int = 0,
+        kraken_pairs: int = 0,
+        coinbase_pairs: int = 0,
     ) -> str:
         """A fake venue listing ``pairs`` spot markets ``levels`` deep (and ``alpaca_pairs`` Alpaca
-        crypto, ``okx_pairs`` OKX SPOT, ``bybit_pairs`` Bybit spot ones), nothing else, unthrottled."""
+        crypto, ``okx_pairs`` OKX SPOT, ``bybit_pairs`` Bybit spot, ``kraken_pairs`` Kraken and
+        ``coinbase_pairs`` Coinbase ones), nothing else, unthrottled."""
         return self.start_fake_venue(
             *("--spot-symbols", str(pairs), "--futures-symbols", "0", "--alpaca-symbols", str(alpaca_pairs)),
             *("--okx-symbols", str(okx_pairs), "--bybit-symbols", str(bybit_pairs)),
+            *("--kraken-symbols", str(kraken_pairs), "--coinbase-symbols", str(coinbase_pairs)),
             *("--rate", "0", "--levels", str(levels)),
         )
 
@@ -211,8 +222,16 @@ async def trading_pairs(
     http: aiohttp.ClientSession, venue_url: str, count: int, *, venue: str = "spot"
 ) -> list[str]:
     """The first ``count`` trading pairs of one of the (fake) venue's venues (Binance spot, Alpaca
-    crypto, OKX SPOT, Bybit spot)."""
-    if venue == "okx":
+    crypto, OKX SPOT, Bybit spot, Kraken, Coinbase), named as Ladder subscribes them."""
+    if venue == "kraken":
+        async with http.get(f"{venue_url}/0/public/AssetPairs") as response:
+            markets = parse_asset_pairs(await response.read(), "kraken")
+        pairs = [m.market for m in markets if m.tradable][:count]
+    elif venue == "coinbase":
+        async with http.get(f"{venue_url}/api/v3/brokerage/market/products") as response:
+            markets = parse_products(await response.read(), "coinbase")
+        pairs = [m.market for m in markets if m.tradable][:count]
+    elif venue == "okx":
         async with http.get(f"{venue_url}/api/v5/public/instruments?instType=SPOT") as response:
             listed = (await response.json())["data"]
         pairs = [i["instId"] for i in listed if i["state"] == "live"][:count]

@@ -31,7 +31,10 @@ the same Valkey, i.e. what the store and a Python subscriber cost before Ladder 
 prices read exactly) beside the Binance 20-level case, on the same harness, into one report.
 ``--venue okx`` and ``--venue bybit`` do the same with OKX books (``okx 20``: the ``books``
 channel, at most 29 books a connection) and Bybit spot books (``bybit 20``: the 1000-level
-``orderbook`` topic), each beside Binance's 20 levels.
+``orderbook`` topic), each beside Binance's 20 levels. ``--venue kraken`` and ``--venue coinbase``
+do the same for Kraken's v2 books (``kraken 20``: each message's checksum verified, the book trimmed
+to its subscribed depth) and Coinbase's ``level2`` books (``coinbase 20``: each message's connection
+number checked).
 
 ``ingest_time`` is a whole millisecond (the node stamps epoch milliseconds), so every figure
 reads up to 1 ms (0.5 ms on average) above the true latency.
@@ -67,9 +70,22 @@ from ladder_process.cli import HelpFormatter
 
 EXCHANGE = "binance.com"
 ALPACA = "alpaca-crypto"
-VENUE_OF_EXCHANGE = {EXCHANGE: "spot", ALPACA: "alpaca", "okx": "okx", "bybit": "bybit"}
+VENUE_OF_EXCHANGE = {
+    EXCHANGE: "spot",
+    ALPACA: "alpaca",
+    "okx": "okx",
+    "bybit": "bybit",
+    "kraken": "kraken",
+    "coinbase": "coinbase",
+}
 """The fake venue's name (its control endpoint's ``venue``) of each exchange a case may run."""
-OTHER_VENUES = {"alpaca": ("alpaca 20", "Alpaca"), "okx": ("okx 20", "OKX"), "bybit": ("bybit 20", "Bybit")}
+OTHER_VENUES = {
+    "alpaca": ("alpaca 20", "Alpaca"),
+    "okx": ("okx 20", "OKX"),
+    "bybit": ("bybit 20", "Bybit"),
+    "kraken": ("kraken 20", "Kraken"),
+    "coinbase": ("coinbase 20", "Coinbase"),
+}
 """``--venue`` values besides binance: their case, and their name in the report."""
 BURST = 5
 DEEP_LEVELS = 6000
@@ -102,6 +118,8 @@ CASES = {
     "alpaca 20": Case(20, exchange=ALPACA),
     "okx 20": Case(20, exchange="okx"),
     "bybit 20": Case(20, exchange="bybit"),
+    "kraken 20": Case(20, exchange="kraken"),
+    "coinbase 20": Case(20, exchange="coinbase"),
 }
 CASES_OF_VENUE = {
     "binance": ["20", "20 beside deep", "100", "whole"],
@@ -412,6 +430,8 @@ def _write(
         "alpaca 20": "Alpaca crypto, 20 levels",
         "okx 20": "OKX, 20 levels",
         "bybit 20": "Bybit spot, 20 levels",
+        "kraken 20": "Kraken, 20 levels",
+        "coinbase 20": "Coinbase, 20 levels",
     }
     for depth, label in labels.items():
         if depth not in args.cases:
@@ -530,7 +550,17 @@ def _write(
             "numbers, quantities absolute. Alpaca has no update ids: a book's update_id is the replica's "
             "count of applied messages, which is what tells a new snapshot from a repeat here."
         )
-
+    if "kraken 20" in args.cases:
+        report.note(
+            "Kraken: the fake venue's v2 book channel, every pair on one connection subscribed 25 deep "
+            "(the smallest depth the channel offers above 20), each message's CRC32 checksum of the top 10 "
+            "verified against the book after trimming it; prices are JSON numbers read as their own text."
+        )
+    if "coinbase 20" in args.cases:
+        report.note(
+            "Coinbase: the fake venue's level2 channel, every pair on one connection (a whole book per "
+            "snapshot), each message's connection-wide sequence_num checked, heartbeats once a second."
+        )
     if "okx 20" in args.cases or "bybit 20" in args.cases:
         report.note(
             "OKX and Bybit: the fake venue's endpoints (OKX books, at most 29 a connection; Bybit spot's "
@@ -553,7 +583,7 @@ def main(argv: list[str] | None = None) -> None:
         "--venue",
         choices=sorted(CASES_OF_VENUE),
         default="binance",
-        help="binance: its cases; alpaca, okx, bybit: that venue's 20-level case beside Binance's",
+        help="binance: its cases; any other: that venue's 20-level case beside Binance's",
     )
     parser.add_argument("--cases", type=lambda text: text.split(","), help=f"of {','.join(CASES)}")
     parser.add_argument(
