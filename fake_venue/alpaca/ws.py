@@ -24,14 +24,16 @@ in its ``APCA-API-*`` headers (403 ``forbidden`` otherwise) and lists every pair
 
 from __future__ import annotations
 
+import asyncio
 import re
 from typing import Any
 
 import orjson
-from aiohttp import WSMsgType, web
+from aiohttp import web
 
 from fake_venue.alpaca.venue import CHANNELS, AlpacaConnection, AlpacaVenue
 from fake_venue.server.connection import next_connection_id
+from fake_venue.server.session import serve_session
 
 SYMBOL = re.compile(r"[A-Z0-9]{1,16}/[A-Z0-9]{1,16}")
 POLICY_VIOLATION = 1008
@@ -53,31 +55,23 @@ def _accepted(venue: AlpacaVenue, key: object, secret: object) -> bool:
 
 
 async def serve(venue: AlpacaVenue, request: web.Request) -> web.StreamResponse:
-    ws = web.WebSocketResponse(autoping=False, compress=False, timeout=2.0, max_msg_size=1 << 20)
-    await ws.prepare(request)
-    transport = request.transport
-    assert transport is not None
-    conn = AlpacaConnection(next_connection_id(), ws, transport, venue.config.slow_client_bytes)
-    venue.register(conn)
-    try:
+    def new_connection(ws: web.WebSocketResponse, transport: asyncio.Transport) -> AlpacaConnection:
+        return AlpacaConnection(next_connection_id(), ws, transport, venue.config.slow_client_bytes)
+
+    def opened(conn: AlpacaConnection) -> None:
         conn.send_control({"T": "success", "msg": "connected"})
         key, secret = request.headers.get("APCA-API-KEY-ID"), request.headers.get("APCA-API-SECRET-KEY")
         if key is not None or secret is not None:
             _authenticate(venue, conn, key, secret)
-        async for message in ws:
-            if conn.closing:
-                continue
-            if message.type == WSMsgType.PING:
-                conn.pong(message.data)
-            elif message.type == WSMsgType.PONG:
-                conn.pong_received()
-            elif message.type == WSMsgType.TEXT:
-                _handle(venue, conn, message.data)
-            else:
-                conn.send_error(400, "invalid syntax")
-    finally:
-        venue.unregister(conn)
-    return ws
+
+    return await serve_session(
+        request,
+        venue,
+        new_connection,
+        lambda conn, text: _handle(venue, conn, text),
+        opened=opened,
+        binary=lambda conn: conn.send_error(400, "invalid syntax"),
+    )
 
 
 def _handle(venue: AlpacaVenue, conn: AlpacaConnection, text: str) -> None:

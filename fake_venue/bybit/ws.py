@@ -23,8 +23,8 @@ import orjson
 from aiohttp import web
 
 from fake_venue.bybit.venue import DEPTHS, BybitVenue
-from fake_venue.chained.session import serve_session
 from fake_venue.chained.venue import ChainedConnection
+from fake_venue.server.session import serve_session
 
 CONNECTS_PER_WINDOW = 500
 CONNECT_WINDOW_S = 300.0
@@ -34,7 +34,9 @@ SPOT_ARGS_PER_REQUEST = 10
 async def serve(venue: BybitVenue, request: web.Request) -> web.StreamResponse:
     if not venue.accept_connect(CONNECTS_PER_WINDOW, CONNECT_WINDOW_S):
         return web.Response(status=429, text="too many connections")
-    return await serve_session(venue, request, lambda conn, text: _handle(venue, conn, text))
+    return await serve_session(
+        request, venue, venue.new_connection, lambda conn, text: _handle(venue, conn, text)
+    )
 
 
 def _handle(venue: BybitVenue, conn: ChainedConnection, text: str) -> None:

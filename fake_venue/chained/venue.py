@@ -31,7 +31,7 @@ from fake_venue.market.decimal_text import LevelStyle
 from fake_venue.market.markets import IdSource, Market, Markets, Update
 from fake_venue.market.scheduler import Scheduler
 from fake_venue.market.symbols import SymbolSpec
-from fake_venue.server.connection import Connection
+from fake_venue.server.connection import Connection, next_connection_id
 from fake_venue.server.ws_frames import text_frame
 
 RECENT_MESSAGES = 8
@@ -53,6 +53,9 @@ class ChainedConnection(Connection):
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "books": sorted(self.books)}
+
+    def received(self) -> None:
+        self.active_at = time.monotonic()
 
     def send(self, frame: bytes) -> None:
         self.active_at = time.monotonic()
@@ -159,6 +162,11 @@ class ChainedVenue(ABC):
         conn.request_count += 1
         self.subscribe_requests += 1
         self.max_requests_per_connection = max(self.max_requests_per_connection, conn.request_count)
+
+    def new_connection(self, ws: web.WebSocketResponse, transport: asyncio.Transport) -> ChainedConnection:
+        return ChainedConnection(
+            next_connection_id(), self.name, ws, transport, self.config.slow_client_bytes
+        )
 
     def register(self, conn: ChainedConnection) -> None:
         self.connections[conn.id] = conn

@@ -19,14 +19,16 @@ unknown type or channel, a product not listed (the whole request is refused).
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import orjson
-from aiohttp import WSMsgType, web
+from aiohttp import web
 
 from fake_venue.coinbase.venue import CoinbaseConnection, CoinbaseVenue
 from fake_venue.market.markets import Market
 from fake_venue.server.connection import next_connection_id
+from fake_venue.server.session import serve_session
 
 
 def products(venue: CoinbaseVenue, request: web.Request) -> web.Response:
@@ -36,27 +38,16 @@ def products(venue: CoinbaseVenue, request: web.Request) -> web.Response:
 
 
 async def serve(venue: CoinbaseVenue, request: web.Request) -> web.StreamResponse:
-    ws = web.WebSocketResponse(autoping=False, compress=False, timeout=2.0, max_msg_size=1 << 20)
-    await ws.prepare(request)
-    transport = request.transport
-    assert transport is not None
-    conn = CoinbaseConnection(next_connection_id(), ws, transport, venue.config.slow_client_bytes)
-    venue.register(conn)
-    try:
-        async for message in ws:
-            if conn.closing:
-                continue
-            if message.type == WSMsgType.PING:
-                conn.pong(message.data)
-            elif message.type == WSMsgType.PONG:
-                conn.pong_received()
-            elif message.type == WSMsgType.TEXT:
-                _handle(venue, conn, message.data)
-            else:
-                conn.send_error("Failed to parse", "binary frames are not supported")
-    finally:
-        venue.unregister(conn)
-    return ws
+    def new_connection(ws: web.WebSocketResponse, transport: asyncio.Transport) -> CoinbaseConnection:
+        return CoinbaseConnection(next_connection_id(), ws, transport, venue.config.slow_client_bytes)
+
+    return await serve_session(
+        request, venue, new_connection, lambda conn, text: _handle(venue, conn, text), binary=_binary
+    )
+
+
+def _binary(conn: CoinbaseConnection) -> None:
+    conn.send_error("Failed to parse", "binary frames are not supported")
 
 
 def _handle(venue: CoinbaseVenue, conn: CoinbaseConnection, text: str) -> None:

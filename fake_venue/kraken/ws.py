@@ -19,14 +19,16 @@ answered with ``pong``. No key is needed.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
 import orjson
-from aiohttp import WSMsgType, web
+from aiohttp import web
 
 from fake_venue.kraken.venue import DEPTHS, KrakenConnection, KrakenVenue, rfc3339_us
 from fake_venue.server.connection import next_connection_id
+from fake_venue.server.session import serve_session
 
 
 def asset_pairs(venue: KrakenVenue) -> web.Response:
@@ -34,31 +36,26 @@ def asset_pairs(venue: KrakenVenue) -> web.Response:
 
 
 async def serve(venue: KrakenVenue, request: web.Request) -> web.StreamResponse:
-    ws = web.WebSocketResponse(autoping=False, compress=False, timeout=2.0, max_msg_size=1 << 20)
-    await ws.prepare(request)
-    transport = request.transport
-    assert transport is not None
-    conn = KrakenConnection(next_connection_id(), ws, transport, venue.config.slow_client_bytes)
-    venue.register(conn)
-    try:
-        status = {"api_version": "v2", "connection_id": conn.id, "system": "online", "version": "2.0.10"}
-        conn.send_json({"channel": "status", "type": "update", "data": [status]})
-        async for message in ws:
-            if conn.closing:
-                continue
-            if message.type == WSMsgType.PING:
-                conn.pong(message.data)
-            elif message.type == WSMsgType.PONG:
-                conn.pong_received()
-            elif message.type == WSMsgType.TEXT:
-                _handle(venue, conn, message.data)
-            else:
-                conn.send_json(
-                    {"error": "Binary frames are not supported", "method": "error", "success": False}
-                )
-    finally:
-        venue.unregister(conn)
-    return ws
+    def new_connection(ws: web.WebSocketResponse, transport: asyncio.Transport) -> KrakenConnection:
+        return KrakenConnection(next_connection_id(), ws, transport, venue.config.slow_client_bytes)
+
+    return await serve_session(
+        request,
+        venue,
+        new_connection,
+        lambda conn, text: _handle(venue, conn, text),
+        opened=_status,
+        binary=_binary,
+    )
+
+
+def _status(conn: KrakenConnection) -> None:
+    status = {"api_version": "v2", "connection_id": conn.id, "system": "online", "version": "2.0.10"}
+    conn.send_json({"channel": "status", "type": "update", "data": [status]})
+
+
+def _binary(conn: KrakenConnection) -> None:
+    conn.send_json({"error": "Binary frames are not supported", "method": "error", "success": False})
 
 
 def _handle(venue: KrakenVenue, conn: KrakenConnection, text: str) -> None:

@@ -25,9 +25,9 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from fake_venue.chained.session import serve_session
 from fake_venue.chained.venue import ChainedConnection
 from fake_venue.okx.venue import BOOKS_DEPTH, OkxVenue
+from fake_venue.server.session import serve_session
 
 CONNECTS_PER_S = 3
 REQUESTS_PER_HOUR = 480
@@ -37,7 +37,9 @@ HOUR_S = 3600.0
 async def serve(venue: OkxVenue, request: web.Request) -> web.StreamResponse:
     if not venue.accept_connect(CONNECTS_PER_S, 1.0):
         return web.json_response({"msg": "Too Many Requests", "code": "50011"}, status=429)
-    return await serve_session(venue, request, lambda conn, text: _handle(venue, conn, text))
+    return await serve_session(
+        request, venue, venue.new_connection, lambda conn, text: _handle(venue, conn, text)
+    )
 
 
 def _handle(venue: OkxVenue, conn: ChainedConnection, text: str) -> None:

@@ -36,7 +36,7 @@ def next_connection_id() -> int:
 
 
 class Connection:
-    """State shared by Binance and Alpaca connections."""
+    """State shared by every dialect's connections."""
 
     def __init__(
         self,
@@ -126,6 +126,9 @@ class Connection:
 
     def pong_received(self) -> None:
         self.unanswered_since = None
+
+    def received(self) -> None:
+        """The client sent a frame (any kind); a venue that closes quiet connections notes it."""
 
     def tend(self, now: float, ping_interval_s: float, pong_timeout_s: float, max_age_s: float) -> None:
         """The periodic duties: ping when due, drop if a ping went unanswered, close at max age."""

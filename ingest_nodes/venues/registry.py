@@ -22,6 +22,7 @@ from ingest_nodes.venues.binance import limits
 from ingest_nodes.venues.binance.stream import BinanceStream
 from ingest_nodes.venues.bybit import limits as bybit_limits
 from ingest_nodes.venues.bybit.stream import BybitStream
+from ingest_nodes.venues.coinbase.stream import CONNECTS_PER_S as COINBASE_CONNECTS_PER_S
 from ingest_nodes.venues.coinbase.stream import CoinbaseStream
 from ingest_nodes.venues.credentials import Credential
 from ingest_nodes.venues.kraken.stream import KrakenStream
@@ -154,6 +155,8 @@ class ExchangeSpec:
             return okx_limits.CONNECTS_PER_S
         if self.protocol in _BYBIT:
             return bybit_limits.CONNECTS_PER_S
+        if self.protocol is VenueProtocol.COINBASE:
+            return COINBASE_CONNECTS_PER_S
         return None
 
     @property

@@ -8,7 +8,7 @@ have the expected shape raises ``VenuePayloadError`` naming what was wrong, neve
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import orjson
 
@@ -37,6 +37,29 @@ def int_field(container: Mapping[str, object], key: str) -> int:
     if type(value) is not int:
         raise VenuePayloadError(f"field {key!r} is missing or not an integer")
     return value
+
+
+def str_field(container: Mapping[str, object], key: str) -> str:
+    """A string member; ``VenuePayloadError`` otherwise."""
+    value = container.get(key)
+    if not isinstance(value, str):
+        raise VenuePayloadError(f"field {key!r} is missing or not a string")
+    return value
+
+
+def object_levels(
+    rows: object, side: str, price: str, quantity: str, number: Callable[[object, str], str]
+) -> tuple[Level, ...]:
+    """``[{price: ..., quantity: ...}, ...]`` (Alpaca, Kraken) as a tuple of string pairs, each
+    number read by the venue's ``number(value, key)``."""
+    if not isinstance(rows, list):
+        raise VenuePayloadError(f"{side!r} is missing or not a list")
+    found: list[Level] = []
+    for row in rows:
+        if not isinstance(row, dict):
+            raise VenuePayloadError(f"{side!r} holds a level that is not an object")
+        found.append((number(row.get(price), price), number(row.get(quantity), quantity)))
+    return tuple(found)
 
 
 def levels(rows: object, side: str) -> tuple[Level, ...]:

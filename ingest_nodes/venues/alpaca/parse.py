@@ -12,12 +12,11 @@ to nanosecond precision (``venues/timestamps.py``).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from decimal import Decimal
 from typing import cast
 
 from ingest_nodes.core.errors import VenuePayloadError
-from ingest_nodes.core.events import DepthUpdate, Level
+from ingest_nodes.core.events import DepthUpdate
 from ingest_nodes.venues.alpaca.schemas import (
     AlpacaControl,
     AlpacaError,
@@ -29,6 +28,7 @@ from ingest_nodes.venues.alpaca.schemas import (
     SuccessMessage,
 )
 from ingest_nodes.venues.timestamps import rfc3339_to_ms
+from ingest_nodes.venues.wire import object_levels, str_field
 
 
 def parse_alpaca_frame(raw: bytes | str, ingest_time: int) -> list[DepthUpdate | AlpacaControl]:
@@ -58,13 +58,13 @@ def parse_alpaca_frame(raw: bytes | str, ingest_time: int) -> list[DepthUpdate |
         if kind == "o":
             parsed.append(_orderbook(cast(OrderbookMessage, message), ingest_time))
         elif kind == "success":
-            parsed.append(AlpacaSuccess(msg=_str(cast(SuccessMessage, message), "msg")))
+            parsed.append(AlpacaSuccess(msg=str_field(cast(SuccessMessage, message), "msg")))
         elif kind == "error":
             error = cast(ErrorMessage, message)
             code = error.get("code")
             if type(code) is not int:
                 raise VenuePayloadError("error message without an integer code")
-            parsed.append(AlpacaError(code=code, msg=_str(error, "msg")))
+            parsed.append(AlpacaError(code=code, msg=str_field(error, "msg")))
         elif kind == "subscription":
             parsed.append(_subscription(cast(SubscriptionMessage, message)))
     return parsed
@@ -75,14 +75,14 @@ def _orderbook(message: OrderbookMessage, ingest_time: int) -> DepthUpdate:
     if type(reset) is not bool:
         raise VenuePayloadError("orderbook 'r' is not a boolean")
     return DepthUpdate(
-        symbol=_str(message, "S"),
+        symbol=str_field(message, "S"),
         first_update_id=0,
         final_update_id=0,
         prev_final_update_id=None,
-        event_time=rfc3339_to_ms(_str(message, "t")),
+        event_time=rfc3339_to_ms(str_field(message, "t")),
         ingest_time=ingest_time,
-        bids=_levels(message.get("b"), "b"),
-        asks=_levels(message.get("a"), "a"),
+        bids=object_levels(message.get("b"), "b", "p", "s", _number),
+        asks=object_levels(message.get("a"), "a", "p", "s", _number),
         reset=reset,
     )
 
@@ -92,17 +92,6 @@ def _subscription(message: SubscriptionMessage) -> AlpacaSubscription:
     if not isinstance(symbols, list) or not all(isinstance(symbol, str) for symbol in symbols):
         raise VenuePayloadError("subscription 'orderbooks' is not a list of symbols")
     return AlpacaSubscription(orderbooks=tuple(symbols))
-
-
-def _levels(rows: object, side: str) -> tuple[Level, ...]:
-    if not isinstance(rows, list):
-        raise VenuePayloadError(f"orderbook {side!r} is missing or not a list")
-    levels: list[Level] = []
-    for row in rows:
-        if not isinstance(row, dict):
-            raise VenuePayloadError(f"orderbook {side!r} holds a level that is not an object")
-        levels.append((_number(row.get("p"), "p"), _number(row.get("s"), "s")))
-    return tuple(levels)
 
 
 def _number(value: object, key: str) -> str:
@@ -116,10 +105,3 @@ def _number(value: object, key: str) -> str:
         text = format(value, "f")
         return text.rstrip("0").rstrip(".") if "." in text else text
     raise VenuePayloadError(f"level {key!r} is missing or not a non-negative number")
-
-
-def _str(message: Mapping[str, object], key: str) -> str:
-    value = message.get(key)
-    if not isinstance(value, str):
-        raise VenuePayloadError(f"field {key!r} is missing or not a string")
-    return value

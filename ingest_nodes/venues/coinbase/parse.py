@@ -9,12 +9,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final, cast
 
-import orjson
-
 from ingest_nodes.core.errors import VenuePayloadError
 from ingest_nodes.core.events import DepthUpdate, Level
 from ingest_nodes.venues.coinbase.schemas import ChannelMessage, CoinbaseMessage, ErrorMessage, L2Event
 from ingest_nodes.venues.timestamps import rfc3339_to_ms
+from ingest_nodes.venues.wire import json_object, loads
 
 _BID: Final = "bid"
 _ASK: Final = frozenset({"offer", "ask"})
@@ -37,12 +36,7 @@ def parse_coinbase_frame(raw: bytes | str, ingest_time: int) -> CoinbaseMessage:
     [{"subscriptions":{"level2":["BTC-USD"],"heartbeats":["heartbeats"]}}]}``, and
     ``{"type":"error","message":"..."}``. Channels Ladder does not use still count their numbers.
     """
-    try:
-        message = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise VenuePayloadError(f"invalid JSON: {exc}") from exc
-    if not isinstance(message, dict):
-        raise VenuePayloadError("frame is not a JSON object")
+    message = json_object(loads(raw), "frame")
     if message.get("type") == "error":
         error = cast(ErrorMessage, message)
         return CoinbaseMessage(_number(message), error=str(error.get("message", "error"))[:200])

@@ -29,6 +29,9 @@ from ingest_nodes.core.sync.coinbase import ConnectionSequence, Continuity
 from ingest_nodes.venues.coinbase.parse import parse_coinbase_frame
 from ingest_nodes.venues.stream import Acked, Heartbeat, MessagesLost, Rejected, StreamEvent
 
+CONNECTS_PER_S: Final = 2.0
+"""The docs' limit is 8 connections a second per IP address: a node opens at most 2 a second, so up
+to four nodes may share an IP."""
 CONTROL_MESSAGES_PER_S: Final = 8
 """The docs' limit on unauthenticated messages: 8 a second per IP address."""
 _HEARTBEATS: Final = orjson.dumps({"type": "subscribe", "channel": "heartbeats"}).decode()
@@ -42,7 +45,7 @@ class CoinbaseStream:
     handshake = False
     control_messages_per_s = CONTROL_MESSAGES_PER_S
     keepalive: tuple[float, str] | None = None
-    """The venue's heartbeats keep the connection open (subscribed on open: Coinbase)."""
+    """Nothing to send: the heartbeats channel, subscribed on open, keeps the connection open."""
     requests_per_hour: int | None = None
     topics_per_request: int | None = None
 

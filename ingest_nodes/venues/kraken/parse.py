@@ -11,11 +11,10 @@ what is not a number at all fails in the order book (reason ``bad_level``).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from typing import Final, cast
 
 from ingest_nodes.core.errors import VenuePayloadError
-from ingest_nodes.core.events import DepthUpdate, Level
+from ingest_nodes.core.events import DepthUpdate
 from ingest_nodes.venues.kraken.schemas import (
     BookData,
     BookMessage,
@@ -25,6 +24,7 @@ from ingest_nodes.venues.kraken.schemas import (
     MethodResponse,
 )
 from ingest_nodes.venues.timestamps import rfc3339_to_ms
+from ingest_nodes.venues.wire import object_levels, str_field
 
 
 def parse_kraken_frame(raw: bytes | str, ingest_time: int) -> list[DepthUpdate | KrakenControl]:
@@ -84,14 +84,14 @@ def _pair(item: object, ingest_time: int, *, snapshot: bool) -> DepthUpdate:
     if timestamp is not None and not isinstance(timestamp, str):
         raise VenuePayloadError("book 'timestamp' is not a string")
     return DepthUpdate(
-        symbol=_str(data, "symbol"),
+        symbol=str_field(data, "symbol"),
         first_update_id=0,
         final_update_id=0,
         prev_final_update_id=None,
         event_time=None if timestamp is None else rfc3339_to_ms(timestamp),
         ingest_time=ingest_time,
-        bids=_levels(data.get("bids", []), "bids"),
-        asks=_levels(data.get("asks", []), "asks"),
+        bids=object_levels(data.get("bids", []), "bids", "price", "qty", _number),
+        asks=object_levels(data.get("asks", []), "asks", "price", "qty", _number),
         reset=snapshot,
         checksum=checksum,
     )
@@ -114,17 +114,6 @@ def _answer(message: MethodResponse, *, subscribe: bool) -> KrakenAnswer:
     )
 
 
-def _levels(rows: object, side: str) -> tuple[Level, ...]:
-    if not isinstance(rows, list):
-        raise VenuePayloadError(f"book {side!r} is not a list")
-    levels: list[Level] = []
-    for row in rows:
-        if not isinstance(row, dict):
-            raise VenuePayloadError(f"book {side!r} holds a level that is not an object")
-        levels.append((_number(row.get("price"), "price"), _number(row.get("qty"), "qty")))
-    return tuple(levels)
-
-
 def _number(value: object, key: str) -> str:
     """A level's number as the venue wrote it (``parse_float=str`` kept a decimal's text)."""
     if type(value) is int and value >= 0:
@@ -132,10 +121,3 @@ def _number(value: object, key: str) -> str:
     if isinstance(value, str) and value and not value.startswith("-"):
         return value
     raise VenuePayloadError(f"level {key!r} is missing or not a non-negative number")
-
-
-def _str(message: Mapping[str, object], key: str) -> str:
-    value = message.get(key)
-    if not isinstance(value, str):
-        raise VenuePayloadError(f"field {key!r} is missing or not a string")
-    return value

@@ -53,7 +53,7 @@ class KrakenStream:
     handshake = False
     control_messages_per_s = CONTROL_MESSAGES_PER_S
     keepalive: tuple[float, str] | None = None
-    """The venue's heartbeats keep the connection open (subscribed on open: Coinbase)."""
+    """Nothing to send: the venue sends a heartbeat a second while a channel is subscribed."""
     requests_per_hour: int | None = None
     topics_per_request: int | None = None
 

@@ -75,12 +75,19 @@ def snap(
     )
 
 
-def alpaca(
-    *, bids: Sequence[Level] = (), asks: Sequence[Level] = (), reset: bool = False, event_time: int = 0
+def unnumbered(
+    symbol: str,
+    *,
+    bids: Sequence[Level],
+    asks: Sequence[Level],
+    reset: bool,
+    event_time: int,
+    limit: int = 0,
+    checksum: int | None = None,
 ) -> DepthUpdate:
-    """An Alpaca ``"o"`` message (no ids)."""
+    """A message of a venue that numbers no book's messages (Alpaca, Kraken, Coinbase)."""
     return DepthUpdate(
-        symbol="BTC/USD",
+        symbol=symbol,
         first_update_id=0,
         final_update_id=0,
         prev_final_update_id=None,
@@ -89,7 +96,16 @@ def alpaca(
         bids=tuple(bids),
         asks=tuple(asks),
         reset=reset,
+        limit=limit,
+        checksum=checksum,
     )
+
+
+def alpaca(
+    *, bids: Sequence[Level] = (), asks: Sequence[Level] = (), reset: bool = False, event_time: int = 0
+) -> DepthUpdate:
+    """An Alpaca ``"o"`` message (no ids)."""
+    return unnumbered("BTC/USD", bids=bids, asks=asks, reset=reset, event_time=event_time)
 
 
 def okx(
@@ -152,36 +168,15 @@ def kraken(
     event_time: int = 0,
 ) -> DepthUpdate:
     """A Kraken ``book`` message (no ids; a snapshot says the depth it was subscribed at)."""
-    return DepthUpdate(
-        symbol="BTC/USD",
-        first_update_id=0,
-        final_update_id=0,
-        prev_final_update_id=None,
-        event_time=event_time,
-        ingest_time=event_time,
-        bids=tuple(bids),
-        asks=tuple(asks),
-        reset=snapshot,
-        limit=limit,
-        checksum=checksum,
-    )
+    return unnumbered("BTC/USD", bids=bids, asks=asks, reset=snapshot, event_time=event_time,
+                      limit=limit, checksum=checksum)  # fmt: skip
 
 
 def coinbase(
     *, bids: Sequence[Level] = (), asks: Sequence[Level] = (), snapshot: bool = False, event_time: int = 0
 ) -> DepthUpdate:
     """One product's event of a Coinbase ``l2_data`` message (no ids of its own)."""
-    return DepthUpdate(
-        symbol="BTC-USD",
-        first_update_id=0,
-        final_update_id=0,
-        prev_final_update_id=None,
-        event_time=event_time,
-        ingest_time=event_time,
-        bids=tuple(bids),
-        asks=tuple(asks),
-        reset=snapshot,
-    )
+    return unnumbered("BTC-USD", bids=bids, asks=asks, reset=snapshot, event_time=event_time)
 
 
 def feed(machine: SyncMachine, item: Input) -> list[Action]:
