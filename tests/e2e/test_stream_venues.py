@@ -12,18 +12,15 @@ lost Coinbase message resyncs every book of its connection and no other.
 from __future__ import annotations
 
 import time
-from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
-from urllib.parse import quote
 
-import orjson
 import pytest
 from ladder_sdk import Ladder
 
-from book_store.codec import BookStatus, Snapshot
-from tests.e2e.stack import Stack, start_stack, stored_bytes
+from tests.e2e.stack import Stack, start_stack
+from tests.e2e.test_faults import eventually, path, replica_stats, resyncs, start_book
 from tests.stores import SyncClient
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("stream_venues")]
@@ -65,10 +62,6 @@ def store(stack: Stack) -> Iterator[SyncClient]:
 # -- helpers ---------------------------------------------------------------------------------------
 
 
-def path(exchange: str, market: str) -> str:
-    return f"/v1/books/{exchange}/{quote(market, safe='')}"
-
-
 def read(stack: Stack, key: str, exchange: str, market: str, checked: int = DEPTH) -> dict[str, Any]:
     """One read; a synced answer is checked against the truth as of its ``event_time``, ``checked``
     levels deep (a side shorter than that and not ``truncated`` must be the venue's whole side)."""
@@ -103,39 +96,12 @@ def watch(
     return answers
 
 
-def eventually(check: Callable[[], bool], what: str, timeout_s: float = SETTLE_S) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not check():
-        assert time.monotonic() < deadline, f"not within {timeout_s} s: {what}"
-        time.sleep(0.05)
-
-
-def replica_stats(store: SyncClient, exchange: str, market: str) -> dict[int, dict[str, Any]]:
-    raw = store.hgetall(f"ladder:{{{exchange}|{market}}}:stats")
-    return {int(replica): orjson.loads(value) for replica, value in raw.items()}
-
-
-def resyncs(store: SyncClient, exchange: str, market: str) -> Counter[str]:
-    total: Counter[str] = Counter()
-    for stats in replica_stats(store, exchange, market).values():
-        total.update(stats["resyncs"])
-    return total
-
-
-def synced_replicas(store: SyncClient, exchange: str, market: str) -> int:
-    stored = store.hgetall(f"ladder:{{{exchange}|{market}}}:snap").values()
-    return sum(Snapshot(stored_bytes(raw)).meta.status is BookStatus.SYNCED for raw in stored)
-
-
-def start_book(stack: Stack, key: str, store: SyncClient, exchange: str, market: str) -> None:
-    body = {"exchange": exchange, "market": market, "replicas": 2, "depth": 100}
-    response = stack.call(key, "POST", "/v1/subscriptions", json=body)
-    assert response.status_code in (200, 201), response.text
-    eventually(lambda: synced_replicas(store, exchange, market) == 2, f"{market}: two synced replicas", 15)
-
-
 def synced(stack: Stack, key: str, exchange: str, market: str) -> None:
-    eventually(lambda: read(stack, key, exchange, market)["http"] == 200, f"{exchange} {market} synced again")
+    eventually(
+        lambda: read(stack, key, exchange, market)["http"] == 200,
+        f"{exchange} {market} synced again",
+        SETTLE_S,
+    )
 
 
 def connections(stack: Stack, exchange: str, market: str) -> list[dict[str, Any]]:
