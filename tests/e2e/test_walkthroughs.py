@@ -59,9 +59,21 @@ def test_the_readme_walk_through_works_twice(stack: Stack) -> None:
             ("alpaca-crypto", "BTC/USD", "synced"),
             ("okx", "BTC-USDT-SWAP", "synced"),
             ("bybit-linear", "BTCUSDT", "synced"),
+            ("kraken", "BTC/USD", "synced"),
+            ("coinbase", "BTC-USD", "synced"),
         ], answers
-        subscribed = [(a["market"], a["replicas"]) for a in answers if "created_at" in a]
-        assert subscribed == [("ETHBTC", 2), ("BTC/USD", 2), ("BTC-USDT-SWAP", 2), ("BTCUSDT", 2)]
+        subscribed = [(a["exchange"], a["replicas"]) for a in answers if "created_at" in a]
+        assert subscribed == [
+            ("binance.com", 2),
+            ("alpaca-crypto", 2),
+            ("okx", 2),
+            ("bybit-linear", 2),
+            ("kraken", 2),
+            ("coinbase", 2),
+        ]
+        [info] = [a for a in answers if isinstance(a.get("replicas"), list)]
+        assert info["exchange"] == "kraken" and info["replicas"], info
+        assert all("checksum" in replica for replica in info["replicas"]), info
 
 
 def test_the_sdk_quickstart_works_twice(stack: Stack) -> None:
