@@ -25,6 +25,7 @@ from ladder_process.telemetry.metrics import Kind, Metric, observe, value
 from read_functions.app.load_shedding import Load
 from read_functions.books.cache import BookCache
 from read_functions.books.consolidated import ConsolidatedViews
+from read_functions.books.diff_feed import BookFeeds
 from read_functions.books.read_memo import ReadMemos
 from read_functions.books.readiness import StoreReadiness
 from read_functions.settings import ReadSettings
@@ -46,6 +47,7 @@ class Deps:
     settings: ReadSettings
     redis: StoreClient
     books: BookCache
+    diffs: BookFeeds
     refs: ReadMemos
     catalog: CatalogCache
     pair_markets: PairMarkets
@@ -108,6 +110,8 @@ class Deps:
             )
             await books.start()
             stack.push_async_callback(books.close)
+            diffs = BookFeeds(books, settings.max_silence_ms)
+            stack.push_async_callback(diffs.close)
             readiness = StoreReadiness(client, also=catalog.refresh_states)
             await readiness.start()
             stack.push_async_callback(readiness.close)
@@ -115,6 +119,7 @@ class Deps:
                 settings=settings,
                 redis=client,
                 books=books,
+                diffs=diffs,
                 refs=ReadMemos(),
                 catalog=catalog,
                 pair_markets=PairMarkets(catalog),

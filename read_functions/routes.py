@@ -15,7 +15,7 @@ from read_functions.app.schemas import ref
 from read_functions.deps import Deps
 from read_functions.handlers import account, admin, catalog, cluster, console, service, subscriptions
 from read_functions.handlers.reads import book_info, books, bulk_reads, consolidated
-from read_functions.handlers.reads.stream import open_stream
+from read_functions.handlers.reads.multiplex import open_stream
 from read_functions.handlers.ubdcc import handlers as ubdcc
 
 PUBLIC, TENANT, ADMIN = Audience.PUBLIC, Audience.TENANT, Audience.ADMIN

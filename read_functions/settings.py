@@ -51,6 +51,9 @@ class ReadSettings(BaseSettings):
         le=600_000,
         description="Subscriptions changed behind the API's back: staleness bound.",
     )
+    max_stream_books: int = Field(
+        default=1000, ge=1, le=100_000, description="Books one multiplexed stream (ladder.v2) may follow."
+    )
     book_idle_s: float = Field(default=60.0, gt=0, description="Unsubscribe books not read for this long.")
     rate_lease_ms: int = Field(default=50, ge=1, description="A rate-limit lease is this much of the rate.")
     max_body_bytes: int = Field(default=64 * 1024, ge=1024)

@@ -13,6 +13,8 @@ from read_functions.app.messages import Request
 
 STREAM_PROTOCOL = "ladder.v1"
 """The WebSocket subprotocol a stream answers with; a browser offers it beside its key."""
+MULTI_STREAM_PROTOCOL = "ladder.v2"
+"""The subprotocol of the multiplexed stream: many books on one socket, subscribed by message."""
 KEY_PROTOCOL_PREFIX = "ladder.key."
 """A browser's key, offered as the WebSocket subprotocol ``ladder.key.<key>`` (never echoed)."""
 

@@ -109,13 +109,22 @@ def empty_response(status: int = 204) -> Response:
 
 class Stream(Protocol):
     r"""A stream a handler accepted, for an adapter that speaks WebSocket to run: it ``admit``\ s it
-    before it upgrades the connection (a LadderError refuses it), starts it once the connection
-    is upgraded, sends each message until ``next_message`` returns None, ``close``\ s it when the
-    client goes away and ``stop``\ s it at the end (or when it was admitted but never started)."""
+        before it upgrades the connection (a LadderError refuses it), starts it once the connection
+        is upgraded, hands it each text message the client sends (when it reads them), sends each
+    message until ``next_message`` returns None, ``close``\ s it when the
+        client goes away and ``stop``\ s it at the end (or when it was admitted but never started)."""
+
+    protocol: str
+    """The WebSocket subprotocol the stream speaks (the handshake's answer names it when offered)."""
+    max_text: int
+    """Bytes of a text message the client may send, each handed to :meth:`receive` (0: the client
+    has nothing to say, and its small messages are skipped unread)."""
 
     async def admit(self) -> None: ...
 
     def start(self) -> None: ...
+
+    def receive(self, text: bytes) -> None: ...
 
     async def next_message(self) -> bytes | None: ...
 

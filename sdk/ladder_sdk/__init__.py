@@ -48,6 +48,7 @@ from ._wire.errors import (
     RateLimitError,
 )
 from ._wire.fill import Fill, FillLevel
+from ._wire.local_book import LocalBook, OutOfSync
 from ._wire.models import (
     Account,
     ApiKey,
@@ -105,12 +106,14 @@ __all__ = [
     "LeftOut",
     "Level",
     "LimitExceededError",
+    "LocalBook",
     "Market",
     "MarketResult",
     "MergedBook",
     "Node",
     "NodeAssignment",
     "NotFoundError",
+    "OutOfSync",
     "PairResult",
     "PermissionDeniedError",
     "RateLimitError",

@@ -26,6 +26,7 @@ import asyncio
 import time
 from dataclasses import dataclass
 
+from book_store.codec import Snapshot
 from book_store.schema import BookKey
 from control_plane.errors import InvalidRequestError
 from control_plane.models import Principal
@@ -55,8 +56,8 @@ class StreamPlan:
     source: str  # the client's address, for the key's recheck
 
 
-async def open_stream(request: Request, deps: Deps) -> Response:
-    """``GET /v1/stream``: validate and authorize; the adapter then upgrades the connection."""
+async def open_book_stream(request: Request, deps: Deps) -> Response:
+    """``GET /v1/stream`` for one book: validate and authorize; the adapter then upgrades the connection."""
     query = request.query
     exchange, market = query.get("exchange"), query.get("market")
     if not exchange or not market:
@@ -76,6 +77,9 @@ async def open_stream(request: Request, deps: Deps) -> Response:
 
 class BookStream:
     """The conflating state of one stream (a :class:`~read_functions.books.cache.Watcher`)."""
+
+    protocol = STREAM_PROTOCOL
+    max_text = 0  # the client has nothing to say
 
     def __init__(self, deps: Deps, plan: StreamPlan, *, recheck_s: float = 1.0) -> None:
         self._deps = deps
@@ -108,6 +112,9 @@ class BookStream:
         self._deps.books.watch(self._plan.book, self)
         self._wake()  # send the current snapshot at once
 
+    def receive(self, text: bytes) -> None:
+        pass  # never called: max_text is 0
+
     def stop(self) -> None:
         """Stop watching the book and give the tenant's slot back."""
         self._deps.books.unwatch(self._plan.book, self)
@@ -125,7 +132,7 @@ class BookStream:
         # one step of the event loop before it is rendered.
         self._pending = True
         if self._waiter is not None:
-            _resolve(self._waiter)
+            resolve(self._waiter)
 
     async def next_message(self) -> bytes | None:
         """Wait for the next snapshot to send; None once closed (raises a LadderError when the
@@ -135,7 +142,7 @@ class BookStream:
             if not self._pending:
                 timeout = max(0.0, self._checked_at + self._recheck_s - time.monotonic())
                 self._waiter = waiter = loop.create_future()
-                timer = loop.call_later(timeout, _resolve, waiter)
+                timer = loop.call_later(timeout, resolve, waiter)
                 try:
                     await waiter
                 finally:
@@ -158,12 +165,8 @@ class BookStream:
         head = entry.served(now, deps.settings.max_silence_ms)
         if head is None:
             return None
-        view = entry.view(head, depth, Side.BOTH)
-        since = view.known_time
-        if view.truncated:
-            view, since, _ = deeper_view(deps, entry, head, view, depth, Side.BOTH, now)
-        sent = self._sent  # a view is rendered once per snapshot, again only for a reloaded entry
-        if view is sent or (sent is not None and view.head == sent.head and view.etag == sent.etag):
+        view, since = served_view(deps, entry, head, depth, now)
+        if same_view(view, self._sent):
             return None
         self._sent = view
         return view.body(max(0, now - since))
@@ -182,6 +185,22 @@ class BookStream:
         self._confirmed_at = now
 
 
-def _resolve(waiter: asyncio.Future[None]) -> None:
+def served_view(deps: Deps, entry: Entry, head: Snapshot, depth: int, now: int) -> tuple[BookView, int]:
+    """The view of ``head`` (the replica served) a read at ``depth`` answers, deeper when the head is
+    truncated and its deep snapshot may be served, and the time its ``age_ms`` counts from."""
+    view = entry.view(head, depth, Side.BOTH)
+    if not view.truncated:
+        return view, view.known_time
+    view, since, _ = deeper_view(deps, entry, head, view, depth, Side.BOTH, now)
+    return view, since
+
+
+def same_view(view: BookView, sent: BookView | None) -> bool:
+    """``view`` shows what ``sent`` showed (a view is rendered once per snapshot, again only for a
+    reloaded entry)."""
+    return view is sent or (sent is not None and view.head == sent.head and view.etag == sent.etag)
+
+
+def resolve(waiter: asyncio.Future[None]) -> None:
     if not waiter.done():
         waiter.set_result(None)

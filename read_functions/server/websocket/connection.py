@@ -14,7 +14,8 @@ mark the sender waits and the stream conflates meanwhile, and a buffer that send
 ``write_timeout_s`` aborts the connection.
 
 Everything the client sends goes through :class:`.frames.FrameReader` as it arrives: pings are
-answered, a close is answered and ends the connection, and a violation of the protocol or of the
+answered, a text message goes to a stream that reads them (under the stream's own size limit), a
+close is answered and ends the connection, and a violation of the protocol or of the
 inbound limits closes it with the code that says why. A client not heard from for
 :data:`HEARTBEAT_S` is pinged, and dropped if it stays silent as long again. After the server's own
 close frame the client's bytes are read only for its close frame, for at most :data:`CLOSE_LINGER_S`,
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 from collections.abc import Awaitable, Callable
 
@@ -44,6 +46,7 @@ from read_functions.server.websocket.frames import (
     InboundLimits,
     Ping,
     ProtocolViolation,
+    Text,
     close_frame,
     frame,
 )
@@ -175,7 +178,7 @@ class StreamConnection(asyncio.Protocol):
         stream, agreed = response.stream, None
         if stream is not None:
             try:
-                agreed = agree(request.headers)
+                agreed = agree(request.headers, stream.protocol)
                 await stream.admit()
             except LadderError as exc:  # not a handshake (400), max_streams open (429), no store (503)
                 response, agreed = error_response(exc, request.request_id), None
@@ -189,15 +192,18 @@ class StreamConnection(asyncio.Protocol):
         response.headers.update(agreed.headers)
         self._write(self._server.encode(response, "Upgrade"))
         self._deflate = agreed.deflate
-        self._reader = FrameReader(self._server.limits, self._loop.time())
+        limits = self._server.limits
+        if stream.max_text:  # a client that speaks: its text messages are read, up to its own limit
+            limits = dataclasses.replace(limits, max_message=stream.max_text, read_text=True)
+        self._reader = FrameReader(limits, self._loop.time())
+        self._stream = stream
+        stream.start()
         early, self._early = bytes(self._early), bytearray()
         if early:
             self._read(early)
         await self._send_stream(stream)
 
     async def _send_stream(self, stream: Stream) -> None:
-        self._stream = stream
-        stream.start()
         try:
             while (message := await stream.next_message()) is not None:
                 if self._deflate:
@@ -232,6 +238,9 @@ class StreamConnection(asyncio.Protocol):
             if isinstance(event, Ping):
                 if self._closing_at is None:
                     self._write(frame(OP_PONG, event.payload))
+            elif isinstance(event, Text):
+                if self._stream is not None and self._closing_at is None:
+                    self._stream.receive(event.payload)
             elif isinstance(event, Close):
                 self._answer_close(event)
                 return

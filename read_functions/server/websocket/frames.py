@@ -18,7 +18,10 @@ says why:
   since each is answered): 1008.
 
 Data messages within the limits are skipped, never unmasked or kept; only control payloads (at
-most 125 bytes) are read. The reader keeps no clock: the caller passes the time with the bytes.
+most 125 bytes) are read, and, for a stream whose client speaks (``read_text``: the multiplexed
+stream's subscribe messages), text messages of at most ``max_message`` bytes, each frame read only
+once it has arrived whole (so what is held is bounded by the limit); one that is not UTF-8
+closes with 1007, and a binary message there with 1003. The reader keeps no clock: the caller passes the time with the bytes.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ class CloseCode(IntEnum):
     NORMAL = 1000
     GOING_AWAY = 1001
     PROTOCOL_ERROR = 1002
+    UNSUPPORTED_DATA = 1003
     NO_STATUS = 1005
     INVALID_TEXT = 1007
     POLICY_VIOLATION = 1008
@@ -75,6 +79,13 @@ class Pong:
 
 
 @dataclass(frozen=True, slots=True)
+class Text:
+    """A whole text message (only when the limits read text)."""
+
+    payload: bytes
+
+
+@dataclass(frozen=True, slots=True)
 class Close:
     """The client's close frame (code 1005 when it carried none)."""
 
@@ -82,7 +93,7 @@ class Close:
     reason: str
 
 
-Event = Ping | Pong | Close
+Event = Ping | Pong | Close | Text
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +106,8 @@ class InboundLimits:
     """Frames a second, on average (pings, pongs and data frames alike)."""
     burst: int = 30
     """Frames at once."""
+    read_text: bool = False
+    """Text messages are read (and handed on as :class:`Text`), not skipped."""
 
 
 class FrameReader:
@@ -108,6 +121,7 @@ class FrameReader:
         self._message = -1  # bytes of the data message in progress, -1 outside one
         self._tokens = float(limits.burst)
         self._filled_at = now
+        self._text: bytearray | None = None  # the text message being read, when text is read
 
     def feed(self, data: bytes, now: float) -> list[Event]:
         """The control frames completed by ``data``, in order."""
@@ -155,9 +169,14 @@ class FrameReader:
             length = struct.unpack_from("!H", buffer, 2)[0]
         elif length == 127:
             length = struct.unpack_from("!Q", buffer, 2)[0]
+        keep = opcode in _DATA and self._keeps(opcode)
+        if keep and len(buffer) < header + length:
+            return None  # a kept frame is read whole: at most max_message bytes wait here
         if opcode in _DATA:
             self._take_data(length, bool(fin))
         self._spend(now)
+        if keep:
+            return self._kept(buffer, header, length, bool(fin))
         if opcode in _DATA:
             available = min(length, len(buffer) - header)
             del buffer[: header + available]
@@ -165,14 +184,33 @@ class FrameReader:
             return True
         if len(buffer) < header + length:
             return None
-        mask = buffer[header - 4 : header]
-        payload = bytes(b ^ mask[i % 4] for i, b in enumerate(buffer[header : header + length]))
+        payload = _unmask(buffer[header - 4 : header], buffer[header : header + length])
         del buffer[: header + length]
         if opcode == OP_PING:
             return Ping(payload)
         if opcode == OP_PONG:
             return Pong(payload)
         return _close(payload)
+
+    def _keeps(self, opcode: int) -> bool:
+        """Whether a data frame's payload is read: a text message's, when the limits read text."""
+        if not self._limits.read_text:
+            return False
+        return opcode == OP_TEXT or (opcode == OP_CONTINUATION and self._text is not None)
+
+    def _kept(self, buffer: bytearray, header: int, length: int, fin: bool) -> Text | bool:
+        """Unmask a whole frame of a text message; the message once its last frame is in."""
+        payload = _unmask(buffer[header - 4 : header], buffer[header : header + length])
+        del buffer[: header + length]
+        text = self._text = (self._text or bytearray()) + payload
+        if not fin:
+            return True
+        self._text = None
+        try:
+            bytes(text).decode()
+        except UnicodeDecodeError:
+            raise ProtocolViolation(CloseCode.INVALID_TEXT, "a text message that is not UTF-8") from None
+        return Text(bytes(text))
 
     def _check_data(self, opcode: int, compressed: bool, length: int) -> None:
         """What the first two bytes of a data frame already tell."""
@@ -184,6 +222,8 @@ class FrameReader:
             raise ProtocolViolation(CloseCode.PROTOCOL_ERROR, "a new message before the last one ended")
         if compressed:
             raise ProtocolViolation(CloseCode.POLICY_VIOLATION, "a stream takes no compressed messages")
+        if opcode == OP_BINARY and self._limits.read_text:
+            raise ProtocolViolation(CloseCode.UNSUPPORTED_DATA, "this stream takes JSON text messages only")
         if max(self._message, 0) + length > self._limits.max_message:
             self._too_big()  # the 7-bit length alone says so (126 and 127 are less than they announce)
 
@@ -207,6 +247,15 @@ class FrameReader:
                 f"more than {limits.rate:g} frames a second (burst {limits.burst})",
             )
         self._tokens -= 1
+
+
+def _unmask(mask: bytes | bytearray, masked: bytes | bytearray) -> bytes:
+    """A client's payload (RFC 6455 section 5.3), XORed as one big integer: no loop per byte."""
+    length = len(masked)
+    if not length:
+        return b""
+    key = (bytes(mask) * (length // 4 + 1))[:length]
+    return (int.from_bytes(masked, "big") ^ int.from_bytes(key, "big")).to_bytes(length, "big")
 
 
 def _close(payload: bytes) -> Close:

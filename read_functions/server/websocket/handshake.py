@@ -2,9 +2,9 @@
 
 The core has already authorized the request (``/v1/stream``); what is left is the WebSocket part:
 the request must be a valid opening handshake (``Upgrade: websocket``, ``Connection: Upgrade``, a
-16-byte ``Sec-WebSocket-Key``, version 13), and the answer names the subprotocol ``ladder.v1`` when
-the client offered it (a browser puts its key beside it, as ``ladder.key.<key>``, and the answer
-never echoes that).
+16-byte ``Sec-WebSocket-Key``, version 13), and the answer names the stream's subprotocol
+(``ladder.v1``, or ``ladder.v2`` for the multiplexed stream) when the client offered one (a
+browser puts its key beside it, as ``ladder.key.<key>``, and the answer never echoes that).
 
 Compression (permessage-deflate, RFC 7692) is agreed when offered, always with
 ``server_no_context_takeover``, which a server may add to any offer: each message is deflated on
@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from control_plane.errors import InvalidRequestError
-from read_functions.app.api_key import STREAM_PROTOCOL, offered_protocols
+from read_functions.app.api_key import offered_protocols
 
 _GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 WINDOW_BITS = 9
@@ -44,8 +44,9 @@ class Agreed:
     deflate: bool
 
 
-def agree(headers: Mapping[str, str]) -> Agreed:
-    """The 101 answer's WebSocket headers for a valid opening handshake; InvalidRequestError else."""
+def agree(headers: Mapping[str, str], protocol: str) -> Agreed:
+    """The 101 answer's WebSocket headers for a valid opening handshake of a stream that speaks
+    ``protocol``; InvalidRequestError else."""
     if "websocket" not in _tokens(headers.get("upgrade")) or "upgrade" not in _tokens(
         headers.get("connection")
     ):
@@ -62,7 +63,7 @@ def agree(headers: Mapping[str, str]) -> Agreed:
     accept = base64.b64encode(hashlib.sha1(key.encode() + _GUID).digest()).decode()  # noqa: S324 - the RFC's
     answer = {"Upgrade": "websocket", "Sec-WebSocket-Accept": accept}
     if offered_protocols(headers):
-        answer["Sec-WebSocket-Protocol"] = STREAM_PROTOCOL
+        answer["Sec-WebSocket-Protocol"] = protocol
     extension = _deflate_answer(headers.get("sec-websocket-extensions", ""))
     if extension is not None:
         answer["Sec-WebSocket-Extensions"] = extension

@@ -14,11 +14,13 @@ from typing import Self, TypeVar, cast
 
 import httpx
 import websockets.asyncio.client
+from websockets.typing import Subprotocol
 
 from .._wire import admin_endpoints as admin
 from .._wire import endpoints as tenant
 from .._wire.book import Book, BookRead, ConsolidatedBook, ConsolidatedTop, Top
 from .._wire.call import Call
+from .._wire.local_book import LocalBook
 from .._wire.models import (
     Account,
     ApiKey,
@@ -40,6 +42,7 @@ from .config import ADMIN_KEY_ENV, Timeout, Verify
 from .foreign import STREAM_ERRORS
 from .logging import STREAM_LOGGER
 from .stream import StreamSession
+from .watch import WATCH_PROTOCOL, WatchSession
 
 T = TypeVar("T")
 
@@ -116,6 +119,33 @@ class _AsyncClient(_BaseClient):
                 delay = session.closed(connection.protocol.close_code, connection.protocol.close_reason or "")
             except STREAM_ERRORS as exc:
                 delay = session.failed(exc)
+            await asyncio.sleep(delay)
+
+    async def _watch(self, session: WatchSession) -> AsyncGenerator[LocalBook, None]:
+        stream = session.stream
+        while True:
+            try:
+                async with websockets.asyncio.client.connect(
+                    stream.url,
+                    additional_headers=stream.headers(),
+                    user_agent_header=self._user_agent,
+                    ssl=stream.ssl_context,
+                    open_timeout=self._config.timeout.connect,
+                    logger=STREAM_LOGGER,
+                    subprotocols=[Subprotocol(WATCH_PROTOCOL)],
+                    max_size=None,
+                ) as connection:
+                    for opening in session.opening():
+                        await connection.send(opening)
+                    async for message in connection:
+                        book, replies = session.accept(message)
+                        for reply in replies:
+                            await connection.send(reply)
+                        if book is not None:
+                            yield book
+                delay = stream.closed(connection.protocol.close_code, connection.protocol.close_reason or "")
+            except STREAM_ERRORS as exc:
+                delay = stream.failed(exc)
             await asyncio.sleep(delay)
 
 
@@ -271,6 +301,17 @@ class AsyncLadder(_AsyncClient):
         the garbage collector.
         """
         return self._stream(self._stream_session(exchange, market, depth, max_reconnects))
+
+    def watch(
+        self,
+        books: Iterable[tuple[str, str]],
+        depth: int | None = None,
+        *,
+        mode: str = "diff",
+        max_reconnects: int | None = None,
+    ) -> AsyncGenerator[LocalBook, None]:
+        """Many books on one WebSocket, each a verified `LocalBook` (see `Ladder.watch`)."""
+        return self._watch(self._watch_session(books, depth, mode, max_reconnects))
 
 
 class AsyncLadderAdmin(_AsyncClient):

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import platform
 import uuid
-from collections.abc import Generator
+from collections.abc import Generator, Iterable
 from dataclasses import dataclass
 from typing import ClassVar, TypeVar
 
@@ -34,6 +34,7 @@ from .config import API_KEY_ENV, ClientConfig, Timeout, Verify, resolve_config
 from .foreign import from_httpx
 from .stream import StreamSession, stream_url
 from .tracing import trace_headers
+from .watch import WatchSession, watch_url
 
 T = TypeVar("T")
 
@@ -165,3 +166,16 @@ class _BaseClient:
             secret=self._config.api_key,
             ssl_context=self._config.ssl_context,
         )
+
+    def _watch_session(
+        self, books: Iterable[tuple[str, str]], depth: int | None, mode: str, max_reconnects: int | None
+    ) -> WatchSession:
+        stream = StreamSession(
+            url=watch_url(self._config.base_url),
+            headers=lambda: self._auth_headers(uuid.uuid4().hex),
+            policy=self._config.retry,
+            max_reconnects=max_reconnects,
+            secret=self._config.api_key,
+            ssl_context=self._config.ssl_context,
+        )
+        return WatchSession(stream, books, depth, mode)

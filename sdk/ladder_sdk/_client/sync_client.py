@@ -13,11 +13,13 @@ from typing import Self, TypeVar, cast
 
 import httpx
 import websockets.sync.client
+from websockets.typing import Subprotocol
 
 from .._wire import admin_endpoints as admin
 from .._wire import endpoints as tenant
 from .._wire.book import Book, BookRead, ConsolidatedBook, ConsolidatedTop, Top
 from .._wire.call import Call
+from .._wire.local_book import LocalBook
 from .._wire.models import (
     Account,
     ApiKey,
@@ -39,6 +41,7 @@ from .config import ADMIN_KEY_ENV, Timeout, Verify
 from .foreign import STREAM_ERRORS
 from .logging import STREAM_LOGGER
 from .stream import StreamSession
+from .watch import WATCH_PROTOCOL, WatchSession
 
 T = TypeVar("T")
 
@@ -115,6 +118,33 @@ class _SyncClient(_BaseClient):
                 delay = session.closed(connection.protocol.close_code, connection.protocol.close_reason or "")
             except STREAM_ERRORS as exc:
                 delay = session.failed(exc)
+            time.sleep(delay)
+
+    def _watch(self, session: WatchSession) -> Generator[LocalBook, None, None]:
+        stream = session.stream
+        while True:
+            try:
+                with websockets.sync.client.connect(
+                    stream.url,
+                    additional_headers=stream.headers(),
+                    user_agent_header=self._user_agent,
+                    ssl=stream.ssl_context,
+                    open_timeout=self._config.timeout.connect,
+                    logger=STREAM_LOGGER,
+                    subprotocols=[Subprotocol(WATCH_PROTOCOL)],
+                    max_size=None,
+                ) as connection:
+                    for opening in session.opening():
+                        connection.send(opening)
+                    for message in connection:
+                        book, replies = session.accept(message)
+                        for reply in replies:
+                            connection.send(reply)
+                        if book is not None:
+                            yield book
+                delay = stream.closed(connection.protocol.close_code, connection.protocol.close_reason or "")
+            except STREAM_ERRORS as exc:
+                delay = stream.failed(exc)
             time.sleep(delay)
 
 
@@ -304,6 +334,26 @@ class Ladder(_SyncClient):
         between. `close()` the generator (or leave the loop) to hang up.
         """
         return self._stream(self._stream_session(exchange, market, depth, max_reconnects))
+
+    def watch(
+        self,
+        books: Iterable[tuple[str, str]],
+        depth: int | None = None,
+        *,
+        mode: str = "diff",
+        max_reconnects: int | None = None,
+    ) -> Generator[LocalBook, None, None]:
+        """Many books on one WebSocket, each kept as a `LocalBook`: yields the book each message updated.
+
+        `books` are `(exchange, market)` pairs. In `mode="diff"` (the default) the server sends a
+        snapshot, then only the levels that changed, with a checksum of the best 10 levels a side
+        after each: a book is yielded in sync (`synced`) only once its checksum matched; one that
+        fails it is counted (`LocalBook.mismatches`), yielded void, and subscribed again for a
+        fresh snapshot. A book the server stops serving is yielded void (`synced` False) at once.
+        `depth` is one of 1, 5, 10, 20, 50, 100 in diff mode (default 100).
+        Reconnects by itself and resumes each book where it was; a refused book raises its error.
+        """
+        return self._watch(self._watch_session(books, depth, mode, max_reconnects))
 
 
 class LadderAdmin(_SyncClient):

@@ -7,6 +7,7 @@ import zlib
 import pytest
 
 from control_plane.errors import InvalidRequestError
+from read_functions.app.api_key import STREAM_PROTOCOL
 from read_functions.server.websocket.handshake import agree, deflate
 
 VALID = {
@@ -18,7 +19,7 @@ VALID = {
 
 
 def test_the_accept_value_is_the_rfc_s_example() -> None:
-    agreed = agree(VALID)
+    agreed = agree(VALID, STREAM_PROTOCOL)
     assert agreed.headers == {"Upgrade": "websocket", "Sec-WebSocket-Accept": "s3pPLMBiTxaQ9kYGzzhZRbK+xOo="}
     assert not agreed.deflate
 
@@ -30,11 +31,11 @@ def test_the_accept_value_is_the_rfc_s_example() -> None:
 )  # fmt: skip
 def test_an_invalid_handshake_is_refused(name: str, value: str) -> None:
     with pytest.raises(InvalidRequestError, match="RFC 6455"):
-        agree(VALID | {name: value})
+        agree(VALID | {name: value}, STREAM_PROTOCOL)
 
 
 def test_the_subprotocol_is_answered_without_the_key_beside_it() -> None:
-    agreed = agree(VALID | {"sec-websocket-protocol": "ladder.v1, ladder.key.ldr_secret"})
+    agreed = agree(VALID | {"sec-websocket-protocol": "ladder.v1, ladder.key.ldr_secret"}, STREAM_PROTOCOL)
     assert agreed.headers["Sec-WebSocket-Protocol"] == "ladder.v1"
     assert "ldr_secret" not in str(agreed.headers)
 
@@ -54,7 +55,7 @@ def test_the_subprotocol_is_answered_without_the_key_beside_it() -> None:
     ],
 )  # fmt: skip
 def test_compression_is_agreed_per_rfc_7692(offer: str, answer: str | None) -> None:
-    agreed = agree(VALID | {"sec-websocket-extensions": offer})
+    agreed = agree(VALID | {"sec-websocket-extensions": offer}, STREAM_PROTOCOL)
     assert agreed.headers.get("Sec-WebSocket-Extensions") == answer
     assert agreed.deflate == (answer is not None)
 
