@@ -38,6 +38,7 @@ from typing import NamedTuple, Protocol
 from book_store.codec import Snapshot
 from book_store.schema import BookKey
 from ladder_process.clock import now_ms
+from ladder_process.errors import StoreError
 from read_functions.books.book_diffs import Diff, Message, diff, merge, render_diff, render_snapshot, top
 from read_functions.books.cache import BookCache
 from read_functions.books.entry import Entry
@@ -200,6 +201,7 @@ class BookFeeds:
         self._kept = kept
         self.feeds: dict[BookKey, BookFeed] = {}
         self._ticker: asyncio.Task[None] | None = None
+        self._loading: set[asyncio.Task[None]] = set()
         self._closed = False
 
     def follow(self, book: BookKey, follower: Follower, depth: int | None) -> BookFeed:
@@ -209,8 +211,13 @@ class BookFeeds:
         if feed is None:
             feed = self.feeds[book] = BookFeed(book, self._max_silence_ms, self.window_s, self._kept)
             self._cache.watch(book, feed)
+            loop = asyncio.get_running_loop()
             if self._ticker is None:
-                self._ticker = asyncio.get_running_loop().create_task(self._tick())
+                self._ticker = loop.create_task(self._tick())
+            # The cache tells a watcher of changes to come; a book it holds already is handed over now.
+            task = loop.create_task(self._first(feed))
+            self._loading.add(task)
+            task.add_done_callback(self._loading.discard)
         feed.followers.add(follower)
         feed.idle_since = None
         if depth is not None:
@@ -251,6 +258,12 @@ class BookFeeds:
     def kept_bytes(self) -> int:
         return sum(feed.kept_bytes for feed in self.feeds.values())
 
+    async def _first(self, feed: BookFeed) -> None:
+        with contextlib.suppress(StoreError):  # a watched book is the cache's to load again
+            entry = await self._cache.entry(feed.book)
+            if feed.entry is None and entry.live:
+                feed.changed(entry)
+
     async def _tick(self) -> None:
         while not self._closed:
             await asyncio.sleep(REFRESH_S)
@@ -258,6 +271,8 @@ class BookFeeds:
 
     async def close(self) -> None:
         self._closed = True
+        for task in list(self._loading):
+            task.cancel()
         if self._ticker is not None:
             self._ticker.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -21,7 +21,8 @@ Data messages within the limits are skipped, never unmasked or kept; only contro
 most 125 bytes) are read, and, for a stream whose client speaks (``read_text``: the multiplexed
 stream's subscribe messages), text messages of at most ``max_message`` bytes, each frame read only
 once it has arrived whole (so what is held is bounded by the limit); one that is not UTF-8
-closes with 1007, and a binary message there with 1003. The reader keeps no clock: the caller passes the time with the bytes.
+closes with 1007, and a binary message there with 1003. The reader keeps no clock: the caller
+passes the time with the bytes.
 """
 
 from __future__ import annotations
@@ -171,6 +172,8 @@ class FrameReader:
             length = struct.unpack_from("!Q", buffer, 2)[0]
         keep = opcode in _DATA and self._keeps(opcode)
         if keep and len(buffer) < header + length:
+            if max(self._message, 0) + length > self._limits.max_message:
+                self._too_big()
             return None  # a kept frame is read whole: at most max_message bytes wait here
         if opcode in _DATA:
             self._take_data(length, bool(fin))

@@ -8,17 +8,18 @@ import asyncio
 import random
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 import aiohttp
 import orjson
 import pytest
 import redis.asyncio as redis
+from ladder_sdk import LocalBook
 
 from book_store.catalog import MarketInfo
 from book_store.codec import BookStatus
 from book_store.schema import BookKey
-from ladder_sdk import LocalBook
 from read_functions.handlers.reads.multiplex import MultiStream
 from tests.read_functions.helpers import Stack, open_stack, snapshot
 from tests.waiting import wait_until
@@ -46,7 +47,9 @@ class Venue:
     rng: random.Random = field(default_factory=lambda: random.Random(39))
     levels: dict[BookKey, tuple[dict[str, str], dict[str, str]]] = field(default_factory=dict)
     update_ids: dict[BookKey, int] = field(default_factory=dict)
-    truth: dict[tuple[BookKey, int, int], tuple[list[list[str]], list[list[str]]]] = field(default_factory=dict)
+    truth: dict[tuple[BookKey, int, int], tuple[list[list[str]], list[list[str]]]] = field(
+        default_factory=dict
+    )
 
     def start(self, book: BookKey) -> None:
         mid = 1000 + 10 * BOOKS.index(book)
@@ -127,8 +130,7 @@ class Client:
 
 
 def _exact(rows: list[list[str]]) -> list[list[str]]:
-    from decimal import Decimal  # the SDK hands out Decimals of the exact strings
-
+    """The rows as the SDK hands them out (Decimals of the exact strings)."""
     return [[str(Decimal(p)), str(Decimal(q))] for p, q in rows]
 
 
@@ -152,7 +154,12 @@ def _text(message: dict[str, Any]) -> str:
 def _subscribe(books: list[BookKey], resume: Client | None = None, depth: int = DEPTH) -> dict[str, Any]:
     wanted = []
     for book in books:
-        item: dict[str, Any] = {"exchange": book.exchange, "market": book.market, "depth": depth, "mode": "diff"}
+        item: dict[str, Any] = {
+            "exchange": book.exchange,
+            "market": book.market,
+            "depth": depth,
+            "mode": "diff",
+        }
         if resume is not None:
             replica, update_id = resume.at(book)
             item["resume"] = {"replica": replica, "update_id": update_id}
@@ -312,10 +319,14 @@ async def test_refusals_use_the_read_error_codes_and_the_socket_goes_on(stack50:
         await socket.send_str(bad.decode())
         answer = orjson.loads((await socket.receive(5)).data)
         assert answer["type"] == "error" and answer["error"]["code"] == "invalid_request", answer
-    await socket.send_str('{"op": "unsubscribe", "id": 2, "books": [{"exchange": "binance.com", "market": "M01USDT"}]}')
+    await socket.send_str(
+        '{"op": "unsubscribe", "id": 2, "books": [{"exchange": "binance.com", "market": "M01USDT"}]}'
+    )
     answer = orjson.loads((await socket.receive(5)).data)
     assert answer["results"][0]["error"]["code"] == "not_found"
-    await socket.send_str('{"op": "unsubscribe", "id": 3, "books": [{"exchange": "binance.com", "market": "M00USDT"}]}')
+    await socket.send_str(
+        '{"op": "unsubscribe", "id": 3, "books": [{"exchange": "binance.com", "market": "M00USDT"}]}'
+    )
     assert orjson.loads((await socket.receive(5)).data)["results"][0]["result"] == "unsubscribed"
     venue.move(BOOKS[0])
     venue.put(BOOKS[0])
