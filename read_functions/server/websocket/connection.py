@@ -178,7 +178,7 @@ class StreamConnection(asyncio.Protocol):
         stream, agreed = response.stream, None
         if stream is not None:
             try:
-                agreed = agree(request.headers, stream.protocol)
+                agreed = agree(request.headers, stream.protocol, client_speaks=bool(stream.max_text))
                 await stream.admit()
             except LadderError as exc:  # not a handshake (400), max_streams open (429), no store (503)
                 response, agreed = error_response(exc, request.request_id), None
@@ -194,7 +194,9 @@ class StreamConnection(asyncio.Protocol):
         self._deflate = agreed.deflate
         limits = self._server.limits
         if stream.max_text:  # a client that speaks: its text messages are read, up to its own limit
-            limits = dataclasses.replace(limits, max_message=stream.max_text, read_text=True)
+            limits = dataclasses.replace(
+                limits, max_message=stream.max_text, read_text=True, inflate=agreed.deflate
+            )
         self._reader = FrameReader(limits, self._loop.time())
         self._stream = stream
         stream.start()

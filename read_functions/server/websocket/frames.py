@@ -11,7 +11,8 @@ says why:
 - reserved bits other than RSV1, an unknown opcode, a fragmented or oversized control frame, a
   continuation with nothing to continue, a malformed close frame: 1002;
 - a compressed data message (RSV1 set, permessage-deflate), on the header of its first frame:
-  1008. A stream's client has nothing to compress, so nothing it sends is ever inflated;
+  1008, unless the stream reads text and agreed compression (``inflate``); a one-book stream's
+  client has nothing to compress, so nothing it sends is ever inflated;
 - a data message longer than ``max_message`` bytes, on the header that declares it (before its
   payload arrives): 1009;
 - more frames than a token bucket allows (``rate`` a second, ``burst`` at once; pings included,
@@ -21,13 +22,18 @@ Data messages within the limits are skipped, never unmasked or kept; only contro
 most 125 bytes) are read, and, for a stream whose client speaks (``read_text``: the multiplexed
 stream's subscribe messages), text messages of at most ``max_message`` bytes, each frame read only
 once it has arrived whole (so what is held is bounded by the limit); one that is not UTF-8
-closes with 1007, and a binary message there with 1003. The reader keeps no clock: the caller
-passes the time with the bytes.
+closes with 1007, and a binary message there with 1003. A compressed text message (``inflate``)
+is limited as it came (its compressed bytes), then inflated on its own (the handshake agreed
+``client_no_context_takeover``) by an inflater made for it, to at most ``max_message`` bytes: one
+that inflates to more closes with 1009 once the limit is passed (a small message that inflates
+hugely costs no more than the limit), one that does not inflate with 1007. The reader keeps no
+clock: the caller passes the time with the bytes.
 """
 
 from __future__ import annotations
 
 import struct
+import zlib
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -40,6 +46,7 @@ OP_PONG = 0xA
 _DATA = frozenset({OP_CONTINUATION, OP_TEXT, OP_BINARY})
 _CONTROL = frozenset({OP_CLOSE, OP_PING, OP_PONG})
 _MAX_CONTROL = 125
+_DEFLATE_TAIL = b"\x00\x00\xff\xff"
 
 
 class CloseCode(IntEnum):
@@ -109,6 +116,8 @@ class InboundLimits:
     """Frames at once."""
     read_text: bool = False
     """Text messages are read (and handed on as :class:`Text`), not skipped."""
+    inflate: bool = False
+    """Compressed text messages are taken (permessage-deflate was agreed; with ``read_text``)."""
 
 
 class FrameReader:
@@ -123,6 +132,7 @@ class FrameReader:
         self._tokens = float(limits.burst)
         self._filled_at = now
         self._text: bytearray | None = None  # the text message being read, when text is read
+        self._compressed = False  # the text message being read is deflated
 
     def feed(self, data: bytes, now: float) -> list[Event]:
         """The control frames completed by ``data``, in order."""
@@ -209,11 +219,24 @@ class FrameReader:
         if not fin:
             return True
         self._text = None
+        message = self._inflated(bytes(text)) if self._compressed else bytes(text)
         try:
-            bytes(text).decode()
+            message.decode()
         except UnicodeDecodeError:
             raise ProtocolViolation(CloseCode.INVALID_TEXT, "a text message that is not UTF-8") from None
-        return Text(bytes(text))
+        return Text(message)
+
+    def _inflated(self, payload: bytes) -> bytes:
+        """A compressed message, inflated on its own to at most ``max_message`` bytes."""
+        limit = self._limits.max_message
+        inflater = zlib.decompressobj(-zlib.MAX_WBITS)
+        try:
+            message = inflater.decompress(payload + _DEFLATE_TAIL, limit + 1)
+        except zlib.error:
+            raise ProtocolViolation(CloseCode.INVALID_TEXT, "a message that does not inflate") from None
+        if len(message) > limit:
+            self._too_big()
+        return message
 
     def _check_data(self, opcode: int, compressed: bool, length: int) -> None:
         """What the first two bytes of a data frame already tell."""
@@ -223,8 +246,10 @@ class FrameReader:
             )
         if opcode != OP_CONTINUATION and self._message >= 0:
             raise ProtocolViolation(CloseCode.PROTOCOL_ERROR, "a new message before the last one ended")
-        if compressed:
+        if compressed and (opcode != OP_TEXT or not (self._limits.read_text and self._limits.inflate)):
             raise ProtocolViolation(CloseCode.POLICY_VIOLATION, "a stream takes no compressed messages")
+        if opcode == OP_TEXT:
+            self._compressed = compressed
         if opcode == OP_BINARY and self._limits.read_text:
             raise ProtocolViolation(CloseCode.UNSUPPORTED_DATA, "this stream takes JSON text messages only")
         if max(self._message, 0) + length > self._limits.max_message:

@@ -14,8 +14,11 @@ remembers the last message (context takeover) compresses the next snapshot of a 
 percent when its window holds a whole message, but a window that holds a 100-level book (8 KiB)
 costs about 46 KiB a stream for as long as the stream lives, and the default (32 KiB) 262 KiB,
 where messages compressed on their own still shrink to a fifth to a half (measured in the commit
-that chose this). Nothing a client sends is ever inflated (see :mod:`.frames`), so the client's
-window does not matter.
+that chose this). A one-book stream's client has nothing to say, and nothing it sends is inflated
+(see :mod:`.frames`). The multiplexed stream's client does speak, and a client that agreed
+compression deflates what it sends (browsers and the ``websockets`` library do): for such a stream
+the answer adds ``client_no_context_takeover`` (a server may add it to any offer), so each of the
+client's messages inflates on its own and the server keeps no inflater between them either.
 """
 
 from __future__ import annotations
@@ -44,9 +47,10 @@ class Agreed:
     deflate: bool
 
 
-def agree(headers: Mapping[str, str], protocol: str) -> Agreed:
+def agree(headers: Mapping[str, str], protocol: str, *, client_speaks: bool = False) -> Agreed:
     """The 101 answer's WebSocket headers for a valid opening handshake of a stream that speaks
-    ``protocol``; InvalidRequestError else."""
+    ``protocol`` (``client_speaks``: its client sends messages, which it may deflate, each on its
+    own); InvalidRequestError else."""
     if "websocket" not in _tokens(headers.get("upgrade")) or "upgrade" not in _tokens(
         headers.get("connection")
     ):
@@ -67,6 +71,8 @@ def agree(headers: Mapping[str, str], protocol: str) -> Agreed:
     extension = _deflate_answer(headers.get("sec-websocket-extensions", ""))
     if extension is not None:
         answer["Sec-WebSocket-Extensions"] = extension
+        if client_speaks:
+            answer["Sec-WebSocket-Extensions"] += "; client_no_context_takeover"
     return Agreed(answer, extension is not None)
 
 

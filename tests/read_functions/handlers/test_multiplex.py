@@ -9,13 +9,15 @@ import random
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
+from typing import Any, cast
 
 import aiohttp
 import orjson
 import pytest
 import redis.asyncio as redis
-from ladder_sdk import LocalBook
+from ladder_sdk import AsyncLadder, LocalBook
+from ladder_sdk._client.stream import StreamSession
+from ladder_sdk._client.watch import WatchSession
 
 from book_store.catalog import MarketInfo
 from book_store.codec import BookStatus
@@ -355,3 +357,40 @@ async def test_a_socket_follows_at_most_max_stream_books(
         await socket.close()
     finally:
         await stack.close()
+
+
+async def test_the_sdk_s_watch_keeps_verified_books_and_resubscribes_a_book_whose_checksum_fails(
+    stack50: Stack,
+) -> None:
+    stack = stack50
+    venue = Venue(stack)
+    books = BOOKS[:3]
+    for book in books:
+        venue.start(book)
+        venue.put(book)
+    await venue.drain()
+    headers = await _subscribe_tenant(stack)
+    # The SDK agrees compression and deflates its subscribe messages, as browsers do: they are read.
+    async with AsyncLadder(headers["X-API-Key"], base_url=stack.url) as ladder:
+        watching = ladder.watch([(b.exchange, b.market) for b in books], depth=10)
+        seen: set[str] = set()
+        while len(seen) < 3:
+            local = await anext(watching)
+            assert local.synced and local.messages == 1
+            seen.add(local.market)
+        venue.move(books[0])
+        venue.put(books[0])
+        await venue.drain()
+        local = await anext(watching)
+        bids, _ = venue.truth[books[0], 0, venue.update_ids[books[0]]]
+        assert local.update_id == venue.update_ids[books[0]] and local.best_bid is not None
+        assert [str(local.best_bid.price), str(local.best_bid.quantity)] == _exact(bids)[0]
+        await watching.aclose()
+
+    session = WatchSession(cast(StreamSession, None), [("binance.com", "M00USDT")], 10, "diff")
+    names = {"exchange": "binance.com", "market": "M00USDT"}
+    snapshot = {**names, "type": "snapshot", "replica": 0, "update_id": 5, "status": "synced",
+                "bids": [["1.5", "2"]], "asks": [], "checksum": 0}  # fmt: skip
+    voided, replies = session.accept(orjson.dumps(snapshot))
+    assert voided is not None and not voided.synced and session.mismatches == voided.mismatches == 1
+    assert orjson.loads(replies[0])["books"] == [{**names, "mode": "diff", "depth": 10}]

@@ -20,10 +20,11 @@ from read_functions.server.websocket.frames import (
     Ping,
     Pong,
     ProtocolViolation,
+    Text,
     close_frame,
     frame,
 )
-from tests.read_functions.hostile.raw_ws import client_frame
+from tests.read_functions.hostile.raw_ws import client_frame, compressed
 
 LIMITS = InboundLimits(max_message=100, rate=10.0, burst=5)
 
@@ -81,6 +82,25 @@ def test_close_frames_must_be_well_formed() -> None:
 def test_a_compressed_message_is_refused_on_its_header() -> None:
     first_two = client_frame(OP_TEXT, b"x" * 50, rsv1=True)[:2]
     assert "compressed" in refused(first_two, CloseCode.POLICY_VIOLATION)
+    text = InboundLimits(max_message=100, read_text=True)
+    assert "compressed" in refused(first_two, CloseCode.POLICY_VIOLATION, limits=text)
+
+
+def test_a_stream_that_reads_text_and_agreed_compression_inflates_each_message_to_the_limit() -> None:
+    limits = InboundLimits(max_message=100, read_text=True, inflate=True)
+    message = b'{"op": "subscribe", "books": []}'
+    r = FrameReader(limits, now=0.0)
+    deflated = compressed(message)
+    fragments = client_frame(OP_TEXT, deflated[:5], rsv1=True, fin=False) + client_frame(
+        OP_CONTINUATION, deflated[5:]
+    )
+    data = fragments + client_frame(OP_TEXT, b"{}") + client_frame(OP_TEXT, deflated, rsv1=True)
+    assert r.feed(data, 0.0) == [Text(message), Text(b"{}"), Text(message)]
+    bomb = compressed(b" " * 50_000)  # under 100 bytes that inflate 500-fold
+    assert len(bomb) <= 100
+    assert "at most 100" in refused(client_frame(OP_TEXT, bomb, rsv1=True), CloseCode.TOO_BIG, limits=limits)
+    refused(client_frame(OP_TEXT, b"\xff" * 20, rsv1=True), CloseCode.INVALID_TEXT, limits=limits)
+    refused(client_frame(OP_BINARY, deflated, rsv1=True), CloseCode.POLICY_VIOLATION, limits=limits)
 
 
 def test_a_message_over_the_limit_is_refused_on_its_header_or_its_fragments() -> None:

@@ -7,7 +7,7 @@ import zlib
 import pytest
 
 from control_plane.errors import InvalidRequestError
-from read_functions.app.api_key import STREAM_PROTOCOL
+from read_functions.app.api_key import MULTI_STREAM_PROTOCOL, STREAM_PROTOCOL
 from read_functions.server.websocket.handshake import agree, deflate
 
 VALID = {
@@ -58,6 +58,14 @@ def test_compression_is_agreed_per_rfc_7692(offer: str, answer: str | None) -> N
     agreed = agree(VALID | {"sec-websocket-extensions": offer}, STREAM_PROTOCOL)
     assert agreed.headers.get("Sec-WebSocket-Extensions") == answer
     assert agreed.deflate == (answer is not None)
+
+
+def test_a_client_that_speaks_is_told_to_deflate_each_message_on_its_own() -> None:
+    offer = VALID | {"sec-websocket-extensions": "permessage-deflate; client_max_window_bits"}
+    agreed = agree(offer, MULTI_STREAM_PROTOCOL, client_speaks=True)
+    answer = "permessage-deflate; server_no_context_takeover; client_no_context_takeover"
+    assert agreed.headers["Sec-WebSocket-Extensions"] == answer and agreed.deflate
+    assert "Sec-WebSocket-Extensions" not in agree(VALID, MULTI_STREAM_PROTOCOL, client_speaks=True).headers
 
 
 def test_each_message_is_deflated_on_its_own() -> None:
