@@ -44,11 +44,12 @@ from ._wire.errors import (
     LadderError,
     LimitExceededError,
     NotFoundError,
+    OutOfSync,
     PermissionDeniedError,
     RateLimitError,
 )
 from ._wire.fill import Fill, FillLevel
-from ._wire.local_book import LocalBook, OutOfSync
+from ._wire.local_book import LocalBook
 from ._wire.models import (
     Account,
     ApiKey,

@@ -7,6 +7,8 @@ The tree (catch the narrowest class that fits what you can act on)::
     ├── APIResponseError             the server answered something this SDK cannot read
     ├── APIConnectionError           no HTTP answer at all (refused, reset, DNS, TLS)
     │   └── APITimeoutError          ... because a timeout ran out
+    ├── OutOfSync                    a diff-stream message does not continue a LocalBook, or its
+    │                                checksum fails after it (.checksum); watch() resubscribes the book
     └── APIStatusError               an HTTP error answer: .status .code .message .request_id .retry_after
         ├── BadRequestError          400 invalid_request
         ├── AuthenticationError      401 unauthorized (no key, unknown, revoked or expired key)
@@ -57,6 +59,15 @@ class APIConnectionError(LadderError):
 
 class APITimeoutError(APIConnectionError):
     """A connect, read, write or pool timeout ran out before the answer arrived."""
+
+
+class OutOfSync(LadderError):
+    """A message does not continue a `LocalBook`, or the book after it fails its checksum."""
+
+    def __init__(self, reason: str, *, checksum: bool) -> None:
+        super().__init__(reason)
+        self.checksum = checksum
+        """True for a checksum mismatch, False for a diff that does not continue the book."""
 
 
 class APIStatusError(LadderError):

@@ -20,16 +20,9 @@ from decimal import Decimal
 from typing import Any
 
 from .book import Level
+from .errors import OutOfSync
 
 CHECKSUM_LEVELS = 10
-
-
-class OutOfSync(Exception):
-    """A message does not continue the book, or the book after it fails its checksum."""
-
-    def __init__(self, reason: str, *, checksum: bool) -> None:
-        super().__init__(reason)
-        self.checksum = checksum
 
 
 class LocalBook:
@@ -76,16 +69,19 @@ class LocalBook:
 
     @property
     def best_bid(self) -> Level | None:
+        """The highest bid (None when the side is empty)."""
         best = self.bids(1)
         return best[0] if best else None
 
     @property
     def best_ask(self) -> Level | None:
+        """The lowest ask (None when the side is empty)."""
         best = self.asks(1)
         return best[0] if best else None
 
     @property
     def spread(self) -> Decimal | None:
+        """Best ask minus best bid, exactly (None when a side is empty)."""
         bid, ask = self.best_bid, self.best_ask
         return None if bid is None or ask is None else ask.price - bid.price
 

@@ -15,7 +15,7 @@ import aiohttp
 import orjson
 import pytest
 import redis.asyncio as redis
-from ladder_sdk import AsyncLadder, LocalBook
+from ladder_sdk import AsyncLadder, Ladder, LocalBook
 from ladder_sdk._client.stream import StreamSession
 from ladder_sdk._client.watch import WatchSession
 
@@ -386,6 +386,18 @@ async def test_the_sdk_s_watch_keeps_verified_books_and_resubscribes_a_book_whos
         assert local.update_id == venue.update_ids[books[0]] and local.best_bid is not None
         assert [str(local.best_bid.price), str(local.best_bid.quantity)] == _exact(bids)[0]
         await watching.aclose()
+
+    def first_of_the_blocking_client() -> LocalBook:
+        with Ladder(headers["X-API-Key"], base_url=stack.url) as blocking:
+            books = blocking.watch([(BOOKS[1].exchange, BOOKS[1].market)], depth=5)
+            try:
+                return next(books)
+            finally:
+                books.close()
+
+    local = await asyncio.to_thread(first_of_the_blocking_client)
+    bids, _ = venue.truth[BOOKS[1], 0, venue.update_ids[BOOKS[1]]]
+    assert local.synced and [[str(b.price), str(b.quantity)] for b in local.bids()] == _exact(bids)[:5]
 
     session = WatchSession(cast(StreamSession, None), [("binance.com", "M00USDT")], 10, "diff")
     names = {"exchange": "binance.com", "market": "M00USDT"}
