@@ -47,9 +47,9 @@ export function path(...segments) {
   return `/${segments.map((s) => encodeURIComponent(s)).join("/")}`;
 }
 
-/** Open the book stream of one market; the key rides in the subprotocol list, not the URL. */
-export function openStream(exchange, market, depth) {
+/** Open the multiplexed stream (ladder.v2: books subscribed by message); the key rides in the
+ * subprotocol list, not the URL. */
+export function openBooks() {
   const scheme = location.protocol === "https:" ? "wss:" : "ws:";
-  const query = new URLSearchParams({ exchange, market, depth: String(depth) });
-  return new WebSocket(`${scheme}//${location.host}/v1/stream?${query}`, ["ladder.v1", `ladder.key.${session.key()}`]);
+  return new WebSocket(`${scheme}//${location.host}/v1/stream`, ["ladder.v2", `ladder.key.${session.key()}`]);
 }

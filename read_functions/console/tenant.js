@@ -1,15 +1,16 @@
 // A tenant's views: its subscriptions (status, age), subscribe and unsubscribe, one book live
-// over the WebSocket stream, a consolidated ladder (consolidated.js), and its usage against its
-// limits with its requests and errors over the last hour. Routes: /v1/subscriptions,
-// /v1/exchanges, /v1/markets, /v1/stream, /v1/usage.
+// over the multiplexed stream in diff mode, a consolidated ladder (consolidated.js), and its usage
+// against its limits with its requests and errors over the last hour. Routes: /v1/subscriptions,
+// /v1/exchanges, /v1/markets, /v1/stream (ladder.v2), /v1/usage.
 
-import { call, get, openStream, path } from "./api.js";
+import { call, get, openBooks, path } from "./api.js";
 import { consolidatedView } from "./consolidated.js";
 import { DepthChart } from "./depth_chart.js";
 import { age, badge, el, fill, meter, table } from "./dom.js";
+import { LocalBook, OutOfSync } from "./local_book.js";
 import { TimeChart, lastHourMinutes } from "./time_chart.js";
 
-const STREAM_DEPTH = 100;
+const DIFF_DEPTHS = [1, 5, 10, 20, 50, 100]; // the depths diff mode follows (docs/api.md)
 const SILENT_MS = 3000; // quiet books are republished every second: this long without one is not live
 const REOPEN_MS = 2000;
 
@@ -85,7 +86,14 @@ async function loadMarkets(exchange, datalist) {
   fill(datalist, answer.markets.filter((m) => m.status === "TRADING" || !m.status).map((m) => el("option", { value: m.market })));
 }
 
-/** One book over the stream: drawn as live only while its subscription says synced and it speaks. */
+/** The deepest diff-mode depth within the subscription's. */
+function diffDepth(subscribed) {
+  return DIFF_DEPTHS.filter((d) => d <= subscribed).pop() || DIFF_DEPTHS[0];
+}
+
+/** One book over the multiplexed stream in diff mode: kept as a LocalBook, checked against the
+ * checksum after every message (a mismatch asks for a snapshot again, counted), and drawn as live
+ * only while its subscription says synced, the stream has not said otherwise, and it speaks. */
 class LiveBook {
   constructor() {
     this.chart = new DepthChart();
@@ -94,12 +102,16 @@ class LiveBook {
     this.updateId = el("span", { id: "live-update-id", class: "mono" }, "–");
     this.age = el("span", { id: "live-age" }, "–");
     this.replica = el("span", { id: "live-replica" }, "–");
-    this.node = el("section", { id: "live-book", hidden: true }, this.title,
+    this.verified = el("span", { id: "live-verified" }, "–");
+    this.node = el("section", { id: "live-book", hidden: true, dataset: { mode: "diff" } }, this.title,
       el("p", { class: "facts" }, this.status, " update id ", this.updateId, " · age ", this.age, " · replica ", this.replica,
-        " ", el("button", { type: "button", onclick: () => this.close() }, "Close")),
+        " · ", this.verified, " ", el("button", { type: "button", onclick: () => this.close() }, "Close")),
       this.chart.node);
-    this.book = null; // { exchange, market }
+    this.book = null; // { exchange, market, depth }
     this.socket = null;
+    this.local = null; // the LocalBook the stream keeps
+    this.counts = { diffs: 0, snapshots: 0, mismatches: 0 };
+    this.streamStatus = null; // what a status message said (null: the stream serves the book)
     this.latest = null; // { message, receivedAt }
     this.drawn = null;
     this.subscriptionStatus = "starting";
@@ -115,7 +127,8 @@ class LiveBook {
 
   open(sub) {
     this.close();
-    this.book = { exchange: sub.exchange, market: sub.market, depth: Math.min(sub.depth, STREAM_DEPTH) };
+    this.book = { exchange: sub.exchange, market: sub.market, depth: diffDepth(sub.depth) };
+    this.counts = { diffs: 0, snapshots: 0, mismatches: 0 };
     this.subscriptionStatus = sub.status;
     this.node.hidden = false;
     this.title.textContent = `${sub.exchange} ${sub.market}`;
@@ -130,7 +143,7 @@ class LiveBook {
     const socket = this.socket;
     this.socket = null;
     if (socket) socket.close(1000);
-    this.book = null;
+    this.book = this.local = this.streamStatus = null;
     this.latest = this.drawn = null;
     this.node.hidden = true;
     this.chart.destroy();
@@ -143,11 +156,17 @@ class LiveBook {
     this.subscriptionStatus = sub ? sub.status : "unsubscribed";
   }
 
-  _connect() {
+  _subscribe(socket) {
     const { exchange, market, depth } = this.book;
-    const socket = this.socket = openStream(exchange, market, depth);
+    socket.send(JSON.stringify({ op: "subscribe", books: [{ exchange, market, depth, mode: "diff" }] }));
+  }
+
+  _connect() {
+    const socket = this.socket = openBooks();
+    this.local = new LocalBook();
+    socket.addEventListener("open", () => this._subscribe(socket));
     socket.addEventListener("message", (event) => {
-      if (socket === this.socket) this.latest = { message: JSON.parse(event.data), receivedAt: Date.now() };
+      if (socket === this.socket) this._take(socket, JSON.parse(event.data));
     });
     socket.addEventListener("close", (event) => {
       if (socket !== this.socket) return;
@@ -157,17 +176,45 @@ class LiveBook {
     });
   }
 
+  _take(socket, message) {
+    if (message.type === "ack" || message.type === "error" || message.type === "unsubscribed") {
+      const refused = message.type === "ack" ? message.results.find((r) => r.result === "refused") : message;
+      if (refused) this.reason = `stream refused the book: ${refused.error.code}`;
+      return;
+    }
+    try {
+      this.local.apply(message);
+    } catch (error) {
+      if (!(error instanceof OutOfSync)) throw error;
+      if (error.checksum) this.counts.mismatches += 1;
+      this._subscribe(socket); // a fresh snapshot
+      return;
+    }
+    if (message.type === "status") {
+      this.streamStatus = message.status;
+      return;
+    }
+    this.streamStatus = null;
+    this.counts[message.type === "diff" ? "diffs" : "snapshots"] += 1;
+    this.latest = { message: this.local.view(), receivedAt: Date.now() };
+  }
+
   _render() {
     if (!this.book) return;
     const now = Date.now();
     const latest = this.latest;
     const silentFor = latest ? now - latest.receivedAt : Infinity;
     let state = this.subscriptionStatus;
+    if (state === "synced" && this.streamStatus) state = this.streamStatus;
     if (state === "synced" && !this.socket) state = "disconnected";
     else if (state === "synced" && silentFor > SILENT_MS) state = latest ? "silent" : "waiting";
     const live = state === "synced";
     fill(this.status, badge(live ? "live" : state));
     this.status.dataset.status = live ? "live" : state;
+    const { diffs, snapshots, mismatches } = this.counts;
+    Object.assign(this.node.dataset, { diffs, snapshots, mismatches });
+    this.verified.textContent = `${diffs} diffs, ${snapshots} snapshots checksum-verified`
+      + (mismatches ? `, ${mismatches} mismatched (fetched again)` : "");
     if (latest) {
       const book = latest.message;
       this.updateId.textContent = String(book.update_id);

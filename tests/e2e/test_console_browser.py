@@ -1,12 +1,13 @@
 """The web console in headless Chromium against a whole stack on the fake venue.
 
 An operator signs in, creates a tenant and a key (shown once), raises one of its limits and
-disables and enables it again (each in the tenant's audit trail); the tenant signs in with it,
-sees no operator view, subscribes a book, watches its depth chart update with a rising update
-id, sees it turn ``stale`` while the fake venue withholds the market's events, reads its usage
-chart, and signs out; the operator then finds the stale replica in its books view with why and
-since when, and the last hour charted in its history view. Any error the page logs (a script
-error, a refused resource, a Content-Security-Policy violation) fails the test.
+disables and enables it again (each in the tenant's audit trail); the tenant signs in with it, sees
+no operator view, subscribes a book, watches its depth chart update with a rising update id (the
+book kept from the multiplexed stream's diffs, each checksum-verified), sees it turn ``stale``
+while the fake venue withholds the market's events, reads its usage chart, and signs out; the
+operator then finds the stale replica in its books view with why and since when, and the last hour
+charted in its history view. Any error the page logs (a script error, a refused resource, a
+Content-Security-Policy violation) fails the test.
 Screenshots of the main views go to ``LADDER_SCREENSHOT_DIR`` (the README's come from there) or
 to the test's temporary folder.
 
@@ -212,6 +213,13 @@ def test_operator_and_tenant_use_the_console(stack: Stack, browser: Any, shots: 
     )
     later = wait_for("a rising update id", lambda: (n := int(one("#live-update-id").text)) > first and n)
     assert later > first and "bid" in one("#ladder").get_attribute("innerHTML")
+    # the live book is kept from the multiplexed stream's diff mode, every message checksum-verified
+    wait_for("diffs applied", lambda: int(one("#live-book").get_attribute("data-diffs")) >= 3)
+    live_book = one("#live-book")
+    assert live_book.get_attribute("data-mode") == "diff"
+    assert int(live_book.get_attribute("data-snapshots")) >= 1
+    assert live_book.get_attribute("data-mismatches") == "0"
+    assert "checksum-verified" in one("#live-verified").text
     browser.save_screenshot(str(shots / "console-tenant-book.png"))
 
     # one pair on three venues, subscribed in one call and merged into one ladder in venue colours
