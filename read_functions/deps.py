@@ -25,7 +25,7 @@ from ladder_process.telemetry.metrics import Kind, Metric, observe, value
 from read_functions.app.load_shedding import Load
 from read_functions.books.cache import BookCache
 from read_functions.books.consolidated import ConsolidatedViews
-from read_functions.books.diff_feed import BookFeeds
+from read_functions.books.diffs.diff_feed import BookFeeds
 from read_functions.books.read_memo import ReadMemos
 from read_functions.books.readiness import StoreReadiness
 from read_functions.settings import ReadSettings

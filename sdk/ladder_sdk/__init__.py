@@ -15,6 +15,7 @@ Every error is a `LadderError`; the tree is drawn in `ladder_sdk._wire.errors`.
 
 from ._client.async_client import AsyncLadder, AsyncLadderAdmin
 from ._client.config import Timeout
+from ._client.local_book import LocalBook
 from ._client.sync_client import Ladder, LadderAdmin
 from ._version import VERSION as __version__
 from ._wire.book import (
@@ -49,7 +50,6 @@ from ._wire.errors import (
     RateLimitError,
 )
 from ._wire.fill import Fill, FillLevel
-from ._wire.local_book import LocalBook
 from ._wire.models import (
     Account,
     ApiKey,

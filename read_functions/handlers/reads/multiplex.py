@@ -4,7 +4,7 @@ in ``snapshot`` or ``diff`` mode (``GET /v1/stream`` with the subprotocol ``ladd
 Theory of operation
 -------------------
 One :class:`MultiStream` per socket. Each book it follows is a :class:`Subscription` that follows the
-book's shared :class:`~read_functions.books.diff_feed.BookFeed` (one per book in the worker, one diff
+book's shared :class:`~read_functions.books.diffs.diff_feed.BookFeed` (one per book in the worker, one diff
 per change and depth for every client: never a diff per client). When a book moves, its feed tells
 the subscription, which only marks itself *due*: a socket holds at most one pending entry per
 book, whatever the publish rate or however slowly its client reads. The sender asks for the next
@@ -44,8 +44,8 @@ from ladder_process.clock import now_ms
 from ladder_process.errors import LadderError, StoreError
 from read_functions.app.api_key import MULTI_STREAM_PROTOCOL, offered_protocols, presented_key
 from read_functions.app.messages import Request, Response
-from read_functions.books.book_diffs import render_status
-from read_functions.books.diff_feed import BookFeed
+from read_functions.books.diffs.book_diffs import render_status
+from read_functions.books.diffs.diff_feed import BookFeed
 from read_functions.books.render import BookView
 from read_functions.deps import Deps
 from read_functions.handlers.reads.rules import authorize_book, best_status
@@ -88,7 +88,7 @@ async def open_stream(request: Request, deps: Deps) -> Response:
 
 
 class Subscription:
-    """One book a socket follows (a :class:`~read_functions.books.diff_feed.Follower`)."""
+    """One book a socket follows (a :class:`~read_functions.books.diffs.diff_feed.Follower`)."""
 
     __slots__ = ("book", "depth", "down", "epoch", "feed", "mode", "owner", "sent", "seq")
 

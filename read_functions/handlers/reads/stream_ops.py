@@ -26,7 +26,7 @@ MAX_OP_BYTES = 16 * 1024
 MAX_BOOKS_PER_OP = 100
 DIFF_DEPTHS = (1, 5, 10, 20, 50, 100)
 """Depths a book may be followed at in diff mode: each depth in use is one diff per book change
-(:mod:`read_functions.books.diff_feed`), so they are few, and within the 100 levels every head holds."""
+(:mod:`read_functions.books.diffs.diff_feed`), so they are few, and within the 100 levels every head holds."""
 DEFAULT_DIFF_DEPTH = 100
 _MAX_ID = 64
 

@@ -20,7 +20,6 @@ from .._wire import admin_endpoints as admin
 from .._wire import endpoints as tenant
 from .._wire.book import Book, BookRead, ConsolidatedBook, ConsolidatedTop, Top
 from .._wire.call import Call
-from .._wire.local_book import LocalBook
 from .._wire.models import (
     Account,
     ApiKey,
@@ -40,6 +39,7 @@ from .._wire.retry import RetryPolicy
 from .base_client import DEFAULT_TIMEOUT, Outcome, _BaseClient
 from .config import ADMIN_KEY_ENV, Timeout, Verify
 from .foreign import STREAM_ERRORS
+from .local_book import LocalBook
 from .logging import STREAM_LOGGER
 from .stream import StreamSession
 from .watch import WATCH_PROTOCOL, WatchSession

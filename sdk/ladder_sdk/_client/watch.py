@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from .._wire.errors import LadderError, OutOfSync, status_error_class
-from .._wire.local_book import LocalBook
+from .local_book import LocalBook
 from .stream import StreamSession
 
 WATCH_PROTOCOL = "ladder.v2"

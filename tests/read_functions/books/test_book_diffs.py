@@ -11,7 +11,7 @@ from ladder_sdk import LocalBook
 
 from book_store.codec import BookStatus, Snapshot, SnapshotMeta, encode_snapshot
 from book_store.schema import BookKey
-from read_functions.books.book_diffs import checksum, diff, merge, render_diff, render_snapshot, top
+from read_functions.books.diffs.book_diffs import checksum, diff, merge, render_diff, render_snapshot, top
 from read_functions.books.render import names_json
 
 NAMES = names_json(BookKey("binance.com", "ETHBTC"))

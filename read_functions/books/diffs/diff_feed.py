@@ -1,5 +1,5 @@
 """Each followed book's diffs, computed once per change of the head it serves and shared by every
-client of the multiplexed stream that follows it (see :mod:`read_functions.books.book_diffs`).
+client of the multiplexed stream that follows it (see :mod:`read_functions.books.diffs.book_diffs`).
 
 Theory of operation
 -------------------
@@ -39,8 +39,16 @@ from book_store.codec import Snapshot
 from book_store.schema import BookKey
 from ladder_process.clock import now_ms
 from ladder_process.errors import StoreError
-from read_functions.books.book_diffs import Diff, Message, diff, merge, render_diff, render_snapshot, top
 from read_functions.books.cache import BookCache
+from read_functions.books.diffs.book_diffs import (
+    Diff,
+    Message,
+    diff,
+    merge,
+    render_diff,
+    render_snapshot,
+    top,
+)
 from read_functions.books.entry import Entry
 from read_functions.books.render import names_json
 

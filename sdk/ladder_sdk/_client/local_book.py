@@ -19,8 +19,8 @@ import zlib
 from decimal import Decimal
 from typing import Any
 
-from .book import Level
-from .errors import OutOfSync
+from .._wire.book import Level
+from .._wire.errors import OutOfSync
 
 CHECKSUM_LEVELS = 10
 
