@@ -30,7 +30,6 @@ with an ``unsubscribed`` message saying why.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections import deque
 from typing import Any
@@ -51,8 +50,8 @@ from read_functions.deps import Deps
 from read_functions.handlers.reads.rules import authorize_book, best_status
 from read_functions.handlers.reads.stream import (
     STORE_GRACE_S,
+    Alarm,
     open_book_stream,
-    resolve,
     same_view,
     served_view,
 )
@@ -132,7 +131,7 @@ class MultiStream:
         self._closed = False
         self._started = False
         self._flooded = False
-        self._waiter: asyncio.Future[None] | None = None
+        self._alarm = Alarm()
         self._slot: StreamSlot | None = None
         self._checked_at = self._confirmed_at = time.monotonic()
         self.merged = 0
@@ -170,7 +169,6 @@ class MultiStream:
 
     async def next_message(self) -> bytes | None:
         """The next message to send: an answer, else a due book's; None once closed."""
-        loop = asyncio.get_running_loop()
         while not self._closed:
             if self._flooded:
                 raise RateLimitedError(f"more than {MAX_WAITING_OPS} messages waiting to be answered", 1.0)
@@ -189,14 +187,7 @@ class MultiStream:
                 if message is not None:
                     return message
                 continue
-            timeout = max(0.0, self._checked_at + self._recheck_s - time.monotonic())
-            self._waiter = waiter = loop.create_future()
-            timer = loop.call_later(timeout, resolve, waiter)
-            try:
-                await waiter
-            finally:
-                timer.cancel()
-                self._waiter = None
+            await self._alarm.sleep(self._checked_at + self._recheck_s - time.monotonic())
         return None
 
     # -- books -----------------------------------------------------------------------------------
@@ -210,8 +201,7 @@ class MultiStream:
         self._wake()
 
     def _wake(self) -> None:
-        if self._waiter is not None:
-            resolve(self._waiter)
+        self._alarm.wake()
 
     def _render(self, subscription: Subscription) -> bytes | None:
         feed = subscription.feed

@@ -87,7 +87,7 @@ class BookStream:
         self._recheck_s = recheck_s
         self._pending = False  # a change came since the last render
         self._closed = False
-        self._waiter: asyncio.Future[None] | None = None  # the sender, while it waits
+        self._alarm = Alarm()  # the sender sleeps on it between messages
         self._entry: Entry | None = None
         self._slot: StreamSlot | None = None
         self._sent: BookView | None = None
@@ -131,23 +131,14 @@ class BookStream:
         # The sender awaits a bare future, with no task or wait_for in between: a change costs
         # one step of the event loop before it is rendered.
         self._pending = True
-        if self._waiter is not None:
-            resolve(self._waiter)
+        self._alarm.wake()
 
     async def next_message(self) -> bytes | None:
         """Wait for the next snapshot to send; None once closed (raises a LadderError when the
         caller lost access)."""
-        loop = asyncio.get_running_loop()
         while not self._closed:
             if not self._pending:
-                timeout = max(0.0, self._checked_at + self._recheck_s - time.monotonic())
-                self._waiter = waiter = loop.create_future()
-                timer = loop.call_later(timeout, resolve, waiter)
-                try:
-                    await waiter
-                finally:
-                    timer.cancel()
-                    self._waiter = None
+                await self._alarm.sleep(self._checked_at + self._recheck_s - time.monotonic())
             if time.monotonic() - self._checked_at >= self._recheck_s:
                 await self._recheck()
             if not self._pending or self._closed:
@@ -201,6 +192,31 @@ def same_view(view: BookView, sent: BookView | None) -> bool:
     return view is sent or (sent is not None and view.head == sent.head and view.etag == sent.etag)
 
 
-def resolve(waiter: asyncio.Future[None]) -> None:
+class Alarm:
+    """A sleep that a callback may cut short: a stream's sender waits on it for work to come or
+    for its next check. It awaits a bare future, with no task or wait_for in between: a wake costs
+    one step of the event loop."""
+
+    __slots__ = ("_waiter",)
+
+    def __init__(self) -> None:
+        self._waiter: asyncio.Future[None] | None = None
+
+    def wake(self) -> None:
+        if self._waiter is not None:
+            _resolve(self._waiter)
+
+    async def sleep(self, seconds: float) -> None:
+        loop = asyncio.get_running_loop()
+        self._waiter = waiter = loop.create_future()
+        timer = loop.call_later(max(0.0, seconds), _resolve, waiter)
+        try:
+            await waiter
+        finally:
+            timer.cancel()
+            self._waiter = None
+
+
+def _resolve(waiter: asyncio.Future[None]) -> None:
     if not waiter.done():
         waiter.set_result(None)

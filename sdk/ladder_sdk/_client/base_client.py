@@ -20,7 +20,7 @@ import platform
 import uuid
 from collections.abc import Generator, Iterable
 from dataclasses import dataclass
-from typing import ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import httpx
 
@@ -32,6 +32,7 @@ from .._wire.parse import decode_json
 from .._wire.retry import RetryPolicy, may_retry
 from .config import API_KEY_ENV, ClientConfig, Timeout, Verify, resolve_config
 from .foreign import from_httpx
+from .logging import STREAM_LOGGER
 from .stream import StreamSession, stream_url
 from .tracing import trace_headers
 from .watch import WatchSession, watch_url
@@ -166,6 +167,16 @@ class _BaseClient:
             secret=self._config.api_key,
             ssl_context=self._config.ssl_context,
         )
+
+    def _connect_options(self, stream: StreamSession) -> dict[str, Any]:
+        """What every WebSocket connection of a stream or a watch is opened with (sync or async)."""
+        return {
+            "additional_headers": stream.headers(),
+            "user_agent_header": self._user_agent,
+            "ssl": stream.ssl_context,
+            "open_timeout": self._config.timeout.connect,
+            "logger": STREAM_LOGGER,
+        }
 
     def _watch_session(
         self, books: Iterable[tuple[str, str]], depth: int | None, mode: str, max_reconnects: int | None

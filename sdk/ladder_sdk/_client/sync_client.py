@@ -13,7 +13,6 @@ from typing import Self, TypeVar, cast
 
 import httpx
 import websockets.sync.client
-from websockets.typing import Subprotocol
 
 from .._wire import admin_endpoints as admin
 from .._wire import endpoints as tenant
@@ -39,9 +38,8 @@ from .base_client import DEFAULT_TIMEOUT, Outcome, _BaseClient
 from .config import ADMIN_KEY_ENV, Timeout, Verify
 from .foreign import STREAM_ERRORS
 from .local_book import LocalBook
-from .logging import STREAM_LOGGER
 from .stream import StreamSession
-from .watch import WATCH_PROTOCOL, WatchSession
+from .watch import WATCH_OPTIONS, WatchSession
 
 T = TypeVar("T")
 
@@ -104,12 +102,7 @@ class _SyncClient(_BaseClient):
         while True:
             try:
                 with websockets.sync.client.connect(
-                    session.url,
-                    additional_headers=session.headers(),
-                    user_agent_header=self._user_agent,
-                    ssl=session.ssl_context,
-                    open_timeout=self._config.timeout.connect,
-                    logger=STREAM_LOGGER,
+                    session.url, **self._connect_options(session)
                 ) as connection:
                     for message in connection:
                         snapshot = session.accept(message)
@@ -125,14 +118,7 @@ class _SyncClient(_BaseClient):
         while True:
             try:
                 with websockets.sync.client.connect(
-                    stream.url,
-                    additional_headers=stream.headers(),
-                    user_agent_header=self._user_agent,
-                    ssl=stream.ssl_context,
-                    open_timeout=self._config.timeout.connect,
-                    logger=STREAM_LOGGER,
-                    subprotocols=[Subprotocol(WATCH_PROTOCOL)],
-                    max_size=None,
+                    stream.url, **self._connect_options(stream), **WATCH_OPTIONS
                 ) as connection:
                     for opening in session.opening():
                         connection.send(opening)

@@ -20,11 +20,15 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from websockets.typing import Subprotocol
+
 from .._wire.errors import LadderError, OutOfSync, status_error_class
 from .local_book import LocalBook
 from .stream import StreamSession
 
 WATCH_PROTOCOL = "ladder.v2"
+WATCH_OPTIONS: dict[str, Any] = {"subprotocols": [Subprotocol(WATCH_PROTOCOL)], "max_size": None}
+"""What a `watch()` connection adds to a stream's: its subprotocol, and no limit on a message."""
 BOOKS_PER_MESSAGE = 100
 _STATUS_OF_CODE = {
     "invalid_request": 400,
