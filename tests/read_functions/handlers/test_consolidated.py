@@ -582,3 +582,84 @@ async def test_a_stream_that_cannot_be_served_is_refused_before_the_upgrade(
     async with venues.http.get(url, headers=me) as r:  # the same refusal, its body read
         assert (r.status, (await r.json())["error"]["code"]) == (status, code)
 
+
+# -- hostile bytes on the consolidated routes, sent raw -------------------------------------------
+KEY_SHAPED = "ldr_live_0123456789abcdef0123456789abcdef"
+
+
+async def raw_answer(stack: Stack, request: bytes) -> Reply:
+    async with connect(stack.url) as (reader, writer):
+        writer.write(request)
+        await writer.drain()
+        return await read_reply(reader)
+
+
+def raw_get(target: str, key: str) -> bytes:
+    return f"GET {target} HTTP/1.1\r\nHost: test\r\nX-API-Key: {key}\r\n\r\n".encode("latin-1")
+
+
+@pytest.mark.parametrize(
+    ("target", "status"),
+    [
+        ("/v1/consolidated/BTC-%FF%FE", 400),  # not UTF-8 once decoded
+        ("/v1/consolidated/BTC-USDT%00", 400),
+        ("/v1/consolidated/BTC\xff-USDT", 400),  # a raw byte in the request line
+        ("/v1/consolidated/%42TC-USDT", 200),  # percent-encoded letters are letters
+        ("/v1/consolidated/BTC-USDT?venues=%FF", 400),
+        ("/v1/consolidated/BTC-USDT?venues=okx%00", 400),
+        ("/v1/consolidated/BTC-USDT?depth=1%00", 400),
+        ("/v1/consolidated/BTC-USDT?depth=%EF%BC%91", 400),  # a full-width digit one
+        ("/v1/consolidated/BTC-USDT?quotes=USDT%2C%2C%2C", 200),  # empty names are no names
+        (f"/v1/consolidated/BTC-USDT?venues={'a' * 60_000}", 431),  # past the request head's bound
+        (f"/v1/consolidated/{KEY_SHAPED}-USDT", 400),
+        (f"/v1/consolidated/BTC-USDT?venues={KEY_SHAPED}", 400),
+        (f"/v1/consolidated/tops?pairs=BTC-USDT,{KEY_SHAPED}-USDT", 400),
+        ("/v1/stream/consolidated?pair=BTC-%FF", 400),
+    ],
+)
+async def test_raw_hostile_reads_get_a_clear_error_and_never_echo_a_key(
+    venues: Stack, target: str, status: int
+) -> None:
+    me = await venues.subscriber(BINANCE)
+    await Published(venues).book(BINANCE, 1, side(["99"]), side(["101"]))
+    await settled(venues, me, {BINANCE: 1})
+    reply = await raw_answer(venues, raw_get(target, me["X-API-Key"]))
+    assert reply.status == status, reply.body[:300]
+    assert reply.headers["content-type"] == "application/json"
+    if status >= 400:
+        assert reply.error_code() in {"invalid_request", "headers_too_large"}
+    assert KEY_SHAPED.encode() not in reply.body and b"\xff" not in reply.body
+
+
+@pytest.mark.parametrize(
+    ("body", "status"),
+    [
+        (b"\xff\xfe{", 400),  # not UTF-8
+        (b'{"pair": "BTC-USDT", "venues": ["okx"]', 400),  # cut short
+        (b"[" * 30_000 + b"]" * 30_000, 400),  # nested past any parser's patience
+        (b"[" * 40_000 + b"]" * 40_000, 413),  # past the body's bound
+        (b'{"pair": "BTC-USDT", "venues": "binance.com,okx"}', 200),  # a comma list is a list
+        (b'{"pair": "BTC-USDT", "venues": [1, 2]}', 400),
+        (b'{"pair": "BTC-USDT", "venues": ["okx"], "depth": 1e400}', 400),
+        (b'{"pair": "BTC-USDT", "venues": ["okx"], "replicas": true}', 400),
+        (b'{"pair": "BTC-USDT", "venues": ["' + b"okx," * 5000 + b'"]}', 400),
+        (b'{"pair": "BTC\\u0000-USDT", "venues": ["okx"]}', 400),
+        (b'{"pair": "' + KEY_SHAPED.encode() + b'-USDT", "venues": ["okx"]}', 400),
+        (b'{"pair": "BTC-USDT", "venues": ["okx"], "' + KEY_SHAPED.encode() + b'": 1}', 400),
+    ],
+)
+async def test_raw_hostile_pair_subscriptions_get_a_clear_error_and_never_echo_a_key(
+    venues: Stack, body: bytes, status: int
+) -> None:
+    _, key = await venues.tenant(max_markets=5)
+    head = (
+        "POST /v1/subscriptions/consolidated HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\n"
+        f"X-API-Key: {key}\r\nContent-Length: {len(body)}\r\n\r\n"
+    )
+    reply = await raw_answer(venues, head.encode("latin-1") + body)
+    assert reply.status == status, reply.body[:300]
+    if status == 400:
+        assert reply.error_code() == "invalid_request"
+    elif status == 413:
+        assert reply.error_code() == "payload_too_large"
+    assert KEY_SHAPED.encode() not in reply.body and b"\xff" not in reply.body
