@@ -34,7 +34,8 @@ channel, at most 29 books a connection) and Bybit spot books (``bybit 20``: the 
 ``orderbook`` topic), each beside Binance's 20 levels. ``--venue kraken`` and ``--venue coinbase``
 do the same for Kraken's v2 books (``kraken 20``: each message's checksum verified, the book trimmed
 to its subscribed depth) and Coinbase's ``level2`` books (``coinbase 20``: each message's connection
-number checked).
+number checked). Several venues' cases in one run (``--cases "20,kraken 20,coinbase 20"``) write a
+report per venue (``latency-kraken``, ``latency-coinbase``), each beside the same Binance figures.
 
 ``ingest_time`` is a whole millisecond (the node stamps epoch milliseconds), so every figure
 reads up to 1 ms (0.5 ms on average) above the true latency.
@@ -87,6 +88,7 @@ OTHER_VENUES = {
     "coinbase": ("coinbase 20", "Coinbase"),
 }
 """``--venue`` values besides binance: their case, and their name in the report."""
+TITLE = "Ingest -> publish latency (frame received -> subscriber has the snapshot)"
 BURST = 5
 DEEP_LEVELS = 6000
 DEEP_DEPTH = 5000
@@ -258,7 +260,10 @@ async def store_floor(client: redis.Redis, size: int, seconds: float, rate: floa
     return floor
 
 
-async def measure(args: argparse.Namespace, report: Report) -> None:
+async def measure(args: argparse.Namespace, reports: dict[str, list[str]]) -> None:
+    """Run ``args.cases``; ``reports``: each report to write (created before the run, which
+    records the machine's load at the start) and the cases it shows."""
+    written = {name: Report(name, TITLE) for name in reports}
     scenarios: dict[str, Callable[[Venue, float], Awaitable[None]]] = {
         "smooth": Venue.smooth,
         "bursts": Venue.bursts,
@@ -305,7 +310,9 @@ async def measure(args: argparse.Namespace, report: Report) -> None:
                 synced = await wait_synced(http, node, len(books), timeout_s)
                 await venue.control(action="rate", rate=0)
                 await venue.restore_background()
-                report.data[f"sync_seconds_{name}"] = synced["seconds"]
+                for report, held in reports.items():
+                    if name in held:
+                        written[report].data[f"sync_seconds_{name}"] = synced["seconds"]
                 subscriber = Subscriber(client, [BookKey(exchange, pair) for pair in pairs])
                 await subscriber.start()
                 await venue.smooth(args.settle)  # past the work that follows a sync
@@ -336,7 +343,29 @@ async def measure(args: argparse.Namespace, report: Report) -> None:
                 if depth in {_floor_size(name) for name in args.cases}
             }
         await client.aclose()
-    _write(report, results, floors, over_time, args)
+    for name, cases in reports.items():
+        shown = argparse.Namespace(**{**vars(args), "cases": cases})
+        sizes = {_floor_size(case) for case in cases}
+        _write(
+            written[name],
+            {key: runs for key, runs in results.items() if key[0] in cases},
+            {size: values for size, values in floors.items() if size in sizes},
+            {case: series for case, series in over_time.items() if case in cases},
+            shown,
+        )
+        print(f"report: {written[name].write()}")
+
+
+def report_cases(venue: str, cases: list[str]) -> dict[str, list[str]]:
+    """Each report a run writes, with its cases: one per other venue measured (``latency-kraken``),
+    holding that venue's case beside the run's Binance cases, so that ``--cases "20,kraken 20,
+    coinbase 20"`` fills both venues' reports from one run; ``latency`` for Binance's cases alone
+    (``latency-VENUE`` when ``--venue`` names one whose case was not asked)."""
+    binance = [case for case in cases if case.split()[0] not in OTHER_VENUES]
+    others = {case.split()[0]: case for case in cases if case.split()[0] in OTHER_VENUES}
+    if not others:
+        return {"latency" if venue == "binance" else f"latency-{venue}": cases}
+    return {f"latency-{other}": [*binance, case] for other, case in others.items()}
 
 
 def _floor_size(case: str) -> str:
@@ -599,10 +628,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--settle", type=float, default=5.0, help="seconds of smooth load after the sync")
     args = parser.parse_args(argv)
     args.cases = args.cases or CASES_OF_VENUE[args.venue]
-    name = "latency" if args.venue == "binance" else f"latency-{args.venue}"  # its own report
-    report = Report(name, "Ingest -> publish latency (frame received -> subscriber has the snapshot)")
-    harness.run(measure(args, report))
-    print(f"report: {report.write()}")
+    harness.run(measure(args, report_cases(args.venue, args.cases)))
 
 
 if __name__ == "__main__":

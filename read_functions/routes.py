@@ -15,6 +15,7 @@ from read_functions.app.schemas import ref
 from read_functions.deps import Deps
 from read_functions.handlers import account, admin, catalog, cluster, console, service, subscriptions
 from read_functions.handlers.reads import book_info, books, bulk_reads, consolidated
+from read_functions.handlers.reads.consolidated_stream import open_consolidated_stream
 from read_functions.handlers.reads.multiplex import open_stream
 from read_functions.handlers.ubdcc import handlers as ubdcc
 
@@ -381,6 +382,38 @@ ROUTES: tuple[Route[Deps], ...] = (
             Param("api_key", {"type": "string"}, "The key, for clients that cannot send headers."),
         ),
         replies={101: Reply("Switching to WebSocket: one JSON book per published snapshot.", None)},
+        query_key=True,
+        websocket=True,
+    ),
+    Route(
+        "GET",
+        "/v1/stream/consolidated",
+        open_consolidated_stream,
+        TENANT,
+        "Stream one pair's books on several venues, merged, over WebSocket",
+        "consolidated",
+        (
+            Param("pair", {"type": "string"}, "The pair, BASE-QUOTE (such as BTC-USDT).", required=True),
+            Param(
+                "depth",
+                {"type": "integer", "minimum": 1, "maximum": consolidated.MAX_DEPTH},
+                "Consolidated levels per side (default 100).",
+            ),
+            Param(
+                "top",
+                {"type": "string", "enum": ["true", "false"]},
+                "true: each message is the pair's best bid and ask, as one entry of /v1/consolidated/tops.",
+            ),
+            *_CONSOLIDATED_PARAMS,
+            Param("api_key", {"type": "string"}, "The key, for clients that cannot send headers."),
+        ),
+        replies={
+            101: Reply(
+                "Switching to WebSocket: one consolidated book (as GET /v1/consolidated/{pair}) whenever "
+                "one of its books changes.",
+                None,
+            )
+        },
         query_key=True,
         websocket=True,
     ),

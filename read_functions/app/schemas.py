@@ -353,23 +353,15 @@ COMPONENTS: dict[str, Schema] = {
             "asks": array_of(ref("ConsolidatedLevel")),
         }
     ),
-    "ConsolidatedTops": obj(
+    "ConsolidatedTop": obj(
         {
-            "tops": array_of(
-                {
-                    "oneOf": [
-                        obj(
-                            {
-                                **_CONSOLIDATED,
-                                "bid": {"oneOf": [{"type": "null"}, ref("ConsolidatedLevel")]},
-                                "ask": {"oneOf": [{"type": "null"}, ref("ConsolidatedLevel")]},
-                            }
-                        ),
-                        obj({"pair": _PAIR, "error": ERROR_DETAIL}),
-                    ]
-                }
-            )
+            **_CONSOLIDATED,
+            "bid": {"oneOf": [{"type": "null"}, ref("ConsolidatedLevel")]},
+            "ask": {"oneOf": [{"type": "null"}, ref("ConsolidatedLevel")]},
         }
+    ),
+    "ConsolidatedTops": obj(
+        {"tops": array_of({"oneOf": [ref("ConsolidatedTop"), obj({"pair": _PAIR, "error": ERROR_DETAIL})]})}
     ),
     "PairSubscriptionRequest": obj(
         {"pair": _PAIR, "venues": {**array_of(STR), "description": "the exchanges to subscribe it on"}},

@@ -1,4 +1,5 @@
-"""Consolidated books through the whole stack, on the fake venue's binance.com, okx and bybit books.
+"""Consolidated books through the whole stack, on the fake venue's binance.com, okx and bybit books
+(and Alpaca's, Kraken's and Coinbase's BTC/USD).
 
 The property checked on every answer: it is exactly the merge of the venue's true books at the
 ``update_id`` each of its books names (the fake venue's truth endpoint gives them), summed and
@@ -20,7 +21,7 @@ import pytest
 from ladder_sdk import AsyncLadder, ConsolidatedTop, Ladder
 
 from tests.e2e.stack import Stack, start_stack
-from tests.e2e.test_faults import eventually
+from tests.e2e.test_faults import eventually, path
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("consolidated")]
 
@@ -181,3 +182,43 @@ def test_both_sdk_clients_read_consolidated_books_and_price_a_fill(stack: Stack,
     top, missing = asyncio.run(tops())
     assert top.ok and top.bid is not None and len(top.books) == 3
     assert (missing.pair, missing.error_code) == ("NOPE-USDT", "unknown_market")
+
+
+def test_kraken_and_coinbase_books_join_a_consolidated_book(stack: Stack, key: str) -> None:
+    """Kraken's and Coinbase's BTC/USD spot books merge with Alpaca's, and with the USDT books when
+    asked; each book's part of every level is what a read of that book alone serves at the same
+    update id (their messages carry no venue ids to ask the fake's truth by)."""
+    usd_venues = ["alpaca-crypto", "kraken", "coinbase"]
+    eventually(
+        lambda: all(listed(stack, key, v) for v in usd_venues), "kraken's and coinbase's catalogues", 30
+    )
+    body = {"pair": "BTC-USD", "venues": usd_venues}
+    answer = stack.call(key, "POST", "/v1/subscriptions/consolidated", json=body)
+    assert answer.status_code == 200, answer.text
+    assert {(r["exchange"], r["market"], r["result"]) for r in answer.json()["results"]} == {
+        ("alpaca-crypto", "BTC/USD", "updated"),  # held since the fixture: kept as it is
+        ("kraken", "BTC/USD", "created"),
+        ("coinbase", "BTC-USD", "created"),
+    }
+    ids = {"alpaca-crypto:BTC/USD", "kraken:BTC/USD", "coinbase:BTC-USD"}
+    eventually(
+        lambda: {b["id"] for b in consolidated(stack, key, "BTC-USD")["books"]} == ids, "all three merged", 30
+    )
+    compared: set[str] = set()
+    deadline = time.monotonic() + 10
+    while compared != ids and time.monotonic() < deadline:
+        merged = consolidated(stack, key, "BTC-USD")
+        for book in merged["books"]:
+            alone = stack.call(key, "GET", path(book["exchange"], book["market"]), params={"depth": DEPTH})
+            if alone.status_code != 200 or alone.json()["update_id"] != book["update_id"]:
+                continue  # it moved on in between: another round
+            single = alone.json()
+            for side in ("bids", "asks"):
+                parts = [(level[0], level[2][book["id"]]) for level in merged[side] if book["id"] in level[2]]
+                mine = [(format(Decimal(p).normalize(), "f"), q) for p, q in single[side]]
+                assert parts == mine[: len(parts)], f"{book['id']} {side} is not its own book"
+                assert len(parts) == len(mine) or merged["truncated"] or len(merged[side]) == DEPTH
+            compared.add(book["id"])
+    assert compared == ids, f"never caught {ids - compared} at one update id twice"
+    both = consolidated(stack, key, "BTC-USD", quotes="USD,USDT")
+    assert {b["id"] for b in both["books"]} == ids | {"binance.com:BTCUSDT", "okx:BTC-USDT", "bybit:BTCUSDT"}

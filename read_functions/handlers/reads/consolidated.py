@@ -17,6 +17,7 @@ and no merge, only its books' ``age_ms``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import orjson
@@ -36,7 +37,8 @@ from control_plane.validation import require_exchange
 from ladder_process.clock import now_ms
 from read_functions.app.messages import JSON, Request, Response
 from read_functions.app.params import int_param
-from read_functions.books.consolidated import Question, Source
+from read_functions.books.consolidated import ConsolidatedView, Question, Source
+from read_functions.books.entry import Entry
 from read_functions.deps import Deps
 from read_functions.handlers.reads.books import MAX_AGE_LIMIT_MS, TOO_OLD_RETRY_S
 from read_functions.handlers.reads.rules import best_status, deep_or_head, synced_replica
@@ -195,8 +197,26 @@ async def _answer(
     """One consolidated answer: the books that may be served, merged; the others named."""
     listed, left_out = await books_of(deps, principal, ask)
     entries = await deps.books.entries([source.book for source in listed])
+    view, ages, left_out = merged(deps, ask, listed, entries, left_out, depth, max_age_ms, top=top)
+    return view.body(ages, orjson.dumps(left_out))
+
+
+def merged(
+    deps: Deps,
+    ask: Ask,
+    listed: Sequence[Source],
+    entries: Sequence[Entry],
+    left_out: Sequence[LeftOut],
+    depth: int,
+    max_age_ms: int | None,
+    *,
+    top: bool,
+) -> tuple[ConsolidatedView, list[int], list[LeftOut]]:
+    """The view of ``listed`` (their cache ``entries``, in order) that may be served now, each
+    merged book's ``age_ms``, and ``left_out`` with the books that may not be served."""
     now = now_ms()
     silence = deps.settings.max_silence_ms
+    named = list(left_out)
     sources: list[Source] = []
     snapshots: list[Snapshot] = []
     ages: list[int] = []
@@ -206,7 +226,7 @@ async def _answer(
             head = synced_replica(deps, entry, now)
         except ApiError as error:
             status = best_status(entry.replicas, now, silence, entry.heartbeats)
-            left_out.append({**_left_out(book.exchange, book.market, error), "status": status})
+            named.append({**_left_out(book.exchange, book.market, error), "status": status})
             continue
         snapshot, since = head, head.known_time
         if (head.more_bids and head.bid_count < depth) or (head.more_asks and head.ask_count < depth):
@@ -216,14 +236,13 @@ async def _answer(
             too_old = BookTooOldError(
                 f"{book.exchange} {book.market} is {age} ms old (max_age_ms={max_age_ms})", TOO_OLD_RETRY_S
             )
-            left_out.append(_left_out(book.exchange, book.market, too_old))
+            named.append(_left_out(book.exchange, book.market, too_old))
             continue
         sources.append(source)
         snapshots.append(snapshot)
         ages.append(age)
     question = Question(ask.pair.base, ask.pair.quote, ask.quotes, tuple(sources), depth, top)
-    view = deps.consolidated.view(question, tuple(snapshots))
-    return view.body(ages, orjson.dumps(left_out))
+    return deps.consolidated.view(question, tuple(snapshots)), ages, named
 
 
 def _in(ask: Ask) -> str:

@@ -2,7 +2,9 @@
 
 Theory of operation
 -------------------
-A stream watches its book in the :class:`~read_functions.books.cache.BookCache`; every change
+A stream watches its book (a consolidated stream, its books: see
+:mod:`read_functions.handlers.reads.consolidated_stream`) in the
+:class:`~read_functions.books.cache.BookCache`; every change
 only sets a flag, because the cache entry itself always holds the newest snapshot of every
 replica. The sender loop waits for the flag, renders the replica it would serve to a read of the
 same book, and sends it; while a send is blocked on a slow client, further changes just set the
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
 from book_store.codec import Snapshot
@@ -65,59 +68,69 @@ async def open_book_stream(request: Request, deps: Deps) -> Response:
     depth = int_param(query, "depth", lo=1, hi=deps.settings.max_depth) or deps.settings.default_depth
     assert request.principal is not None
     book = (await authorize_book(deps, request.principal, exchange, market)).key
+    key = upgrade_key(request)
+    plan = StreamPlan(book, depth, request.principal, key, request.peer)
+    return Response(101, b"", None, {}, stream=BookStream(deps, plan))
+
+
+def upgrade_key(request: Request) -> str | None:
+    """The key a stream request presented, once it is a WebSocket upgrade offering our subprotocol
+    (InvalidRequestError otherwise)."""
     if (request.headers.get("upgrade") or "").lower() != "websocket":
         raise InvalidRequestError("this route needs a WebSocket upgrade (Upgrade: websocket)")
     protocols = offered_protocols(request.headers)
     if protocols and STREAM_PROTOCOL not in protocols:  # never named: a browser's key is among them
         raise InvalidRequestError(f"a stream's subprotocols must include {STREAM_PROTOCOL}")
-    key = presented_key(request, query_allowed=True)
-    plan = StreamPlan(book, depth, request.principal, key, request.peer)
-    return Response(101, b"", None, {}, stream=BookStream(deps, plan))
+    return presented_key(request, query_allowed=True)
 
 
-class BookStream:
-    """The conflating state of one stream (a :class:`~read_functions.books.cache.Watcher`)."""
+class ConflatingStream(ABC):
+    """A stream of one message per change of what it watches, never a backlog (see the module's
+    doc): the sender waits for a flag a change sets, renders what a read would serve now
+    (:meth:`_message`), and rechecks the caller's key and access every ``recheck_s``."""
 
     protocol = STREAM_PROTOCOL
     max_text = 0  # the client has nothing to say
 
-    def __init__(self, deps: Deps, plan: StreamPlan, *, recheck_s: float = 1.0) -> None:
+    def __init__(
+        self, deps: Deps, principal: Principal, key: str | None, source: str, recheck_s: float
+    ) -> None:
         self._deps = deps
-        self._plan = plan
+        self._principal = principal
+        self._key = key
+        self._source = source
         self._recheck_s = recheck_s
         self._pending = False  # a change came since the last render
         self._closed = False
         self._alarm = Alarm()  # the sender sleeps on it between messages
-        self._entry: Entry | None = None
         self._slot: StreamSlot | None = None
-        self._sent: BookView | None = None
         self._checked_at = self._confirmed_at = time.monotonic()
         self.conflated = 0
 
     def changed(self, entry: Entry) -> None:
         if self._pending:
             self.conflated += 1
-        self._entry = entry
+        self._seen(entry)
         self._wake()
 
     async def admit(self) -> None:
         """Take the tenant's stream slot (TooManyStreamsError past its ``max_streams``); the
         operator's streams are not counted."""
-        tenant_id = self._plan.principal.tenant_id
+        tenant_id = self._principal.tenant_id
         if tenant_id is not None:
             deps = self._deps
             self._slot = await deps.streams.take(await deps.access.tenant(tenant_id))
 
     def start(self) -> None:
-        self._deps.books.watch(self._plan.book, self)
-        self._wake()  # send the current snapshot at once
+        self._watch()
+        self._wake()  # send the current state at once
 
-    def receive(self, text: bytes) -> None:
+    def receive(self, text: bytes) -> None:  # noqa: B027 - not abstract: no subclass takes messages
         pass  # never called: max_text is 0
 
     def stop(self) -> None:
-        """Stop watching the book and give the tenant's slot back."""
-        self._deps.books.unwatch(self._plan.book, self)
+        """Stop watching and give the tenant's slot back."""
+        self._unwatch()
         slot, self._slot = self._slot, None
         if slot is not None:
             self._deps.streams.release(slot)
@@ -134,7 +147,7 @@ class BookStream:
         self._alarm.wake()
 
     async def next_message(self) -> bytes | None:
-        """Wait for the next snapshot to send; None once closed (raises a LadderError when the
+        """Wait for the next message to send; None once closed (raises a LadderError when the
         caller lost access)."""
         while not self._closed:
             if not self._pending:
@@ -144,13 +157,65 @@ class BookStream:
             if not self._pending or self._closed:
                 continue
             self._pending = False
-            entry = self._entry or await self._deps.books.entry(self._plan.book)
-            message = self._render(entry)
+            message = await self._message()
             if message is not None:
                 return message
         return None
 
-    def _render(self, entry: Entry) -> bytes | None:
+    async def _recheck(self) -> None:
+        self._checked_at = now = time.monotonic()
+        try:
+            if self._key is not None:
+                await self._deps.access.principal(self._key, source=self._source)
+            await self._authorize()
+        except StoreError:
+            if now - self._confirmed_at > STORE_GRACE_S:
+                raise
+            return
+        self._confirmed_at = now
+
+    # What a kind of stream watches, renders and checks.
+    @abstractmethod
+    def _seen(self, entry: Entry) -> None:
+        """Keep ``entry``, the newest state of a watched book."""
+
+    @abstractmethod
+    def _watch(self) -> None:
+        """Watch the books in the cache (their changes call :meth:`changed`)."""
+
+    @abstractmethod
+    def _unwatch(self) -> None:
+        """Stop watching them."""
+
+    @abstractmethod
+    async def _message(self) -> bytes | None:
+        """What a read would serve now; None when nothing may be sent or nothing changed."""
+
+    @abstractmethod
+    async def _authorize(self) -> None:
+        """Raise the error a read would get now (a LadderError ends the stream)."""
+
+
+class BookStream(ConflatingStream):
+    """The conflating state of one book's stream (a :class:`~read_functions.books.cache.Watcher`)."""
+
+    def __init__(self, deps: Deps, plan: StreamPlan, *, recheck_s: float = 1.0) -> None:
+        super().__init__(deps, plan.principal, plan.key, plan.source, recheck_s)
+        self._plan = plan
+        self._entry: Entry | None = None
+        self._sent: BookView | None = None
+
+    def _seen(self, entry: Entry) -> None:
+        self._entry = entry
+
+    def _watch(self) -> None:
+        self._deps.books.watch(self._plan.book, self)
+
+    def _unwatch(self) -> None:
+        self._deps.books.unwatch(self._plan.book, self)
+
+    async def _message(self) -> bytes | None:
+        entry = self._entry or await self._deps.books.entry(self._plan.book)
         now = now_ms()
         deps, depth = self._deps, self._plan.depth
         head = entry.served(now, deps.settings.max_silence_ms)
@@ -162,18 +227,9 @@ class BookStream:
         self._sent = view
         return view.body(max(0, now - since))
 
-    async def _recheck(self) -> None:
-        self._checked_at = now = time.monotonic()
+    async def _authorize(self) -> None:
         plan = self._plan
-        try:
-            if plan.key is not None:
-                await self._deps.access.principal(plan.key, source=plan.source)
-            await authorize_book(self._deps, plan.principal, plan.book.exchange, plan.book.market)
-        except StoreError:
-            if now - self._confirmed_at > STORE_GRACE_S:
-                raise
-            return
-        self._confirmed_at = now
+        await authorize_book(self._deps, plan.principal, plan.book.exchange, plan.book.market)
 
 
 def served_view(deps: Deps, entry: Entry, head: Snapshot, depth: int, now: int) -> tuple[BookView, int]:

@@ -1,4 +1,5 @@
-"""Consolidated books over real HTTP, fed by a real writer through Valkey, on five exchanges' catalogues.
+"""Consolidated books over real HTTP (and streamed over a real WebSocket), fed by a real writer
+through Valkey, on five exchanges' catalogues.
 
 The central property: every answer is exactly the merge of the snapshots it names, each at its own
 ``update_id`` (the test keeps every snapshot it published, so it rebuilds the answer from them and
@@ -11,9 +12,12 @@ from __future__ import annotations
 import asyncio
 import random
 from collections import defaultdict
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
+import aiohttp
+import orjson
 import pytest
 
 from book_store.catalog import PERPETUAL, CatalogState, MarketCatalog, MarketInfo
@@ -23,6 +27,7 @@ from ladder_process.clock import now_ms
 from read_functions.handlers.reads.consolidated import MAX_BOOKS, MAX_DEPTH, MAX_PAIRS, MAX_VENUES
 from tests.read_functions.handlers.test_bulk_reads import hgetalls
 from tests.read_functions.helpers import ALPACA, MARKETS, Stack, snapshot, validate
+from tests.read_functions.wire import Reply, connect, read_reply
 
 BINANCE = BookKey("binance.com", "BTCUSDT")
 BINANCE_USDC = BookKey("binance.com", "BTCUSDC")
@@ -460,3 +465,201 @@ async def test_too_many_books_for_one_answer_is_refused(venues: Stack) -> None:
     )
     assert (got, answer["error"]["code"]) == (400, "invalid_request")
     assert f"at most {MAX_BOOKS}" in answer["error"]["message"]
+
+
+# -- GET /v1/stream/consolidated ------------------------------------------------------------------
+STREAM = "/v1/stream/consolidated?pair=BTC-USDT"
+
+
+async def next_until(
+    socket: aiohttp.ClientWebSocketResponse, done: Callable[[dict[str, Any]], bool]
+) -> dict[str, Any]:
+    """The first message for which ``done`` holds (earlier ones are states on the way to it)."""
+    while True:
+        message = await asyncio.wait_for(socket.receive(), 5)
+        assert message.type is aiohttp.WSMsgType.TEXT, message
+        answer: dict[str, Any] = orjson.loads(message.data)
+        if done(answer):
+            return answer
+
+
+def at(want: dict[BookKey, int]) -> Callable[[dict[str, Any]], bool]:
+    """Whether an answer merges exactly the books of ``want``, each at its update id."""
+
+    def check(answer: dict[str, Any]) -> bool:
+        return {BookKey(b["exchange"], b["market"]): b["update_id"] for b in answer["books"]} == want
+
+    return check
+
+
+async def test_each_streamed_message_is_exactly_the_merge_of_the_snapshots_it_names(venues: Stack) -> None:
+    stack = venues
+    me = await stack.subscriber(*USDT_BOOKS)
+    published = Published(stack)
+    for i, book in enumerate(USDT_BOOKS):
+        await published.book(book, 10 + i, side([f"{99 - i}", "97"]), side([f"{101 + i}", "103"]))
+    async with stack.http.ws_connect(f"{stack.url}{STREAM}&depth=3", headers=me) as socket:
+        answer = await next_until(socket, at({BINANCE: 10, OKX: 11, BYBIT: 12}))
+        validate(answer, "ConsolidatedBook")
+        assert answer["depth"] == 3 and answer["left_out"] == []
+        assert {k: answer[k] for k in ("bids", "asks")} == published.expected(answer, 3)
+        for step in range(3):  # okx's bid climbs through binance's ask: crossed, said so
+            update_id = 20 + step
+            await published.book(OKX, update_id, side([f"{100 + step}.5", "96"]), side(["102.5"]))
+            answer = await next_until(socket, at({BINANCE: 10, OKX: update_id, BYBIT: 12}))
+            assert {k: answer[k] for k in ("bids", "asks")} == published.expected(answer, 3)
+            assert answer["crossed"] is (step > 0)
+        _, read = await get(stack, "/v1/consolidated/BTC-USDT", me, depth=3)  # a read says the same
+        assert [b["update_id"] for b in read["books"]] == [b["update_id"] for b in answer["books"]]
+        assert (read["bids"], read["asks"], read["crossed"]) == (answer["bids"], answer["asks"], True)
+
+
+async def test_a_streamed_book_not_served_alone_leaves_and_comes_back(venues: Stack) -> None:
+    stack = venues
+    me = await stack.subscriber(*USDT_BOOKS)
+    published = Published(stack)
+    for i, book in enumerate(USDT_BOOKS):
+        await published.book(book, 30 + i, side(["99"]), side(["101"]))
+    everyone = {"binance.com:BTCUSDT": "1", "okx:BTC-USDT": "1", "bybit:BTCUSDT": "1"}
+    async with stack.http.ws_connect(f"{stack.url}{STREAM}&top=true", headers=me) as socket:
+        top = await next_until(socket, at({BINANCE: 30, OKX: 31, BYBIT: 32}))
+        validate(top, "ConsolidatedTop")
+        assert top["bid"] == ["99", "3", everyone] and "bids" not in top
+        await published.book(OKX, 33, side(["99.5"]), side(["100.5"]), status=BookStatus.RESYNCING)
+        top = await next_until(socket, at({BINANCE: 30, BYBIT: 32}))
+        assert [(b["exchange"], b["code"], b["status"]) for b in top["left_out"]] == [
+            ("okx", "book_not_synced", "resyncing")
+        ]
+        assert top["bid"] == ["99", "2", {"binance.com:BTCUSDT": "1", "bybit:BTCUSDT": "1"}]
+        await published.book(OKX, 34, side(["99.5"]), side(["100.5"]))
+        top = await next_until(socket, at({BINANCE: 30, OKX: 34, BYBIT: 32}))
+        assert top["left_out"] == [] and top["bid"] == ["99.5", "1", {"okx:BTC-USDT": "1"}]
+
+
+async def test_a_dropped_subscription_is_left_out_or_ends_the_stream(venues: Stack) -> None:
+    stack = venues
+    me = await stack.subscriber(BINANCE, OKX)
+    published = Published(stack)
+    await published.book(BINANCE, 40, side(["99"]), side(["101"]))
+    await published.book(OKX, 41, side(["98"]), side(["102"]))
+    async with (
+        stack.http.ws_connect(f"{stack.url}{STREAM}&venues=binance.com,okx", headers=me) as named,
+        stack.http.ws_connect(stack.url + STREAM, headers=me) as mine,
+    ):
+        await next_until(named, at({BINANCE: 40, OKX: 41}))
+        await next_until(mine, at({BINANCE: 40, OKX: 41}))
+        async with stack.http.delete(f"{stack.url}/v1/subscriptions/okx/BTC-USDT", headers=me) as r:
+            assert r.status == 204
+        answer = await next_until(named, at({BINANCE: 40}))  # at the next recheck, within a second
+        assert [(b["exchange"], b["code"]) for b in answer["left_out"]] == [("okx", "forbidden")]
+        await next_until(mine, at({BINANCE: 40}))  # it named no venue: its own books of the pair
+        async with stack.http.delete(f"{stack.url}/v1/subscriptions/binance.com/BTCUSDT", headers=me) as r:
+            assert r.status == 204
+        closing = await asyncio.wait_for(mine.receive(), 5)
+        assert (closing.type, mine.close_code) == (aiohttp.WSMsgType.CLOSE, 4403)
+
+
+@pytest.mark.parametrize(
+    ("query", "status", "code"),
+    [
+        ("", 400, "invalid_request"),
+        ("?pair=BTCUSDT", 400, "invalid_request"),
+        ("?pair=BTC-USDT&top=yes", 400, "invalid_request"),
+        ("?pair=BTC-USDT&depth=0", 400, "invalid_request"),
+        ("?pair=NOPE-USDT", 404, "unknown_market"),
+        ("?pair=BTC-USDT&venues=nosuch.exchange", 404, "unknown_exchange"),
+        ("?pair=ETH-USDT", 403, "forbidden"),
+    ],
+)
+async def test_a_stream_that_cannot_be_served_is_refused_before_the_upgrade(
+    venues: Stack, query: str, status: int, code: str
+) -> None:
+    me = await venues.subscriber(BINANCE)
+    url = f"{venues.url}/v1/stream/consolidated{query}"
+    with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
+        await venues.http.ws_connect(url, headers=me)
+    assert refused.value.status == status
+    async with venues.http.get(url, headers=me) as r:  # the same refusal, its body read
+        assert (r.status, (await r.json())["error"]["code"]) == (status, code)
+
+
+# -- hostile bytes on the consolidated routes, sent raw -------------------------------------------
+KEY_SHAPED = "ldr_live_0123456789abcdef0123456789abcdef"
+
+
+async def raw_answer(stack: Stack, request: bytes) -> Reply:
+    async with connect(stack.url) as (reader, writer):
+        writer.write(request)
+        await writer.drain()
+        return await read_reply(reader)
+
+
+def raw_get(target: str, key: str) -> bytes:
+    return f"GET {target} HTTP/1.1\r\nHost: test\r\nX-API-Key: {key}\r\n\r\n".encode("latin-1")
+
+
+@pytest.mark.parametrize(
+    ("target", "status"),
+    [
+        ("/v1/consolidated/BTC-%FF%FE", 400),  # not UTF-8 once decoded
+        ("/v1/consolidated/BTC-USDT%00", 400),
+        ("/v1/consolidated/BTC\xff-USDT", 400),  # a raw byte in the request line
+        ("/v1/consolidated/%42TC-USDT", 200),  # percent-encoded letters are letters
+        ("/v1/consolidated/BTC-USDT?venues=%FF", 400),
+        ("/v1/consolidated/BTC-USDT?venues=okx%00", 400),
+        ("/v1/consolidated/BTC-USDT?depth=1%00", 400),
+        ("/v1/consolidated/BTC-USDT?depth=%EF%BC%91", 400),  # a full-width digit one
+        ("/v1/consolidated/BTC-USDT?quotes=USDT%2C%2C%2C", 200),  # empty names are no names
+        (f"/v1/consolidated/BTC-USDT?venues={'a' * 60_000}", 431),  # past the request head's bound
+        (f"/v1/consolidated/{KEY_SHAPED}-USDT", 400),
+        (f"/v1/consolidated/BTC-USDT?venues={KEY_SHAPED}", 400),
+        (f"/v1/consolidated/tops?pairs=BTC-USDT,{KEY_SHAPED}-USDT", 400),
+        ("/v1/stream/consolidated?pair=BTC-%FF", 400),
+    ],
+)
+async def test_raw_hostile_reads_get_a_clear_error_and_never_echo_a_key(
+    venues: Stack, target: str, status: int
+) -> None:
+    me = await venues.subscriber(BINANCE)
+    await Published(venues).book(BINANCE, 1, side(["99"]), side(["101"]))
+    await settled(venues, me, {BINANCE: 1})
+    reply = await raw_answer(venues, raw_get(target, me["X-API-Key"]))
+    assert reply.status == status, reply.body[:300]
+    assert reply.headers["content-type"] == "application/json"
+    if status >= 400:
+        assert reply.error_code() in {"invalid_request", "headers_too_large"}
+    assert KEY_SHAPED.encode() not in reply.body and b"\xff" not in reply.body
+
+
+@pytest.mark.parametrize(
+    ("body", "status"),
+    [
+        (b"\xff\xfe{", 400),  # not UTF-8
+        (b'{"pair": "BTC-USDT", "venues": ["okx"]', 400),  # cut short
+        (b"[" * 30_000 + b"]" * 30_000, 400),  # nested past any parser's patience
+        (b"[" * 40_000 + b"]" * 40_000, 413),  # past the body's bound
+        (b'{"pair": "BTC-USDT", "venues": "binance.com,okx"}', 200),  # a comma list is a list
+        (b'{"pair": "BTC-USDT", "venues": [1, 2]}', 400),
+        (b'{"pair": "BTC-USDT", "venues": ["okx"], "depth": 1e400}', 400),
+        (b'{"pair": "BTC-USDT", "venues": ["okx"], "replicas": true}', 400),
+        (b'{"pair": "BTC-USDT", "venues": ["' + b"okx," * 5000 + b'"]}', 400),
+        (b'{"pair": "BTC\\u0000-USDT", "venues": ["okx"]}', 400),
+        (b'{"pair": "' + KEY_SHAPED.encode() + b'-USDT", "venues": ["okx"]}', 400),
+        (b'{"pair": "BTC-USDT", "venues": ["okx"], "' + KEY_SHAPED.encode() + b'": 1}', 400),
+    ],
+)
+async def test_raw_hostile_pair_subscriptions_get_a_clear_error_and_never_echo_a_key(
+    venues: Stack, body: bytes, status: int
+) -> None:
+    _, key = await venues.tenant(max_markets=5)
+    head = (
+        "POST /v1/subscriptions/consolidated HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\n"
+        f"X-API-Key: {key}\r\nContent-Length: {len(body)}\r\n\r\n"
+    )
+    reply = await raw_answer(venues, head.encode("latin-1") + body)
+    assert reply.status == status, reply.body[:300]
+    if status == 400:
+        assert reply.error_code() == "invalid_request"
+    elif status == 413:
+        assert reply.error_code() == "payload_too_large"
+    assert KEY_SHAPED.encode() not in reply.body and b"\xff" not in reply.body
