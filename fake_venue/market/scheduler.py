@@ -94,7 +94,7 @@ class Scheduler:
         if market.stall_until > now:
             return market.stall_until
         feed.emit(market)
-        following = due + 1.0 / rate
+        following = due + market.period_s()
         return following if following > now - MAX_CATCH_UP_S else now
 
     def _push(self, market: Market, feed: Feed, due: float) -> None:
