@@ -333,12 +333,16 @@ async def measure(args: argparse.Namespace, report: Report) -> dict[str, Any]:
                     cpu_before = cpu_by_kind(pids)
                     venue_before = await venue_stats(http, st.venue_url)
                     resyncs_before = await resyncs(st)
+                    net_before = await st.redis.info("stats")
                     outcome: Outcome = await arrivals.collect(generator)
                     elapsed = time.monotonic() - live.started
                     live.enter("after the sustained phase")
                     cpu = {k: (v - cpu_before[k]) / elapsed for k, v in cpu_by_kind(pids).items()}
                     rss = {kind: [rss_kib(p)[0] / 1024 for p in ps] for kind, ps in pids.items()}
                     memory = await st.redis.info("memory")
+                    net_after = await st.redis.info("stats")
+                    net = {way: (int(net_after[key]) - int(net_before[key])) / elapsed
+                           for way in ("input", "output") if (key := f"total_net_{way}_bytes")}  # fmt: skip
                     venue_after = await venue_stats(http, st.venue_url)
                     resyncs_sustained = await resyncs(st) - resyncs_before
                     steps = await capacity(st, live, requests, args)
@@ -353,7 +357,7 @@ async def measure(args: argparse.Namespace, report: Report) -> dict[str, Any]:
         await st.redis.aclose()
     return {
         "subscribed_s": subscribed_s, "synced_s": synced_s, "progress": progress, "outcome": outcome,
-        "cpu": cpu, "rss": rss, "store_memory": memory, "venue_before": venue_before,
+        "cpu": cpu, "rss": rss, "store_memory": memory, "store_net": net, "venue_before": venue_before,
         "venue_after": venue_after,
         "resyncs": resyncs_sustained, "steps": steps, "live": live, "elapsed": elapsed, "books": st.books,
     }  # fmt: skip
@@ -424,6 +428,13 @@ def summarize(report: Report, m: dict[str, Any], args: argparse.Namespace) -> No
     for kind, values in m["rss"].items():  # the venue's included
         report.figure(f"RSS: {kind} (MiB, all its processes)", sum(values), "MiB")
     report.figure("store used_memory", int(m["store_memory"]["used_memory"]) / 2**20, "MiB")
+    net = m["store_net"]
+    for way, what in (
+        ("input", "store network in (writes)"),
+        ("output", "store network out (change messages, reads)"),
+    ):
+        report.figure(f"{what}", net[way] / 1e6, "MB/s")
+        report.figure(f"{what} per replica-event", net[way] / (2 * made) if made else None, "B")
     report.figure("store bytes per book replica", int(m["store_memory"]["used_memory"]) / (2 * books), "B")
     report.table("Sustained phase", ["figure", "value"], [
         ["reads sent", reads.sent], ["statuses", reads.statuses], ["timeouts", reads.timeouts],
