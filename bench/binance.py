@@ -2,11 +2,16 @@
 
 Theory of operation
 -------------------
-The fake venue lists 2013 spot and 2013 USD-M futures markets (``--markets``) whose activity is
-skewed as a real venue's is: the k-th market of each catalogue makes ``--rate x k^-0.8`` updates a
-second (``--rate-skew``), so with the default ``--rate 10`` the busiest three make 10, 5.7 and
-4.2 a second, the 18th under 1, the last one every 44 s, and each venue ~185 a second (~370 in
-all; ``--activity`` scales every market's rate). Ladder runs whole: the control plane, two ingest
+The fake venue lists 2013 spot and 2013 USD-M futures markets (``--markets``) busy after an
+activity profile (``--profile``, see ``fake_venue/market/profiles.py``). ``skewed`` (the default)
+makes the k-th market of each catalogue update ``--rate x k^-0.8`` times a second (``--rate-skew``),
+so with the default ``--rate 10`` the busiest three make 10, 5.7 and 4.2 a second, the last one
+every 44 s, and each venue ~185 a second (~370 in all). ``binance-real`` is Binance's own load:
+every market on the 100 ms cadence of ``@depth@100ms``, sending in ``k^-0.15`` of its windows with
+tens of levels an event (~15,100 events/s in all); ``venue-max`` sends every market in every window
+(40,260 events/s). ``--activity`` scales every market's rate (the replayed profiles' windows).
+``--share`` subscribes that share of the markets, spread evenly over the ranks (``stack.spread``),
+so it asks about that share of the profile's events. Ladder runs whole: the control plane, two ingest
 nodes, two read workers and one Valkey. A tenant subscribes every market with 2 replicas in two
 calls (``POST /v1/subscriptions/bulk``, one per exchange), the control plane places the 8052
 replicas (one of every book per node), and the nodes sync them inside the venue's weight budget
@@ -35,8 +40,12 @@ or a request fails; the capacity is the highest rate that kept p99 under 25 ms w
 (If ``--read-rate`` already fails, the steps go down instead.)
 
 CPU seconds per second are per Ladder process kind (ingest nodes, read workers, the control
-plane, the store); the venue and the load generators (the arrivals process, this process's
-streams and checks) are left out, but they share the two cores.
+plane, the store) and, apart, the venue's own; the load generators (the arrivals process, this
+process's streams and checks) are left out, but they share the two cores. Beside them: the events
+the venue really made against the profile's rate, how far behind the venue the streamed (busiest)
+books ran (a node reads a frame ``ingest_time - event_time`` after the venue made it), the fewest
+replicas any node held and the oldest node heartbeat seen every second (the control plane judges a
+node dead past ``LADDER_NODE_TIMEOUT_MS``), and the CPU per 1000 books the profile costs.
 """
 
 from __future__ import annotations
@@ -63,7 +72,9 @@ from bench.report import Report, at_least, below, percentiles
 from bench.stack import VENUE_OF, Stack
 from bench.sync import rss_kib, venue_stats
 from book_store.schema import node_stats_key
+from control_plane.stores.redis import RedisControlStore
 from ladder_process.cli import HelpFormatter
+from ladder_process.clock import now_ms
 
 DEPTH = 20
 STREAMS_PER_EXCHANGE = 25
@@ -76,8 +87,9 @@ WARM_UP_S = 3.0
 generator is a new process, opening its connections)."""
 
 
-StreamSample = tuple[float, float, float]
-"""(receive time, ingest -> subscriber ms, of which ingest -> publish ms) of one stream message."""
+StreamSample = tuple[float, float, float, float]
+"""(receive time, ingest -> subscriber ms, of which ingest -> publish ms, venue -> ingest ms) of
+one stream message."""
 
 
 @dataclass
@@ -89,6 +101,8 @@ class Live:
     stream_ms: dict[str, list[float]] = field(default_factory=dict)
     node_ms: dict[str, list[float]] = field(default_factory=dict)
     """Per phase, the node's part of each stream latency: publish_time - ingest_time."""
+    behind_ms: dict[str, list[float]] = field(default_factory=dict)
+    """Per phase, how far behind the venue the node read each streamed event: ingest_time - event_time."""
     stream_times: list[tuple[float, float]] = field(default_factory=list)
     """(seconds since the sustained phase began, latency ms) of every stream message, for the plot."""
     checks: int = 0
@@ -98,6 +112,11 @@ class Live:
     """Per exchange, the fewest replicas any node reported synced during the sustained phase."""
     synced_times: list[float] = field(default_factory=list)
     synced_counts: dict[str, list[int]] = field(default_factory=dict)
+    replicas_min: dict[str, int] = field(default_factory=dict)
+    """Per exchange, the fewest replicas any node kept during the sustained phase (a node judged
+    dead, or a replica moved off a node, shows here)."""
+    heartbeat_age_max_ms: int = 0
+    """The oldest node heartbeat the control plane's registry held at any look, sustained phase."""
     started: float = 0.0
 
     @property
@@ -111,10 +130,11 @@ class Live:
         """File each sample under the phase it was received in."""
         starts = [start for _, start in self.phases]
         sustained = dict(self.phases).get("sustained", 0.0)
-        for received, latency, node in samples:
+        for received, latency, node, behind in samples:
             phase = self.phases[bisect.bisect_right(starts, received) - 1][0]
             self.stream_ms.setdefault(phase, []).append(latency)
             self.node_ms.setdefault(phase, []).append(node)
+            self.behind_ms.setdefault(phase, []).append(behind)
             if phase == "sustained":
                 self.stream_times.append((received - sustained, latency))
 
@@ -136,7 +156,10 @@ async def follow_stream(
                 continue  # a republish of a quiet book carries no new event
             last = update_id
             ingest_time = book["ingest_time"]
-            samples.append((received, received * 1000 - ingest_time, book["publish_time"] - ingest_time))
+            behind = ingest_time - book["event_time"] if book.get("event_time") is not None else 0.0
+            samples.append(
+                (received, received * 1000 - ingest_time, book["publish_time"] - ingest_time, behind)
+            )
 
 
 def _receive_streams(url: str, key: str, books: list[tuple[str, str]], control: Connection) -> None:
@@ -207,14 +230,22 @@ async def check_forever(st: Stack, live: Live) -> None:
 
 
 async def watch_synced(st: Stack, live: Live) -> None:
+    registry = RedisControlStore(st.redis)
     while True:
         docs = [orjson.loads(await st.redis.get(node_stats_key(n.node_id)) or b"{}") for n in st.nodes]
         live.synced_times.append(time.monotonic() - live.started)
         for exchange in EXCHANGES:
-            counts = [int(d.get("exchanges", {}).get(exchange, {}).get("synced", 0)) for d in docs]
+            entries = [d.get("exchanges", {}).get(exchange, {}) for d in docs]
+            counts = [int(e.get("synced", 0)) for e in entries]
             live.synced_counts.setdefault(exchange, []).append(sum(counts))
             if live.phase != "sync":
                 live.synced_min[exchange] = min(live.synced_min.get(exchange, 1 << 30), *counts)
+                kept = [int(e.get("replicas", 0)) for e in entries]
+                live.replicas_min[exchange] = min(live.replicas_min.get(exchange, 1 << 30), *kept)
+        if live.phase != "sync":
+            now = now_ms()
+            ages = [now - node.heartbeat_at for node in await registry.list_nodes()]
+            live.heartbeat_age_max_ms = max(live.heartbeat_age_max_ms, *ages, 0)
         await asyncio.sleep(1.0)
 
 
@@ -263,14 +294,8 @@ async def capacity(
 
 
 async def measure(args: argparse.Namespace, report: Report) -> dict[str, Any]:
-    venue_args = [
-        "--rate",
-        str(args.rate * args.activity),
-        "--rate-skew",
-        str(args.rate_skew),
-        "--levels",
-        "200",
-    ]
+    venue_args = ["--profile", args.profile, "--rate", str(args.rate * args.activity),
+                  "--rate-skew", str(args.rate_skew), "--levels", "200"]  # fmt: skip
     live = Live()
     with Bench() as bench:
         if args.node_timeout_ms:
@@ -278,15 +303,15 @@ async def measure(args: argparse.Namespace, report: Report) -> dict[str, Any]:
         st = stack.start(bench, args.markets, 2, args.workers, venue_args)
         async with aiohttp.ClientSession() as http:
             started = time.monotonic()
-            await stack.subscribe(st, args.markets, 2, DEPTH)
+            await stack.subscribe(st, args.markets, 2, DEPTH, args.share)
             subscribed_s = time.monotonic() - started
-            print(f"subscribed {args.markets} spot + {args.markets} futures markets x 2 replicas in "
-                  f"{subscribed_s:.1f} s; syncing", flush=True)  # fmt: skip
+            print(f"subscribed {' + '.join(str(len(n)) for n in st.books.values())} markets (spot + "
+                  f"futures) x 2 replicas in {subscribed_s:.1f} s; syncing", flush=True)  # fmt: skip
             progress = await stack.wait_synced(st, args.sync_timeout_s)
             synced_s = time.monotonic() - started
             print(f"all synced {synced_s:.0f} s after the first subscribe", flush=True)
             requests = read_requests(st)
-            pids = st.pids()
+            pids = {**st.pids(), "venue": [st.venue_pid()]}
             await arrivals.run(st.read_url, requests, [arrivals.steady(1000, 5)])  # every book read once
             streams = [(e, m) for e, names in st.books.items() for m in names[:STREAMS_PER_EXCHANGE]]
             tasks = [
@@ -308,12 +333,16 @@ async def measure(args: argparse.Namespace, report: Report) -> dict[str, Any]:
                     cpu_before = cpu_by_kind(pids)
                     venue_before = await venue_stats(http, st.venue_url)
                     resyncs_before = await resyncs(st)
+                    net_before = await st.redis.info("stats")
                     outcome: Outcome = await arrivals.collect(generator)
                     elapsed = time.monotonic() - live.started
                     live.enter("after the sustained phase")
                     cpu = {k: (v - cpu_before[k]) / elapsed for k, v in cpu_by_kind(pids).items()}
                     rss = {kind: [rss_kib(p)[0] / 1024 for p in ps] for kind, ps in pids.items()}
                     memory = await st.redis.info("memory")
+                    net_after = await st.redis.info("stats")
+                    net = {way: (int(net_after[key]) - int(net_before[key])) / elapsed
+                           for way in ("input", "output") if (key := f"total_net_{way}_bytes")}  # fmt: skip
                     venue_after = await venue_stats(http, st.venue_url)
                     resyncs_sustained = await resyncs(st) - resyncs_before
                     steps = await capacity(st, live, requests, args)
@@ -328,9 +357,9 @@ async def measure(args: argparse.Namespace, report: Report) -> dict[str, Any]:
         await st.redis.aclose()
     return {
         "subscribed_s": subscribed_s, "synced_s": synced_s, "progress": progress, "outcome": outcome,
-        "cpu": cpu, "rss": rss, "store_memory": memory, "venue_before": venue_before,
+        "cpu": cpu, "rss": rss, "store_memory": memory, "store_net": net, "venue_before": venue_before,
         "venue_after": venue_after,
-        "resyncs": resyncs_sustained, "steps": steps, "live": live, "elapsed": elapsed,
+        "resyncs": resyncs_sustained, "steps": steps, "live": live, "elapsed": elapsed, "books": st.books,
     }  # fmt: skip
 
 
@@ -340,7 +369,7 @@ def summarize(report: Report, m: dict[str, Any], args: argparse.Namespace) -> No
     reads = outcome.select(stage=1)
     stream = percentiles(live.stream_ms.get("sustained", []), (50, 99))
     node_part = percentiles(live.node_ms.get("sustained", []), (50, 99))
-    books = 2 * args.markets
+    books = sum(len(names) for names in m["books"].values())
     venue_after, venue_before = m["venue_after"], m["venue_before"]
     refused = int(venue_after.get("http_429", 0)) + int(venue_after.get("http_418", 0))
     event_rate = sum(
@@ -350,8 +379,13 @@ def summarize(report: Report, m: dict[str, Any], args: argparse.Namespace) -> No
     report.figure(f"books x 2 replicas synced after the bulk subscribe ({books} books)", m["synced_s"], "s",
                   reference="UBDCC: 25 minutes for 4026 books")  # fmt: skip
     for exchange in EXCHANGES:
+        held = len(m["books"][exchange])
         report.figure(f"{exchange}: fewest replicas a node held synced during the run",
-                      live.synced_min.get(exchange, 0), "", at_least(args.markets, ""))  # fmt: skip
+                      live.synced_min.get(exchange, 0), "", at_least(held, ""))  # fmt: skip
+        report.figure(f"{exchange}: fewest replicas a node kept (none moved off a node)",
+                      live.replicas_min.get(exchange, 0), "", at_least(held, ""))  # fmt: skip
+    report.figure("oldest node heartbeat in the registry at any look (judged dead past the node timeout)",
+                  live.heartbeat_age_max_ms, "ms", below(args.node_timeout_ms or 3000, "ms"))  # fmt: skip
     report.figure("resyncs during the sustained phase", m["resyncs"], "")
     report.figure("HTTP 429 and 418 answers (whole run)", refused, "", below(1, ""))
     report.figure(f"mismatches against the venue's truth ({live.checks} checks)", len(live.mismatches), "",
@@ -369,18 +403,38 @@ def summarize(report: Report, m: dict[str, Any], args: argparse.Namespace) -> No
     ok_steps = [s["rate"] for s in m["steps"] if s["ok"]]
     report.figure(f"capacity: highest random-read rate with p99 < {READ_P99_MS:g} ms, everything live",
                   max(ok_steps) if ok_steps else None, "req/s")  # fmt: skip
-    report.figure("venue events per second (all active markets)", event_rate, "events/s")
-    report.figure(
-        "venue events made during the sustained phase, per second", events / m["elapsed"], "events/s"
-    )
-    cpu = m["cpu"]
+    report.figure(f"venue events per second the profile asks ({args.profile}, subscribed markets)",
+                  event_rate, "events/s")  # fmt: skip
+    made = events / m["elapsed"]
+    report.figure("venue events made during the sustained phase, per second", made, "events/s")
+    behind = percentiles(live.behind_ms.get("sustained", []), (50, 99))
+    for p in ("p50", "p99"):
+        report.figure(f"streamed (busiest) books: behind the venue when read, event -> ingest {p}",
+                      behind.get(p, 0.0), "ms")  # fmt: skip
+    report.figure("streamed (busiest) books: behind the venue at worst", behind.get("max", 0.0), "ms")
+    cpu = dict(m["cpu"])
+    venue_cpu = cpu.pop("venue", 0.0)
     for kind in ("ingest", "read", "control", "store"):
         report.figure(f"CPU s/s: {kind} ({len(m['rss'][kind])} processes)", cpu.get(kind, 0.0), "s/s")
-    report.figure("CPU s/s: Ladder in all", sum(cpu.values()), "s/s", reference="the machine has 2")
+    ladder = sum(cpu.values())
+    report.figure("CPU s/s: Ladder in all", ladder, "s/s", reference="the machine has 2")
+    report.figure("CPU s/s: the fake venue", venue_cpu, "s/s")
+    report.figure("venue CPU per event made", 1e6 * venue_cpu / made if made else None, "us")
+    per_1000 = ladder / (books / 1000) if books else 0.0
+    report.figure("Ladder CPU per 1000 books (x 2 replicas) at this profile", per_1000, "cores")
+    report.figure("cores the whole profile would need (4026 books, at this cost per book)", 4.026 * per_1000,
+                  "cores")  # fmt: skip
     report.figure("CPU s/s: load generator (reads)", outcome.generator_cpu_s / outcome.seconds, "s/s")
-    for kind, values in m["rss"].items():
+    for kind, values in m["rss"].items():  # the venue's included
         report.figure(f"RSS: {kind} (MiB, all its processes)", sum(values), "MiB")
     report.figure("store used_memory", int(m["store_memory"]["used_memory"]) / 2**20, "MiB")
+    net = m["store_net"]
+    for way, what in (
+        ("input", "store network in (writes)"),
+        ("output", "store network out (change messages, reads)"),
+    ):
+        report.figure(f"{what}", net[way] / 1e6, "MB/s")
+        report.figure(f"{what} per replica-event", net[way] / (2 * made) if made else None, "B")
     report.figure("store bytes per book replica", int(m["store_memory"]["used_memory"]) / (2 * books), "B")
     report.table("Sustained phase", ["figure", "value"], [
         ["reads sent", reads.sent], ["statuses", reads.statuses], ["timeouts", reads.timeouts],
@@ -432,9 +486,15 @@ def summarize(report: Report, m: dict[str, Any], args: argparse.Namespace) -> No
         hlines={"25 ms": READ_P99_MS},
     )
     report.note(
-        f"Venue: {args.markets} spot + {args.markets} futures markets, the k-th of each at "
-        f"{args.rate * args.activity:g} x k^-{args.rate_skew:g} updates/s (--rate {args.rate:g} x --activity "
-        f"{args.activity:g}), 200 levels a side. Books kept {DEPTH} levels deep, 2 replicas, "
+        f"Venue: {args.markets} spot + {args.markets} futures markets, profile {args.profile}: "
+        + (
+            f"the k-th of each at {args.rate * args.activity:g} x k^-{args.rate_skew:g} updates/s "
+            if args.profile == "skewed"
+            else f"{args.rate * args.activity:g} windows/s, the k-th sending in its profile's share of them "
+        )
+        + f"(--rate {args.rate:g} x --activity {args.activity:g}), 200 levels a side; "
+        f"{books} books subscribed (--share {args.share:g}, spread over the ranks). "
+        f"Books kept {DEPTH} levels deep, 2 replicas, "
         f"{args.workers} read workers; LADDER_NODE_TIMEOUT_MS "
         f"{args.node_timeout_ms or 'default (3000)'}."
     )
@@ -471,6 +531,10 @@ def main() -> None:
     )
     parser.add_argument("--rate-skew", type=float, default=0.8, help="the k-th market runs at rate x k^-SKEW")
     parser.add_argument("--activity", type=float, default=1.0, help="scales every market's rate")
+    parser.add_argument("--profile", choices=("skewed", "binance-real", "venue-max"), default="skewed",
+                        help="the venue's activity profile (fake_venue/market/profiles.py)")  # fmt: skip
+    parser.add_argument("--share", type=float, default=1.0,
+                        help="share of the markets subscribed, spread evenly over the ranks")  # fmt: skip
     parser.add_argument("--workers", type=int, default=2, help="read worker processes")
     parser.add_argument(
         "--sync-timeout-s", type=float, default=900.0, help="give up if not all synced by then"
@@ -482,7 +546,9 @@ def main() -> None:
         help="LADDER_NODE_TIMEOUT_MS for every process (0: the default, 3000)",
     )
     args = parser.parse_args()
-    report = Report("binance", "All of Binance on one box: 4026 books x 2 replicas, read, streamed, checked")
+    name = "binance" if args.profile == "skewed" else args.profile  # bench/results/<name>/
+    report = Report(name, f"All of Binance on one box ({args.profile}, share {args.share:g}): "
+                          "books x 2 replicas, read, streamed, checked")  # fmt: skip
 
     async def go() -> None:
         summarize(report, await measure(args, report), args)

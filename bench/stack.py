@@ -43,6 +43,10 @@ class Stack:
     def __post_init__(self) -> None:
         self.redis = redis.Redis.from_url(self.bench.redis_url)
 
+    def venue_pid(self) -> int:
+        """The fake venue's process (not Ladder's: its CPU is reported apart)."""
+        return next(c.proc.pid for c in self.bench.supervisor.children if c.name == "fake-venue" and c.proc)
+
     def pids(self) -> dict[str, list[int]]:
         """The stack's processes by kind (the venue and the load generators are not Ladder's)."""
         by_name = {child.name: child.proc.pid for child in self.bench.supervisor.children if child.proc}
@@ -90,9 +94,16 @@ async def listed(http: aiohttp.ClientSession, venue_url: str, exchange: str, cou
     return names
 
 
-async def subscribe(stack: Stack, markets: int, replicas: int, depth: int) -> None:
-    """A tenant (limits far above what one box can ask) that bulk-subscribes ``markets`` markets of
-    each exchange with ``replicas`` replicas ``depth`` deep; ``stack.key`` is its key."""
+def spread(names: list[str], share: float) -> list[str]:
+    """``share`` of ``names`` (busiest first), spread evenly over the ranks, so that a share of the
+    markets makes about that share of the events."""
+    return [name for i, name in enumerate(names) if int((i + 1) * share) > int(i * share)]
+
+
+async def subscribe(stack: Stack, markets: int, replicas: int, depth: int, share: float = 1.0) -> None:
+    """A tenant (limits far above what one box can ask) that bulk-subscribes ``share`` of the first
+    ``markets`` markets of each exchange (``spread``) with ``replicas`` replicas ``depth`` deep;
+    ``stack.key`` is its key."""
     admin = {"Authorization": f"Bearer {ADMIN_KEY}"}
     fields = {"name": "bench", "max_markets": markets * len(EXCHANGES), "max_replicas": replicas,
               "max_depth": max(depth, 100), "rate_limit_rps": 1_000_000, "burst": 10_000_000}  # fmt: skip
@@ -103,7 +114,7 @@ async def subscribe(stack: Stack, markets: int, replicas: int, depth: int) -> No
             stack.key = (await r.json())["key"]
         headers = {"X-API-Key": stack.key}
         for exchange in EXCHANGES:
-            names = await listed(http, stack.venue_url, exchange, markets)
+            names = spread(await listed(http, stack.venue_url, exchange, markets), share)
             deadline = time.monotonic() + 150
             while True:  # until the read API's catalog (the nodes publish it; read workers reload it
                 # every LADDER_CATALOG_REFRESH_S, 60 s) knows every market

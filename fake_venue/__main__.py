@@ -14,6 +14,7 @@ import sys
 
 from fake_venue.app import FakeVenue
 from fake_venue.config import Drift, VenueConfig
+from fake_venue.market.profiles import PROFILES
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -46,7 +47,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--bybit-symbols", type=int, default=defaults.bybit_symbols, help="symbols of each Bybit category"
     )
     parser.add_argument(
-        "--rate", type=float, default=defaults.rate, help="updates per second per active symbol"
+        "--profile",
+        choices=sorted(PROFILES),
+        default=defaults.profile,
+        help="how busy each market is: skewed (--rate, --rate-skew), binance-real (Binance's 100 ms "
+        "cadence, ~3.7 events/s a market on average, tens of levels a frame) or venue-max (every "
+        "market every window); see fake_venue/market/profiles.py",
+    )
+    parser.add_argument(
+        "--rate",
+        type=float,
+        default=defaults.rate,
+        help="updates per second per active symbol (binance-real and venue-max: windows per second)",
     )
     parser.add_argument(
         "--rate-skew",
@@ -121,6 +133,7 @@ def config_from(args: argparse.Namespace) -> VenueConfig:
         bybit_symbols=args.bybit_symbols,
         kraken_symbols=args.kraken_symbols,
         coinbase_symbols=args.coinbase_symbols,
+        profile=args.profile,
         rate=args.rate,
         rate_skew=args.rate_skew,
         levels=args.levels,

@@ -74,6 +74,10 @@ class VenueConfig:
     rate_skew: float = 0.0
     """Activity skew: the k-th symbol of a catalogue runs at ``rate * k ** -rate_skew`` (0: every
     symbol at ``rate``), so a few markets are busy and most are quiet, as on a real venue."""
+    profile: str = "skewed"
+    """How busy each market is (``market/profiles.py``): ``skewed`` follows ``rate`` and
+    ``rate_skew``; ``binance-real`` and ``venue-max`` replay recorded 100 ms frames, ``rate`` being
+    the windows a second (10)."""
     levels: int = 1500
     """Target levels per side of each book ..."""
     deep_symbols: int = 0

@@ -56,7 +56,10 @@ class AssignmentClient:
         poll_s: float = 0.5,
         resync_s: float = 5.0,
         reread_s: float = 60.0,
+        registrations: dict[str, NodeInfo] | None = None,
     ) -> None:
+        """``registrations``: the nodes registered through another client of the same process, shared
+        (a node's heartbeat thread has a client of its own, and registers the node again from them)."""
         self._store: ControlStore = (
             RedisControlStore(client, prefix) if isinstance(client, (redis.Redis, RedisCluster)) else client
         )
@@ -64,7 +67,8 @@ class AssignmentClient:
         self._poll_s = poll_s
         self._resync_s = resync_s
         self._reread_s = reread_s
-        self._registered: dict[str, NodeInfo] = {}
+        self.registrations: dict[str, NodeInfo] = {} if registrations is None else registrations
+        """What each node registered through this client (or one sharing it) registered with."""
 
     async def register(self, node_id: str, address: str, capacity: int) -> None:
         """Announce the node (again, after a restart): live, not draining, no load yet."""
@@ -73,14 +77,14 @@ class AssignmentClient:
         now = self._clock()
         node = NodeInfo(_checked_node_id(node_id), address, capacity, now, now, draining=False, load=0.0)
         await self._store.register_node(node)
-        self._registered[node_id] = node
+        self.registrations[node_id] = node
 
     async def heartbeat(self, node_id: str, load: float = 0.0) -> None:
         """Say the node is alive; ``load`` is its work measure (messages/s, or replicas kept)."""
         now = self._clock()
         if await self._store.heartbeat_node(node_id, now, float(load)):
             return
-        known = self._registered.get(node_id)
+        known = self.registrations.get(node_id)
         if known is None:
             raise NotFoundError(f"node {node_id} is not registered")
         await self._store.register_node(dataclasses.replace(known, heartbeat_at=now, load=float(load)))
@@ -92,12 +96,12 @@ class AssignmentClient:
     async def set_draining(self, node_id: str) -> None:
         """Ask the scheduler to move this node's replicas away (make-before-break)."""
         await self._store.set_draining(node_id, True)
-        if node_id in self._registered:
-            self._registered[node_id] = dataclasses.replace(self._registered[node_id], draining=True)
+        if node_id in self.registrations:
+            self.registrations[node_id] = dataclasses.replace(self.registrations[node_id], draining=True)
 
     async def deregister(self, node_id: str) -> None:
         """Leave the registry; whatever the node still had is reassigned on the next round."""
-        self._registered.pop(node_id, None)
+        self.registrations.pop(node_id, None)
         await self._store.remove_node(node_id)
 
     async def watch(self, node_id: str) -> AsyncIterator[list[ReplicaAssignment]]:

@@ -100,9 +100,15 @@ class BinanceDialect(ABC):
     def encode_event(self, market: Market, event: Update, micro: bool) -> bytes:
         style = market.style
         body = self.event_fields(market, event, event.t_ns // 1000 if micro else event.event_ms)
-        body["b"] = style.levels(event.bids)
-        body["a"] = style.levels(event.asks)
-        return orjson.dumps(body)
+        frame = event.frame
+        if frame is None:
+            body["b"] = style.levels(event.bids)
+            body["a"] = style.levels(event.asks)
+            return orjson.dumps(body)
+        if frame.body is None:  # a recorded frame's levels, written once for every turn of its cycle
+            levels = orjson.dumps({"b": style.levels(frame.bids), "a": style.levels(frame.asks)})
+            frame.body = b"," + levels[1:]
+        return orjson.dumps(body)[:-1] + frame.body
 
     def encode_snapshot(
         self,

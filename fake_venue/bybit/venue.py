@@ -36,8 +36,8 @@ class BybitIds:
     def initial(self, rng: random.Random) -> int:
         return rng.randrange(10**6, 10**8)
 
-    def next_range(self, last_id: int, rng: random.Random) -> tuple[int, int]:
-        return last_id + 1, last_id + 1
+    def next_range(self, last_id: int, rng: random.Random, span: int = 0) -> tuple[int, int]:
+        return last_id + 1, last_id + 1  # one message, one id, however many changes it merges
 
 
 def style_for(spec: SymbolSpec) -> LevelStyle:

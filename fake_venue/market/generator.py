@@ -34,6 +34,9 @@ _SIZES = [draw(-0.5, 1.0) for draw in [random.Random(0).lognormvariate] * (1 << 
 (far cheaper than drawing a log-normal per level, and just as deterministic)."""
 _LARGEST_SIZE = int(max(_SIZES)) + 1
 _OPERATIONS_PER_UPDATE = (1, 1, 2, 2, 3, 3, 4, 5)
+SETTLE_EVERY = 4
+"""``grow`` pulls the sides back to their shape after this many operations, as ``step`` does after each
+update's (1 to 5)."""
 _DEEP_DELETE = (1 - OCCUPANCY) / OCCUPANCY
 """Of the operations at depth that find a level, the share that delete it (the rest resize it):
 with adds on every empty tick found, this keeps the side at ``OCCUPANCY``."""
@@ -101,24 +104,41 @@ class Generator:
     def step(self, changes: ChangeSet, deep_share: float = 0.0) -> None:
         """Draw one update's operations into ``changes`` (which applies them to its book); a
         ``deep_share`` of them land at a uniformly random depth of a side."""
-        book = changes.book
-        rng = self.rng
-        for _ in range(_OPERATIONS_PER_UPDATE[rng.getrandbits(3)]):
-            if deep_share and rng.random() < deep_share:
-                self._at_depth(changes, book.bids if rng.random() < 0.5 else book.asks)
-                continue
-            draw = rng.random()
-            side = book.bids if rng.random() < 0.5 else book.asks
-            if draw < 0.36:
-                self._resize(changes, side)
-            elif draw < 0.66:
-                self._add(changes, book, side)
-            elif draw < 0.79:
-                self._delete(changes, side)
-            elif draw < 0.84:
-                self._delete_absent(changes, side)
-            else:
-                self._trade_through(changes, book, up=rng.random() < 0.5)
+        for _ in range(_OPERATIONS_PER_UPDATE[self.rng.getrandbits(3)]):
+            self._operate(changes, deep_share)
+        self._settle(changes.book, changes)
+
+    def grow(self, changes: ChangeSet, deep_share: float, levels: int, max_operations: int) -> int:
+        """Operations into ``changes`` until it holds ``levels`` levels (or ``max_operations`` ran),
+        each side's shape kept every few of them: a 100 ms window of a busy market. Returns how
+        many operations it took."""
+        operations = 0
+        while len(changes.new) < levels and operations < max_operations:
+            self._operate(changes, deep_share)
+            operations += 1
+            if operations % SETTLE_EVERY == 0:
+                self._settle(changes.book, changes)
+        return operations
+
+    def _operate(self, changes: ChangeSet, deep_share: float) -> None:
+        book, rng = changes.book, self.rng
+        if deep_share and rng.random() < deep_share:
+            self._at_depth(changes, book.bids if rng.random() < 0.5 else book.asks)
+            return
+        draw = rng.random()
+        side = book.bids if rng.random() < 0.5 else book.asks
+        if draw < 0.36:
+            self._resize(changes, side)
+        elif draw < 0.66:
+            self._add(changes, book, side)
+        elif draw < 0.79:
+            self._delete(changes, side)
+        elif draw < 0.84:
+            self._delete_absent(changes, side)
+        else:
+            self._trade_through(changes, book, up=rng.random() < 0.5)
+
+    def _settle(self, book: Book, changes: ChangeSet) -> None:
         for side in (book.bids, book.asks):
             self._keep_depth(changes, side)
         best_bid, best_ask = book.bids.best, book.asks.best

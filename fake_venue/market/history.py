@@ -62,6 +62,11 @@ class History:
             records.popleft()
             self.trimmed = True
 
+    def skip(self) -> None:
+        """Updates are about to go by unrecorded: forget every state before the next record."""
+        self._records.clear()
+        self.trimmed = True
+
     def id_back(self, n: int) -> int:
         """The update id the book had ``n`` updates ago (clamped to the oldest state kept)."""
         records = self._records

@@ -23,18 +23,23 @@ import asyncio
 import random
 import time
 from array import array
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
 from fake_venue.config import Drift, VenueConfig
 from fake_venue.market.book import Book
+from fake_venue.market.cycle import Cycle, Frame, record
 from fake_venue.market.decimal_text import LevelStyle
 from fake_venue.market.drift import Walk
 from fake_venue.market.generator import ChangeSet, Generator
 from fake_venue.market.history import History, Record
+from fake_venue.market.profiles import PROFILES, Activity
 from fake_venue.market.symbols import TRADING, SymbolSpec
 
+EVERY_UPDATE = Activity(1.0)
+"""A market at the venue's rate, updates drawn as they go."""
 BUILD_SLICE_S = 0.005
 """Longest the event loop spends building requested markets before it does other work."""
 
@@ -52,6 +57,8 @@ class Update:
     t_ns: int
     bids: list[tuple[int, int]]
     asks: list[tuple[int, int]]
+    frame: Frame | None = None
+    """The recorded frame this update replays, whose encoding a dialect keeps (None: drawn now)."""
 
 
 class IdSource(Protocol):
@@ -59,7 +66,8 @@ class IdSource(Protocol):
 
     def initial(self, rng: random.Random) -> int: ...
 
-    def next_range(self, last_id: int, rng: random.Random) -> tuple[int, int]: ...
+    def next_range(self, last_id: int, rng: random.Random, span: int = 0) -> tuple[int, int]:
+        """The ids of the next event: ``span`` of them (0: as many as the venue's own draw)."""
 
 
 class ContiguousIds:
@@ -68,8 +76,8 @@ class ContiguousIds:
     def initial(self, rng: random.Random) -> int:
         return rng.randrange(10**9, 6 * 10**10)
 
-    def next_range(self, last_id: int, rng: random.Random) -> tuple[int, int]:
-        return last_id + 1, last_id + 1 + rng.getrandbits(2)
+    def next_range(self, last_id: int, rng: random.Random, span: int = 0) -> tuple[int, int]:
+        return last_id + 1, last_id + (span or 1 + rng.getrandbits(2))
 
 
 class SharedIds:
@@ -86,9 +94,9 @@ class SharedIds:
         self.counter += 1 + rng.randrange(50)
         return self.counter
 
-    def next_range(self, last_id: int, rng: random.Random) -> tuple[int, int]:
+    def next_range(self, last_id: int, rng: random.Random, span: int = 0) -> tuple[int, int]:
         first = self.counter + 2 + rng.getrandbits(5)
-        self.counter = first + rng.getrandbits(3)
+        self.counter = first + (span - 1 if span else rng.getrandbits(3))
         return first, self.counter
 
 
@@ -98,7 +106,7 @@ class Sequence:
     def initial(self, rng: random.Random) -> int:
         return 0
 
-    def next_range(self, last_id: int, rng: random.Random) -> tuple[int, int]:
+    def next_range(self, last_id: int, rng: random.Random, span: int = 0) -> tuple[int, int]:
         return last_id + 1, last_id + 1
 
 
@@ -138,7 +146,7 @@ class Market:
         rng: random.Random,
         motion: Motion,
         levels: int,
-        activity: float = 1.0,
+        activity: Activity = EVERY_UPDATE,
         time_step_ns: int = 1,
     ) -> None:
         """``time_step_ns``: the least time between two updates' stamps (venues whose clients can
@@ -147,13 +155,13 @@ class Market:
         self.name = spec.name
         self.style = style
         self.status = status
-        self.book = Book()
+        self._book = Book()
         self.rng = rng
         self._ids = ids
         self.generator = Generator(rng, levels, spec.mean_qty, spec.mid_ticks)
         self.walk = Walk(rng, spec.mid_ticks)
         if status == TRADING:
-            self.generator.seed(self.book)
+            self.generator.seed(self._book)
         self.last_id = ids.initial(rng)
         self.last_txn_ms = int(time.time() * 1000)
         self.last_t_ns = time.time_ns()
@@ -166,8 +174,17 @@ class Market:
             config.history_seconds,
         )
         self.motion = motion
-        self.activity = activity
-        """This symbol's share of the venue's rate (its place in the activity skew)."""
+        self.activity = activity.share
+        """This symbol's share of the venue's rate (its place in the activity profile)."""
+        self.cycle: Cycle | None = None
+        """A replayed profile's recorded frames (``cycle.py``); None: updates drawn as they go."""
+        if activity.replayed and status == TRADING:
+            self.cycle = record(self.generator, ChangeSet(self._book), activity, rng)
+        self._unapplied: deque[Update] = deque()
+        """Replayed frames sent but not applied to the book yet (``book`` applies them)."""
+        self._disturbed = False
+        """A fault changed the book of a replayed market: a turn of its cycle no longer leaves the
+        book as it was, so every frame must be applied."""
         self.rate: float | None = None
         """Updates per second for this symbol; None follows the venue's rate times ``activity``."""
         self.drift: Drift | None = None
@@ -204,12 +221,30 @@ class Market:
         return kept
 
     @property
+    def book(self) -> Book:
+        """The true book after the last update made, replayed frames included."""
+        if self._unapplied:
+            self._apply_unapplied()
+        return self._book
+
+    @property
     def trading(self) -> bool:
         return self.status == TRADING
 
     @property
     def effective_rate(self) -> float:
         return self.rate if self.rate is not None else self.motion.rate * self.activity
+
+    def period_s(self) -> float:
+        """Seconds from the update just made to the next (the rate must be positive).
+
+        A replayed market runs on windows (the venue's rate over its busy share) and skips the idle
+        ones its last frame counted.
+        """
+        rate = self.effective_rate
+        if self.cycle is None:
+            return 1.0 / rate
+        return self.cycle.last_gap * self.activity / rate
 
     @property
     def effective_drift(self) -> Drift:
@@ -221,9 +256,14 @@ class Market:
 
     def step(self, extra: Callable[[ChangeSet], None] | None = None, generate: bool = True) -> Update:
         """Make one update: the drift's and the generator's changes, then any fault's ``extra``
-        changes, recorded. A sweep of the drift is the whole generated part of its update."""
+        changes, recorded. A sweep of the drift is the whole generated part of its update. A
+        replayed market sends its next recorded frame instead; a fault's update of it carries only
+        the fault's changes."""
+        if self.cycle is not None and generate and extra is None and not self._crossing:
+            return self._replay(self.cycle.next(), len(self.cycle.frames))
+        self._disturbed = self.cycle is not None
         changes = ChangeSet(self.book)
-        if generate:
+        if generate and self.cycle is None:
             rate = self.effective_rate
             period_s = 1 / rate if rate > 0 else 0.0
             if not self.walk.step(changes, self.generator, self.effective_drift, period_s):
@@ -232,6 +272,43 @@ class Market:
         if extra is not None:
             extra(changes)
         return self._commit(changes)
+
+    @property
+    def _crossing(self) -> bool:
+        return self.cross_pending is not None or self._cross_tick is not None
+
+    def _replay(self, frame: Frame, turn: int) -> Update:
+        """The next recorded frame, numbered and timed; its levels reach the book when someone
+        reads the book (``book``), so a frame costs the venue no work per level.
+
+        Unread frames are kept up to two turns of the cycle (and the history's minimum); past that,
+        as long as no fault disturbed the book, the oldest whole turn is dropped unapplied: a turn
+        leaves the book as it found it, and the history forgets the states it skipped (410).
+        """
+        update = self._stamp(frame.bids, frame.asks, frame)
+        unapplied = self._unapplied
+        unapplied.append(update)
+        if len(unapplied) > 2 * turn + self.history.min_events:
+            if self._disturbed:
+                self._apply_unapplied()
+            else:
+                for _ in range(turn):
+                    unapplied.popleft()
+                self.history.skip()
+        return update
+
+    def _apply_unapplied(self) -> None:
+        """Apply the replayed frames not applied yet, each recorded in history as it is applied."""
+        unapplied, self._unapplied = self._unapplied, deque()
+        bids, asks, at = self._book.bids.set, self._book.asks.set, time.monotonic()
+        for update in unapplied:
+            undo = array("q")
+            for tick, qty in update.bids:
+                undo.extend((1, tick, bids(tick, qty)))
+            for tick, qty in update.asks:
+                undo.extend((0, tick, asks(tick, qty)))
+            record = Record(update.first_id, update.last_id, update.prev_id, update.t_ns, at, undo)
+            self.history.record(record)
 
     def empty_side(self, changes: ChangeSet, bids: bool, asks: bool) -> None:
         """Delete every level of the chosen sides (the empty-book fault)."""
@@ -252,16 +329,22 @@ class Market:
                 self._cross_tick = None
 
     def _commit(self, changes: ChangeSet) -> Update:
+        undo = array("q")
+        for (is_bid, tick), old in changes.old.items():
+            undo.extend((int(is_bid), tick, old))
+        update = self._stamp(changes.side_changes(True), changes.side_changes(False), None)
+        record = Record(update.first_id, update.last_id, update.prev_id, update.t_ns, time.monotonic(), undo)
+        self.history.record(record)
+        return update
+
+    def _stamp(self, bids: list[tuple[int, int]], asks: list[tuple[int, int]], frame: Frame | None) -> Update:
+        """Number and time the next update."""
         rng = self.rng
-        first_id, last_id = self._ids.next_range(self.last_id, rng)
+        first_id, last_id = self._ids.next_range(self.last_id, rng, frame.span if frame else 0)
         now_ns = time.time_ns()
         t_ns = max(now_ns, self.last_t_ns + self._time_step_ns)
         event_ms = now_ns // 1_000_000
         txn_ms = max(event_ms - 1 - rng.getrandbits(1), self.last_txn_ms)
-        undo = array("q")
-        for (is_bid, tick), old in changes.old.items():
-            undo.extend((int(is_bid), tick, old))
-        self.history.record(Record(first_id, last_id, self.last_id, t_ns, time.monotonic(), undo))
         update = Update(
             first_id,
             last_id,
@@ -269,8 +352,9 @@ class Market:
             event_ms,
             txn_ms,
             t_ns,
-            changes.side_changes(True),
-            changes.side_changes(False),
+            bids,
+            asks,
+            frame,
         )
         self.last_id, self.last_t_ns, self.last_txn_ms = last_id, t_ns, txn_ms
         return update
@@ -300,6 +384,7 @@ class Markets:
         self.catalogue_version = 0
         """Bumped when a status changes, so cached exchangeInfo bodies know to rebuild."""
         self.motion = Motion(config)
+        self._profile = PROFILES[config.profile]
         self._start_levels = {spec.name: config.deep_levels for spec in specs[:deep_symbols]}
         self.levels = dict(self._start_levels)
         """Levels a side of the books not built yet whose depth is not ``config.levels``."""
@@ -343,7 +428,7 @@ class Markets:
             rng,
             self.motion,
             self.levels.get(name, self._config.levels),
-            self._rank[name] ** -self._config.rate_skew,
+            self._profile.activity(self._rank[name], self.venue == "futures", self._config.rate_skew),
             self._time_step_ns,
         )
         self.active[name] = market

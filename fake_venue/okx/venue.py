@@ -44,8 +44,8 @@ class OkxIds:
     def initial(self, rng: random.Random) -> int:
         return rng.randrange(10**9, 9 * 10**9)
 
-    def next_range(self, last_id: int, rng: random.Random) -> tuple[int, int]:
-        return last_id + 1, last_id + 1 + rng.randrange(40)
+    def next_range(self, last_id: int, rng: random.Random, span: int = 0) -> tuple[int, int]:
+        return last_id + 1, last_id + (span or 1 + rng.randrange(40))
 
 
 def style_for(spec: SymbolSpec) -> LevelStyle:

@@ -3,16 +3,18 @@
 Theory of operation
 -------------------
 The control plane decides which book replicas each node keeps; the node only follows. It registers,
-heartbeats every ``heartbeat_ms``, and reconciles its running replicas with its assignment set
-whenever that set changes (starting what is new, stopping what was taken away). A node that stops
-heartbeating loses its assignments to other nodes within a few seconds, so a crash costs no reads
-where a book has a second replica. A node that cannot reach the control store when it starts tries to
-register again until it can. A node cut off from the control store for half a node timeout
-(it may be declared dead and its replicas moved) fences its book writer: it keeps its books but
-publishes nothing until a heartbeat gets through and it has re-read its assignments, so a node
-that comes back never republishes a replica that was taken from it. On SIGTERM the node asks to be
-drained: the scheduler moves its replicas away make-before-break, the node keeps serving them until
-they are gone (or ``drain_timeout_s``), then leaves.
+heartbeats every ``heartbeat_ms`` (from a thread of its own,
+``control_plane.scheduling.heartbeat``, so a node whose event loop is busy past what its machine
+holds is not judged dead), and reconciles its running replicas with its assignment set whenever
+that set changes (starting what is new, stopping what was taken away). A node that stops
+heartbeating (its process or its loop stuck) loses its assignments to other nodes within a few
+seconds, so a crash costs no reads where a book has a second replica. A node that cannot reach the
+control store when it starts tries to register again until it can. A node cut off from the control
+store for half a node timeout (it may be declared dead and its replicas moved) fences its book
+writer: it keeps its books but publishes nothing until a heartbeat gets through and it has re-read
+its assignments, so a node that comes back never republishes a replica that was taken from it. On
+SIGTERM the node asks to be drained: the scheduler moves its replicas away make-before-break, the
+node keeps serving them until they are gone (or ``drain_timeout_s``), then leaves.
 
 Per exchange the node runs one snapshot scheduler (every snapshot inside the weight budget shared
 through the store) and one feed (the venue connections and their rollovers). Alongside: the
@@ -34,15 +36,17 @@ from collections.abc import Callable, Coroutine, Iterable
 from typing import Any
 
 import aiohttp
+from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import RedisError
 
 from book_store.codec import BookStatus
-from book_store.connect import StoreClient
+from book_store.connect import StoreClient, store_client
 from book_store.liveness import prune_heartbeats
 from book_store.schema import BookKey, ReplicaId
 from book_store.writer import BookWriter
 from control_plane.models import ReplicaAssignment
 from control_plane.scheduling.assignments import AssignmentClient
+from control_plane.scheduling.heartbeat import HeartbeatThread
 from ingest_nodes.core.engine import BookEngine
 from ingest_nodes.ops.checkpoints import CheckpointLog, ReplicaChecker
 from ingest_nodes.ops.reporting import StatsReporter, process_usage
@@ -73,6 +77,8 @@ NO_KEYS = (
     "no Alpaca key is configured (LADDER_ALPACA_KEY_ID and LADDER_ALPACA_SECRET_KEY, "
     "or LADDER_ALPACA_CREDENTIALS)"
 )
+STALLED_AFTER_TIMEOUTS = 10
+"""A main loop with no progress for this many node timeouts stops the heartbeats (it is stuck, not busy)."""
 RESNAPSHOT_SPREAD = (0.9, 0.2)
 """A replica is re-snapshotted between 0.9 and 1.1 of ``resnapshot_interval_s`` after it synced."""
 
@@ -98,14 +104,17 @@ class IngestNode:
         control_client: StoreClient | None = None,
         telemetry: IngestTelemetry | None = None,
     ) -> None:
-        """``client`` is the book store; ``control_client`` the control store, if kept apart;
-        ``telemetry`` what the node's spans and metrics go to (a disabled one if None)."""
+        """``client`` is the book store; ``control_client`` the control store, if kept apart (both
+        reached at the settings' URLs: the heartbeat thread connects there itself); ``telemetry``
+        what the node's spans and metrics go to (a disabled one if None)."""
         self.settings = settings
         self.node_id = settings.node_id
         self._client = client
         self._assignments = AssignmentClient(control_client or client)
-        self._reached_at = 0.0
-        """When the last heartbeat that got through was sent (loop time)."""
+        self._control_cluster = isinstance(control_client or client, RedisCluster)
+        self._heartbeats: HeartbeatThread | None = None
+        self._registered_at = 0.0
+        """When the node registered (``time.monotonic``), before any heartbeat got through."""
         self._unregistered = "not registered with the control store yet"
         """Why the node is not registered (empty once it is)."""
         self._assignments_read = False
@@ -205,7 +214,7 @@ class IngestNode:
                     await asyncio.wait_for(stop.wait(), REGISTER_RETRY_S)
             else:
                 self._unregistered = ""
-                self._reached_at = asyncio.get_running_loop().time()  # before the first heartbeat
+                self._registered_at = time.monotonic()  # before the first heartbeat
                 return True
         return False
 
@@ -266,44 +275,50 @@ class IngestNode:
 
     # -- assignments ----------------------------------------------------------------------------
 
+    @property
+    def _reached_at(self) -> float:
+        """When the last heartbeat that got through was sent (``time.monotonic``)."""
+        beats = self._heartbeats
+        return self._registered_at if beats is None else max(beats.reached_at, self._registered_at)
+
     async def _heartbeat(self) -> None:
-        loop = asyncio.get_running_loop()
-        period = self.settings.heartbeat_ms / 1000
-        fence_after = self.settings.node_timeout_ms / 2000
-        self._reached_at = loop.time()
-        watchdog = loop.create_task(self._fence_when_cut_off(fence_after, min(period, fence_after / 4)))
+        """Heartbeat from the thread; here, on the node's loop, what follows a heartbeat that got
+        through (the venue credential leases renewed, assignments confirmed after a fence), and
+        the writer fenced while none does."""
+        settings = self.settings
+        period = settings.heartbeat_ms / 1000
+        fence_after = settings.node_timeout_ms / 2000
+        beats = self._heartbeats = HeartbeatThread(
+            self._control_store,
+            self.node_id,
+            self._assignments.registrations,
+            period_s=period,
+            timeout_s=fence_after,
+            stall_limit_s=STALLED_AFTER_TIMEOUTS * settings.node_timeout_ms / 1000,
+            load=lambda: len(self.replicas),
+        )
+        beats.start()
+        seen = 0
         try:
-            while True:
-                sent_at = loop.time()
-                try:
-                    # A store that does not answer at all (a partition) must not hold the loop forever.
-                    heartbeat = self._assignments.heartbeat(self.node_id, load=len(self.replicas))
-                    await asyncio.wait_for(heartbeat, fence_after)
-                except (StoreError, TimeoutError) as exc:
-                    log.warning(
-                        "control plane unreachable (%s); keeping current replicas", type(exc).__name__
-                    )
-                else:
-                    self._reached_at = sent_at
+            while await self._pause(min(period, fence_after / 4)):
+                silent = time.monotonic() - self._reached_at
+                if silent > fence_after and not self._writer.fenced:
+                    log.warning("control plane unreachable for %.1f s: publishing nothing until "
+                                "assignments are re-read", silent)  # fmt: skip
+                    self._writer.fence()
+                if beats.sent != seen:
+                    seen = beats.sent
                     await self._hold_credentials()  # renew the venue credential leases with the heartbeat
                     if self._writer.fenced:
                         await self._confirm_assignments()
-                if not await self._pause(period):
-                    return
         finally:
-            watchdog.cancel()
+            await asyncio.to_thread(beats.stop)
 
-    async def _fence_when_cut_off(self, fence_after: float, every: float) -> None:
-        """Fence the writer once no heartbeat sent in the last ``fence_after`` got through."""
-        loop = asyncio.get_running_loop()
-        while await self._pause(every):
-            silent = loop.time() - self._reached_at
-            if silent > fence_after and not self._writer.fenced:
-                log.warning(
-                    "control plane unreachable for %.1f s: publishing nothing until assignments are re-read",
-                    silent,
-                )
-                self._writer.fence()
+    def _control_store(self) -> StoreClient:
+        """A new client to the control store (the heartbeat thread's own), as ``ladder ingest`` opens it."""
+        settings = self.settings
+        url = settings.control_redis_url or settings.redis_url
+        return store_client(url, settings.redis_password, cluster=self._control_cluster)
 
     async def _confirm_assignments(self) -> None:
         """Back from a fence: apply the assignment set as it is now, then publish again."""
@@ -448,7 +463,7 @@ class IngestNode:
     def _registration(self) -> Check:
         if self._unregistered:
             return Check("registered", False, self._unregistered)
-        silent = asyncio.get_running_loop().time() - self._reached_at
+        silent = time.monotonic() - self._reached_at
         if self._writer.fenced:
             return Check("registered", False, f"the control store not reached for {silent:.1f} s")
         return Check("registered", True, f"heartbeat reached the control store {silent:.1f} s ago")

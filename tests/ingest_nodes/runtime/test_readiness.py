@@ -46,7 +46,8 @@ async def test_a_node_is_ready_once_registered_with_assignments_read_and_its_ven
     proxy = CuttableProxy("127.0.0.1", urlsplit(clean_redis_url).port or 0)
     proxy.partition()  # the control store does not answer when the node starts
     control = await opened(store_client(proxy.url(clean_redis_url)))
-    settings = spot_node_settings(venue, clean_redis_url, NODE, heartbeat_ms=200, node_timeout_ms=2000)
+    settings = spot_node_settings(venue, clean_redis_url, NODE, heartbeat_ms=200, node_timeout_ms=2000,
+                                  control_redis_url=proxy.url(clean_redis_url))  # fmt: skip
     names = list(venue.spot.markets.specs)[:2]
     assigned = [ReplicaAssignment("binance.com", name, r, NODE) for name in names for r in (1, 2)]
     await RedisControlStore(redis_client).replace_assignments(NODE, assigned)
