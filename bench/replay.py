@@ -8,6 +8,13 @@ then has the venue burst ``frames`` updates per book and keeps every frame as th
 snapshots, ``SUBSCRIBE`` on ``/ws`` or the combined ``/stream``) and sends the recorded frames
 when the benchmark says so: first one frame per book (``prime``: each book syncs on it), then all
 the rest, books interleaved, as fast as the socket takes them (``blast``).
+
+A real venue's diff stream sends one frame per book per 100 ms carrying every change of that window
+(tens of levels for a busy market), where the fake venue writes a frame per update (a few levels).
+:func:`conflate` merges consecutive frames of a book the way the venue's 100 ms window does: the
+first ``U``, the last ``u`` and ``E``, each level at its last quantity. A recording can be kept in
+a file (:meth:`Recording.save`, :meth:`Recording.load`), so that runs compared with each other
+(before and after a change, or under valgrind) replay the very same frames.
 """
 
 from __future__ import annotations
@@ -16,7 +23,8 @@ import asyncio
 import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import cast
+from pathlib import Path
+from typing import Any, cast
 
 import aiohttp
 import orjson
@@ -41,6 +49,48 @@ class Recording:
         frames = [orjson.loads(f) for fs in self.frames.values() for f in fs]
         return sum(len(f["b"]) + len(f["a"]) for f in frames) / max(1, len(frames))
 
+    def save(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        body = {
+            "exchange_info": self.exchange_info.decode(),
+            "snapshots": self.snapshots,
+            "frames": self.frames,
+        }
+        path.write_bytes(orjson.dumps(body))
+
+    @classmethod
+    def load(cls, path: Path) -> Recording:
+        body = orjson.loads(path.read_bytes())
+        return cls(body["exchange_info"].encode(), body["snapshots"], body["frames"])
+
+
+def conflate(recording: Recording, window: int) -> Recording:
+    """The recording with every ``window`` consecutive frames of a book merged into one, as a venue's
+    100 ms diff stream merges every change of its window (the first frame, which continues the
+    snapshot, stays alone: a book syncs on it)."""
+    if window <= 1:
+        return recording
+    frames: dict[str, list[str]] = {}
+    for symbol, recorded in recording.frames.items():
+        merged = recorded[:1]
+        for start in range(1, len(recorded), window):
+            merged.append(_merge([orjson.loads(f) for f in recorded[start : start + window]]))
+        frames[symbol] = merged
+    return Recording(recording.exchange_info, recording.snapshots, frames)
+
+
+def _merge(events: list[dict[str, Any]]) -> str:
+    """One depth event carrying every change of ``events`` (consecutive, of one book)."""
+    bids: dict[str, str] = {}
+    asks: dict[str, str] = {}
+    for event in events:
+        bids.update((price, qty) for price, qty in event["b"])
+        asks.update((price, qty) for price, qty in event["a"])
+    last = events[-1]
+    merged = {"e": "depthUpdate", "E": last["E"], "s": last["s"], "U": events[0]["U"], "u": last["u"],
+              "b": [list(b) for b in bids.items()], "a": [list(a) for a in asks.items()]}  # fmt: skip
+    return orjson.dumps(merged).decode()
+
 
 async def record(
     http: aiohttp.ClientSession, venue_url: str, symbols: Sequence[str], frames: int, limit: int = 1000
@@ -55,10 +105,10 @@ async def record(
         await ws.send_str(orjson.dumps({"method": "SUBSCRIBE", "params": list(streams), "id": 1}).decode())
         await ws.receive()  # the acknowledgement
         snapshots = {}
-        if limit > 1000:  # 50 books of 5000 levels cost 12 500 weight: more than a minute's 6000
-            weight = {"action": "weight_limit", "venue": "spot", "limit": 10**9}
-            async with http.post(f"{venue_url}/_fake/control", json=weight) as r:
-                r.raise_for_status()
+        # 50 books of 5000 levels cost 12 500 weight, 500 of 1000 levels 25 000: more than a minute's 6000
+        weight = {"action": "weight_limit", "venue": "spot", "limit": 10**9}
+        async with http.post(f"{venue_url}/_fake/control", json=weight) as r:
+            r.raise_for_status()
         for symbol in symbols:
             async with http.get(
                 f"{venue_url}/api/v3/depth", params={"symbol": symbol, "limit": str(limit)}
@@ -78,14 +128,25 @@ async def record(
 
 
 @dataclass
+class _Socket:
+    """One node connection: its WebSocket, its transport, the books it subscribed."""
+
+    ws: web.WebSocketResponse
+    combined: bool
+    transport: asyncio.WriteTransport
+    subscribed: set[str] = field(default_factory=set)
+    rounds: list[bytes] = field(default_factory=list)
+    """The lined-up frames, one round per frame of each book (books interleaved), encoded."""
+
+
+@dataclass
 class ReplayVenue:
-    """Serves a :class:`Recording` to ingest nodes; one node connection at a time."""
+    """Serves a :class:`Recording` to one ingest node, over as many connections as it opens."""
 
     recording: Recording
     url: str = ""
-    _sockets: list[tuple[web.WebSocketResponse, bool, asyncio.WriteTransport]] = field(default_factory=list)
-    _blast: tuple[int, bytes] = (0, b"")
-    _subscribed: set[str] = field(default_factory=set)
+    _sockets: list[_Socket] = field(default_factory=list)
+    _lined_up: int = 0
     _changed: asyncio.Event = field(default_factory=asyncio.Event)
     _runner: web.AppRunner | None = None
 
@@ -104,45 +165,67 @@ class ReplayVenue:
         return self.url
 
     async def stop(self) -> None:
-        for ws, _, _ in self._sockets:
-            await ws.close()
+        for socket in self._sockets:
+            await socket.ws.close()
         if self._runner is not None:
             await self._runner.cleanup()
 
     def reset(self) -> None:
         """Forget the subscriptions of a node that went away."""
-        self._subscribed.clear()
+        for socket in self._sockets:
+            socket.subscribed.clear()
+
+    @property
+    def subscribed(self) -> int:
+        return sum(len(socket.subscribed) for socket in self._sockets)
 
     async def wait_subscribed(self, count: int, timeout_s: float = 60.0) -> None:
         async with asyncio.timeout(timeout_s):
-            while len(self._subscribed) < count:
+            while self.subscribed < count:
                 self._changed.clear()
                 await self._changed.wait()
 
     async def prime(self) -> int:
         """Send each subscribed book its first frame and line the rest up; returns how many were sent."""
-        ws, combined, _ = self._sockets[-1]
-        queues = [
-            [self._framed(s, f, combined) for f in self.recording.frames[s]] for s in sorted(self._subscribed)
-        ]
-        for queue in queues:
-            await ws.send_str(queue[0])
-        lined_up = [q[i] for i in range(1, max(map(len, queues))) for q in queues if i < len(q)]
-        self._blast = (len(lined_up), b"".join(_text_frame(frame.encode()) for frame in lined_up))
-        return len(queues)
+        primed = 0
+        self._lined_up = 0
+        for socket in self._sockets:
+            queues = [
+                [self._framed(s, f, socket.combined) for f in self.recording.frames[s]]
+                for s in sorted(socket.subscribed)
+            ]
+            for queue in queues:
+                await socket.ws.send_str(queue[0])
+            primed += len(queues)
+            socket.rounds = [
+                b"".join(_text_frame(q[i].encode()) for q in queues if i < len(q))
+                for i in range(1, max(map(len, queues), default=0))
+            ]
+            self._lined_up += sum(len(q) - 1 for q in queues)
+        return primed
 
-    async def blast(self) -> int:
-        """Every frame :meth:`prime` lined up, books interleaved, in one write: as fast as TCP drains.
+    async def blast(self, rounds_per_s: float | None = None) -> int:
+        """Every frame :meth:`prime` lined up, books interleaved: all at once, as fast as TCP
+        drains, or a round (one frame of each book) every ``1 / rounds_per_s`` seconds, as a venue
+        sends a busy book's frame every 100 ms.
 
-        The frames are encoded beforehand and handed to the connection's transport at once, so the
-        sender costs next to nothing while the node works.
+        The frames are encoded beforehand and handed to each connection's transport as they are,
+        so the sender costs next to nothing while the node works.
         """
-        _, _, transport = self._sockets[-1]
-        count, blob = self._blast
-        transport.write(blob)
-        while transport.get_write_buffer_size():  # noqa: ASYNC110 - a bare transport has no drain()
-            await asyncio.sleep(0.01)
-        return count
+        loop = asyncio.get_running_loop()
+        if rounds_per_s is None:
+            for socket in self._sockets:
+                socket.transport.write(b"".join(socket.rounds))
+        else:
+            started = loop.time()
+            for i in range(max((len(socket.rounds) for socket in self._sockets), default=0)):
+                await asyncio.sleep(max(0.0, started + i / rounds_per_s - loop.time()))
+                for socket in self._sockets:
+                    if i < len(socket.rounds):
+                        socket.transport.write(socket.rounds[i])
+        while any(socket.transport.get_write_buffer_size() for socket in self._sockets):  # noqa: ASYNC110
+            await asyncio.sleep(0.01)  # a bare transport has no drain()
+        return self._lined_up
 
     @staticmethod
     def _framed(symbol: str, frame: str, combined: bool) -> str:
@@ -162,19 +245,20 @@ class ReplayVenue:
         await ws.prepare(request)
         assert request.transport is not None
         # uvloop's transports are not asyncio.Transport subclasses, but have the same methods.
-        entry = (ws, request.path == "/stream", cast(asyncio.WriteTransport, request.transport))
-        self._sockets.append(entry)
+        socket = _Socket(ws, request.path == "/stream", cast(asyncio.WriteTransport, request.transport))
+        self._sockets.append(socket)
         with contextlib.suppress(asyncio.CancelledError):
             async for message in ws:
                 command = orjson.loads(message.data)
                 names = {p.split("@", 1)[0].upper() for p in command.get("params", [])}
                 if command.get("method") == "SUBSCRIBE":
-                    self._subscribed |= names
+                    socket.subscribed |= names
                 elif command.get("method") == "UNSUBSCRIBE":
-                    self._subscribed -= names
+                    socket.subscribed -= names
                 await ws.send_str(orjson.dumps({"result": None, "id": command.get("id")}).decode())
                 self._changed.set()
-        self._sockets.remove(entry)
+        self._sockets.remove(socket)
+        self._changed.set()
         return ws
 
 
