@@ -87,6 +87,10 @@ NODE_SETTINGS = {
     # The replay can only serve the snapshot it recorded, which a refresh of the trusted window (due
     # at blast speed far sooner than at the venue's) would refetch in vain: no weight for them.
     "background_weight_share": "0.0001",
+    # The recording's event times are the venue's of when it was made, not of the replay: no node
+    # can judge its lag by them.
+    "lag_stale_ms": str(10**12),
+    "shed_lag_ms": str(10**12),
 }
 
 

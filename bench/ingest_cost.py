@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import os
 import sys
 import time
@@ -59,7 +60,7 @@ from ingest_nodes.settings import IngestSettings
 from ingest_nodes.venues.registry import exchange_specs
 from ladder_cli.main import fake_venue_env
 from ladder_process.clock import now_ms
-from ladder_process.telemetry import Telemetry
+from ladder_process.telemetry.setup import Telemetry
 from read_functions.books.cache import BookCache
 from read_functions.books.change_feed import ChangeFeed
 from read_functions.books.entry import Entry
@@ -76,7 +77,9 @@ class Pipeline:
     def __init__(self, recording: Recording, redis_url: str, venue_url: str, depth: int) -> None:
         os.environ.update(fake_venue_env(venue_url), LADDER_REDIS_URL=redis_url, LADDER_EXCHANGES=EXCHANGE)
         self.settings = IngestSettings(
-            redis_url=redis_url, node_id="ingest-cost", background_weight_share=0.0001
+            redis_url=redis_url,
+            node_id="ingest-cost",
+            background_weight_share=0.0001,
         )
         self.recording = recording
         self.symbols = sorted(recording.frames)
@@ -162,8 +165,9 @@ class Pipeline:
             if served is not None:
                 entry.view(served, self.depth, Side.BOTH)
 
-    async def turn(self, index: int, cpu: Counter[str]) -> None:
-        """One loop turn: frame ``index`` of every book, through every stage."""
+    async def turn(self, index: int, cpu: Counter[str], *, measured: bool = True) -> None:
+        """One loop turn: frame ``index`` of every book, through every stage (counted only when
+        ``measured``: a warm-up turn marks no stage)."""
         frames = [self.framed(s, self.recording.frames[s][index]) for s in self.symbols]
         assert self.cache is not None and isinstance(self.cache.feed, ChangeFeed)
         # The read worker's change-feed socket (a read transport too).
@@ -171,35 +175,36 @@ class Pipeline:
         transport.pause_reading()  # the changes wait until the follow stage
         received, resets = self.cache.messages, self.cache.resets
 
-        started = _stage_begin()
+        stage = _Stages(cpu, measured)
+        stage.begin()
         now = now_ms()
         events = [event for raw in frames for event in self.venue.read(raw, now)]
-        _stage_end("parse", started, cpu)
+        stage.end("parse")
 
-        started = _stage_begin()
+        stage.begin()
         for symbol, event in zip(self.symbols, events, strict=True):
             self.replicas[symbol].on_update(event, self.source)  # type: ignore[arg-type]
-        _stage_end("apply", started, cpu)
+        stage.end("apply")
 
-        started = _stage_begin()
+        stage.begin()
         await asyncio.sleep(0)  # the end of the loop turn: the publisher's callback runs
-        _stage_end("encode", started, cpu)
+        stage.end("encode")
 
-        started = _stage_begin()
+        stage.begin()
         await self.writer.drain()
-        _stage_end("write", started, cpu)
+        stage.end("write")
 
-        started = _stage_begin()
+        stage.begin()
         transport.resume_reading()
         while self.cache.messages < received + len(self.symbols):
             if self.cache.resets != resets:
                 raise RuntimeError("the read worker's change feed dropped: the count is void")
             await asyncio.sleep(0)
-        _stage_end("follow", started, cpu)
+        stage.end("follow")
 
-        started = _stage_begin()
+        stage.begin()
         self.read_all()
-        _stage_end("read", started, cpu)
+        stage.end("read")
 
     async def close(self) -> None:
         for task in self._tasks:
@@ -212,14 +217,23 @@ class Pipeline:
         await self.client.aclose()
 
 
-def _stage_begin() -> float:
-    callgrind.begin()
-    return time.process_time()
+class _Stages:
+    """Marks the stages of one turn: CPU time into ``cpu`` and, under callgrind, a dump per stage."""
 
+    def __init__(self, cpu: Counter[str], measured: bool) -> None:
+        self._cpu = cpu
+        self._measured = measured
+        self._started = 0.0
 
-def _stage_end(stage: str, started: float, cpu: Counter[str]) -> None:
-    cpu[stage] += time.process_time() - started  # type: ignore[assignment]  # seconds, not a count
-    callgrind.end(stage)
+    def begin(self) -> None:
+        if self._measured:
+            callgrind.begin()
+        self._started = time.process_time()
+
+    def end(self, stage: str) -> None:
+        self._cpu[stage] += time.process_time() - self._started  # type: ignore[assignment]  # seconds
+        if self._measured:
+            callgrind.end(stage)
 
 
 async def realistic_recording(args: argparse.Namespace, bench: Bench) -> Recording:
@@ -248,8 +262,11 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
         async with aiohttp.ClientSession() as session:
             await pipeline.start(session)
             for index in range(1, 1 + args.warmup):
-                await pipeline.turn(index, Counter())
-            callgrind.begin()  # the warm-up's last stage is not counted
+                await pipeline.turn(index, Counter(), measured=False)
+            # As an ingest node and a read worker do (ladder_process.heap): what lives on is frozen,
+            # so collections walk only what the turns make (and land in no stage by chance).
+            gc.collect()
+            gc.freeze()
             store_cpu = cpu_seconds(store_pid)
             for index in range(1 + args.warmup, 1 + args.warmup + turns):
                 await pipeline.turn(index, cpu)

@@ -65,7 +65,8 @@ from bench.harness import (
     wait_synced,
 )
 from bench.report import Report, below, median, percentiles
-from book_store.codec import BookStatus, Snapshot, decode_message
+from book_store.codec import BookStatus, decode_message
+from book_store.delta import read_change
 from book_store.schema import BookKey
 from ladder_process.cli import HelpFormatter
 
@@ -158,7 +159,7 @@ class Subscriber:
             if message["type"] != "message":
                 continue
             replica, raw = decode_message(message["data"])
-            meta = Snapshot(raw).meta
+            meta = read_change(raw).meta
             key = (message["channel"], replica)
             if meta.status is not BookStatus.SYNCED or meta.ingest_time is None:
                 continue

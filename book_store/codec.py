@@ -134,6 +134,11 @@ def encode_snapshot(
     return assemble_snapshot(meta, encode_side(bids), encode_side(asks), flags)
 
 
+def level_ends(levels: Sequence[bytes]) -> array[int]:
+    """The end offset of each of ``levels`` in their join with commas (the codec's level index)."""
+    return _ends(levels)
+
+
 def _ends(levels: Sequence[bytes]) -> array[int]:
     ends = array("I")
     end = -1  # the first level has no comma before it
@@ -153,9 +158,10 @@ class Snapshot:
     served; levels are sliced out of ``raw`` per call.
     """
 
-    __slots__ = ("_asks_len", "_bids_len", "_header", "_meta", "ask_count", "bid_count", "confirmed_time",
-                 "deep", "depth", "event_time", "ingest_time", "known_time", "more_asks", "more_bids", "node",
-                 "publish_time", "raw", "recency", "replica", "status", "update_id")  # fmt: skip
+    __slots__ = ("_asks_len", "_bids_len", "_header", "_meta", "_parts", "ask_count", "bid_count",
+                 "confirmed_time", "deep", "depth", "event_time", "ingest_time", "known_time", "more_asks",
+                 "more_bids", "node", "publish_time", "raw", "recency", "replica", "status",
+                 "update_id")  # fmt: skip
 
     def __init__(self, raw: bytes | memoryview) -> None:
         try:
@@ -206,6 +212,7 @@ class Snapshot:
         self.deep: bool = bool(flags & DEEP)
         """The replica's deep snapshot (see the module docstring), not its head."""
         self._meta: SnapshotMeta | None = None
+        self._parts: tuple[list[bytes], list[bytes]] | None = None
         self._bids_len: int = bids_len
         self._asks_len: int = asks_len
         # Of two snapshots of one replica, the greater is the newer (compared on every message).
@@ -239,7 +246,15 @@ class Snapshot:
         start = self._header + 4 * self.bid_count
         return memoryview(self.raw)[start : start + 4 * self.ask_count].cast("I")
 
-    def bids(self, depth: int) -> memoryview:
+    def parts(self) -> tuple[list[bytes], list[bytes]]:
+        """Each side's levels, best first, each its JSON array item (``b'["1.5","2"]'``): what a
+        delta (:mod:`book_store.delta`) is applied to (split once)."""
+        parts = self._parts
+        if parts is None:
+            parts = self._parts = (_split(self.bids(self.bid_count)), _split(self.asks(self.ask_count)))
+        return parts
+
+    def bids(self, depth: int) -> bytes | memoryview:
         """The best ``depth`` bids as JSON array items (no brackets), a view into ``raw``.
 
         A view, not a copy: a response joins it straight into its body, and a cached book holds
@@ -248,7 +263,7 @@ class Snapshot:
         start = header + 4 * (n_bids + self.ask_count)
         return memoryview(self.raw)[start : start + self._cut(header, n_bids, self._bids_len, depth)]
 
-    def asks(self, depth: int) -> memoryview:
+    def asks(self, depth: int) -> bytes | memoryview:
         """The best ``depth`` asks as JSON array items (no brackets), a view into ``raw``."""
         n_bids, n_asks, header = self.bid_count, self.ask_count, self._header
         start = header + 4 * (n_bids + n_asks) + self._bids_len
@@ -264,6 +279,13 @@ class Snapshot:
             return 0
         end: int = _END.unpack_from(self.raw, ends + 4 * (depth - 1))[0]
         return end if end < blob_len else blob_len
+
+
+def _split(items: bytes | memoryview) -> list[bytes]:
+    """``["a","b"],["c","d"]`` -> ``[b'["a","b"]', b'["c","d"]']`` (a level holds no bracket inside)."""
+    if not items:
+        return []
+    return [b"[%b]" % inner for inner in bytes(items)[1:-1].split(b"],[")]
 
 
 # -- change messages ---------------------------------------------------------------------------

@@ -1,5 +1,10 @@
 """The read side: every replica of a book in one round trip, and the choice between them.
 
+A replica's head is stored as its last whole snapshot and the deltas published since
+(:mod:`book_store.writer`): a reader applies them, in order, and gets the head as it was published
+last. A delta that does not continue the head (which the writer never stores: a bug, or a store
+edited by hand) leaves the replica out, never half applied.
+
 A replica may be served while it is ``synced`` and heard from within ``max_silence_ms``: through
 its own ``publish_time``, or through its node's heartbeat when that vouches for it
 (:mod:`book_store.liveness`). A reader that fetches snapshots reads the heartbeats in the same
@@ -9,6 +14,7 @@ followed on the change feed.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, NamedTuple, cast
@@ -20,9 +26,12 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from book_store.codec import BookStatus, Snapshot
 from book_store.connect import StoreClient
+from book_store.delta import LevelsSnapshot, apply_delta, follows, read_delta
 from book_store.liveness import Heartbeats
 from book_store.schema import NODES_ALIVE, BookKey
 from ladder_process.errors import StoreError, StoreUnavailableError
+
+log = logging.getLogger(__name__)
 
 
 @contextmanager
@@ -44,12 +53,38 @@ class StoredBook(NamedTuple):
     deeps: dict[int, Snapshot]
 
 
-def _stored(raw: Mapping[bytes, bytes]) -> StoredBook:
+def decode_stored(raw: Mapping[bytes, bytes]) -> StoredBook:
+    """A book's stored hash (``HGETALL``) as each replica's head (its deltas applied) and deep snapshot."""
     heads: dict[int, Snapshot] = {}
     deeps: dict[int, Snapshot] = {}
-    for value in raw.values():
+    deltas: dict[int, list[tuple[int, bytes]]] = {}
+    for field, value in raw.items():
+        of, _, seq = field.partition(b":")
+        if seq:
+            deltas.setdefault(int(of), []).append((int(seq), value))
+            continue
         snapshot = Snapshot(value)
         (deeps if snapshot.deep else heads)[snapshot.replica] = snapshot
+    for replica, stored in deltas.items():
+        head = heads.get(replica)
+        if head is None:
+            continue  # deltas of a replica whose head was just removed
+        try:
+            for _, value in sorted(stored):
+                delta = read_delta(value)
+                verdict = follows(head, delta)
+                if verdict is False:
+                    continue  # stored before the head was (a base written, its deltas not yet deleted)
+                if verdict is None:
+                    raise StoreError(f"update id {delta.update_id} after {delta.prev_update_id}")
+                head = apply_delta(head, delta)
+            if isinstance(head, LevelsSnapshot):
+                head.parts()  # the levels, worked out now: a reader loading cold serves them at once
+        except StoreError as exc:
+            log.error("replica %d: its stored deltas do not continue its head (%s); left out", replica, exc)
+            del heads[replica]
+        else:
+            heads[replica] = head
     return StoredBook(heads, deeps)
 
 
@@ -100,7 +135,7 @@ class BookReader:
         results = await self._hgetall_many(keys)
         if heartbeats is not None:
             heartbeats.learn_stored(results.pop().values())
-        return {book: _stored(raw) for book, raw in zip(books, results, strict=True)}
+        return {book: decode_stored(raw) for book, raw in zip(books, results, strict=True)}
 
     async def _hgetall_many(self, keys: Sequence[str]) -> list[dict[bytes, bytes]]:
         if not keys:

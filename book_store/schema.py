@@ -9,6 +9,8 @@ weight pool's, one tenant's (``read_functions.tenancy``: rate-limit bucket, usag
 Single keys (``ladder:unplaced``, node counters, venue credential leases) go wherever they hash.
 
     ladder:{binance.com|BTCUSDT}:snap     hash  replica number -> encoded head snapshot (book_store.codec),
+                                                "<replica number>:<n>" -> the n-th delta since it
+                                                (book_store.delta, book_store.writer),
                                                 "<replica number>d" -> the replica's deep snapshot
     ladder:{binance.com|BTCUSDT}:chg      channel: one message per published snapshot
     ladder:{binance.com|BTCUSDT}:stats    hash  replica number -> its counters (JSON, from its node)
@@ -100,6 +102,12 @@ ReplicaId = tuple[BookKey, int]
 def snapshot_field(replica: int, *, deep: bool = False) -> str:
     """The field of ``BookKey.snapshots`` that holds a replica's head (or deep) snapshot."""
     return f"{replica}d" if deep else str(replica)
+
+
+def delta_field(replica: int, seq: int) -> str:
+    """The field of ``BookKey.snapshots`` that holds a replica's ``seq``-th delta since its head
+    snapshot was stored (``seq`` from 1)."""
+    return f"{replica}:{seq}"
 
 
 def catalog_key(exchange: str) -> str:

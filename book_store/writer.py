@@ -4,22 +4,34 @@ Theory of operation
 -------------------
 An ingest node may apply thousands of updates per second across hundreds of books. Writing each
 snapshot with its own round trip would cap it at a few thousand writes per second and add queueing
-latency. Instead :meth:`BookWriter.put` only records the latest snapshot per ``(book, replica,
-deep)`` and makes sure a flush is scheduled; the flush sends everything recorded since the last one as one
-pipeline (``HSET`` + ``PUBLISH`` per snapshot). Heads and deep snapshots have a pipeline each, on
-connections of their own, so that the 20- and 100-level heads every reader and stream follows never
-wait behind a deep snapshot of 5000 levels a side on its way to the store. Of each kind only one
-flush is in flight at a time, so writes of one replica are never reordered; while a flush waits for
-the store, new snapshots of the same replica replace each other (conflation), so memory stays bounded
-by the number of replicas. A publisher that asks (:meth:`BookWriter.when_sent`) is told when the
-heads in flight have been answered, so that it encodes the books that changed meanwhile once, when
-they can be sent, instead of once per loop turn only to be replaced before they leave.
+latency. Instead :meth:`BookWriter.put` (a whole snapshot) and :meth:`BookWriter.put_delta` (a
+head's change, :mod:`book_store.delta`) only record what to write and make sure a flush is
+scheduled; the flush sends everything recorded since the last one as one pipeline.
 
-The published message is ``<replica as 2 bytes><snapshot>``: a subscribed reader updates its cache
-from the message itself and never needs a round trip for a book it already follows. A removed
-snapshot (a replica stopped or moved away, a deep snapshot no longer kept) is deleted and announced
-with a *tombstone*: an empty ``resyncing`` snapshot of the same kind, which a reader keeps in its
-place and never serves.
+What a head costs the store is what changed. A whole snapshot is stored in its replica's field of
+the book's hash (``HSET``) and published as it is; a delta is published, and stored beside the
+replica's snapshot as the next of its *delta fields* (``"<replica>:<n>"``, n counting from 1 since
+the snapshot was stored), so that the hash always holds the replica's latest state: its last whole
+snapshot (the *base*) and every delta since, which a reader reads in one ``HGETALL`` and applies
+(:mod:`book_store.reader`). Every so often the publisher hands a fresh base along with a delta: it
+is stored in the replica's field and the delta fields before it are deleted, all in the same
+pipeline, so that the hash stays small. Heads are never conflated: every delta recorded is sent in
+order (a whole snapshot replaces whatever of the replica is still unsent).
+
+Heads and deep snapshots have a pipeline each, on connections of their own, so that the 20- and
+100-level heads every reader and stream follows never wait behind a deep snapshot of 5000 levels a
+side on its way to the store. Of each kind only one flush is in flight at a time, so writes of one
+replica are never reordered; while a flush waits for the store, new deep snapshots of the same
+replica replace each other (conflation). A publisher that asks (:meth:`BookWriter.when_sent`) is
+told when the heads in flight have been answered, so that it encodes the books that changed
+meanwhile once, when they can be sent, instead of once per loop turn: what waits per replica is
+one change, however many events it carries.
+
+The published message is ``<replica as 2 bytes><snapshot or delta>``: a subscribed reader updates
+its cache from the message itself and never needs a round trip for a book it already follows. A
+removed snapshot (a replica stopped or moved away, a deep snapshot no longer kept) is deleted with
+its delta fields and announced with a *tombstone*: an empty ``resyncing`` snapshot of the same
+kind, which a reader keeps in its place and never serves.
 
 The node's heartbeat (:mod:`book_store.liveness`) goes with the heads, as the last command of
 their pipeline (on a cluster, once every primary has answered): it vouches for the node's
@@ -28,10 +40,11 @@ writer is fenced. Storing it also tells the node whether the store still holds w
 heartbeat field that was not there before (the store restarted empty, or was flushed) calls
 ``on_lost``, and the node republishes everything it keeps.
 
-A writer can be *fenced*: it keeps recording (the newest snapshot per replica, as always) and
-sends nothing until it is unfenced. An ingest node fences its writer when it may have been
-declared dead, so that when it reaches the store again it writes nothing of replicas that were
-taken from it meanwhile (it removes those first, and the removals are what it sends).
+A writer can be *fenced*: it keeps recording and sends nothing until it is unfenced (a publisher
+encodes nothing meanwhile: :meth:`BookWriter.when_sent` holds it until then). An ingest node
+fences its writer when it may have been declared dead, so that when it reaches the store again it
+writes nothing of replicas that were taken from it meanwhile (it removes those first, and the
+removals are what it sends).
 
 On a cluster the change messages are *sharded* (``SPUBLISH``): each goes only through the shard
 that owns its book's slot, where a plain ``PUBLISH`` would be copied to every node of the cluster.
@@ -45,7 +58,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from typing import Final, NamedTuple
 
 import redis.asyncio as aioredis
 from redis.asyncio.client import Pipeline
@@ -53,14 +67,34 @@ from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.exceptions import RedisClusterException, RedisError
 
 from book_store.codec import encode_message, tombstone
-from book_store.connect import StoreClient
+from book_store.connect import StoreClient, StoreLink, command, hset, node_url, publish
 from book_store.liveness import NodeHeartbeat, encode_heartbeat
-from book_store.schema import NODES_ALIVE, BookKey, ReplicaId, snapshot_field
+from book_store.schema import NODES_ALIVE, BookKey, ReplicaId, delta_field, snapshot_field
 from ladder_process import clock
+from ladder_process.errors import StoreError
 
 log = logging.getLogger(__name__)
 
-_Batch = dict[ReplicaId, bytes | None]
+MAX_DELTA_FIELDS: Final = 64
+"""Delta fields a replica's base is followed by in the store at most (a reader applies them all)."""
+_WHOLE = 0
+_DELTA = 1
+_GONE = 2
+_NODES_ALIVE = NODES_ALIVE.encode()
+
+
+class _Write(NamedTuple):
+    """One write of a replica: a whole snapshot, a delta (with a new base or as delta field ``seq``),
+    or its removal; ``drop`` delta fields (1 to ``drop``) go with a whole snapshot, base or removal."""
+
+    kind: int
+    payload: bytes = b""
+    base: bytes | None = None
+    seq: int = 0
+    drop: int = 0
+
+
+_Batch = dict[ReplicaId, list[_Write]]
 
 # KEYS: the snapshots hash, the change channel. ARGV: field, change message. Stores the message's
 # snapshot (past its 2-byte replica) and publishes the message: a deep snapshot of 5000 levels a
@@ -114,8 +148,13 @@ class BookWriter:
         self._store_and_publish = client.register_script(_STORE_AND_PUBLISH)
         self._store_and_spublish = client.register_script(_STORE_AND_SPUBLISH)
         self._shards: dict[str, aioredis.Redis] = {}  # on a cluster: a plain client per primary
+        self._links: dict[str, StoreLink] = {}  # heads: a link per store node, by its URL
+        self._names: dict[BookKey, tuple[bytes, bytes]] = {}  # a book's hash and channel, encoded
         self._map_stale = False
         self._fenced = False
+        self._on_unfence: list[Callable[[], None]] = []
+        self._deltas: dict[ReplicaId, int] = {}
+        """Per replica, the delta fields recorded since its base (the next is one more)."""
 
     @property
     def fenced(self) -> bool:
@@ -126,31 +165,66 @@ class BookWriter:
         self._fenced = True
 
     def unfence(self) -> None:
-        """Send what was recorded meanwhile (the newest of each replica) and carry on."""
+        """Send what was recorded meanwhile and carry on."""
         self._fenced = False
         for queue in (self._heads, self._deeps):
             if queue.pending or (self._heartbeat is not None and not queue.deep):
                 self._wake(queue)
+        callbacks, self._on_unfence = self._on_unfence, []
+        for callback in callbacks:
+            callback()
 
     def put(self, book: BookKey, replica: int, snapshot: bytes, *, deep: bool = False) -> None:
-        """Record the newest head (or deep) snapshot of a replica; it is written at the end of this
-        loop turn."""
-        queue = self._deeps if deep else self._heads
-        queue.pending[(book, replica)] = snapshot
-        self._wake(queue)
+        """Record a whole head (or deep) snapshot of a replica; it is written at the end of this
+        loop turn, and replaces whatever of the replica's head (or deep snapshot) is still unsent."""
+        key = (book, replica)
+        if deep:
+            self._deeps.pending[key] = [_Write(_WHOLE, snapshot)]
+            self._wake(self._deeps)
+            return
+        self._heads.pending[key] = [_Write(_WHOLE, snapshot, drop=self._dropped(key))]
+        self._wake(self._heads)
+
+    def put_delta(self, book: BookKey, replica: int, delta: bytes, *, base: bytes | None = None) -> None:
+        """Record a delta of a replica's head (:mod:`book_store.delta`), after everything recorded
+        of it before; with ``base`` (the head the delta makes, whole), store that instead of the
+        delta and drop the replica's delta fields."""
+        key = (book, replica)
+        if base is not None:
+            write = _Write(_DELTA, delta, base, drop=self._dropped(key))
+        else:
+            seq = self._deltas[key] = self._deltas.get(key, 0) + 1
+            write = _Write(_DELTA, delta, seq=seq)
+        self._heads.pending.setdefault(key, []).append(write)
+        self._wake(self._heads)
 
     def remove(self, book: BookKey, replica: int, *, deep_only: bool = False) -> None:
         """Delete a replica's snapshots (the replica was stopped or moved), or only its deep one
         (the book is no longer published deeper than its head)."""
+        key = (book, replica)
         if not deep_only:
-            self._heads.pending[(book, replica)] = None
+            self._heads.pending[key] = [_Write(_GONE, drop=self._dropped(key))]
+            self._deltas.pop(key, None)
             self._wake(self._heads)
-        self._deeps.pending[(book, replica)] = None
+        self._deeps.pending[key] = [_Write(_GONE)]
         self._wake(self._deeps)
 
+    def _dropped(self, key: ReplicaId) -> int:
+        """The replica's delta fields since its base, which a new base deletes (counting restarts)."""
+        # A replica this writer has not written yet may have delta fields of an earlier writer (a
+        # node that kept it before): all that there can be go.
+        recorded = self._deltas.get(key, MAX_DELTA_FIELDS)
+        self._deltas[key] = 0
+        unsent = self._heads.pending.get(key, ())
+        return max(recorded, *(w.drop for w in unsent)) if unsent else recorded
+
     def when_sent(self, callback: Callable[[], None]) -> bool:
-        """While a pipeline of heads waits for the store, call ``callback`` once it is answered and
-        return True (a head recorded now would wait for it anyway); False when none is waiting."""
+        """While a pipeline of heads waits for the store, or the writer is fenced, call ``callback``
+        once heads can be sent again and return True (a head recorded now would wait anyway);
+        False when they can be sent now."""
+        if self._fenced:
+            self._on_unfence.append(callback)
+            return True
         if not self._heads.sending:
             return False
         self._heads.after_send.append(callback)
@@ -182,6 +256,9 @@ class BookWriter:
         for client in self._shards.values():
             await client.aclose()
         self._shards.clear()
+        for link in self._links.values():
+            await link.close()
+        self._links.clear()
 
     def _wake(self, queue: _Queue) -> None:
         if self._fenced:
@@ -204,7 +281,7 @@ class BookWriter:
             lost = False
             try:
                 lost = await self._send(batch, heartbeat, now_ms, deep=queue.deep)
-            except (RedisError, OSError) as exc:
+            except (RedisError, OSError, StoreError) as exc:
                 failure = exc
             finally:  # cancelled too: whoever waits for the answer must not wait forever
                 queue.sending = False
@@ -212,10 +289,18 @@ class BookWriter:
                 for callback in callbacks:
                     callback()
             if failure is not None:
-                # Keep the newest version of each failed write unless a newer one arrived.
-                log.warning("book store write failed (%s); retrying %d snapshots", failure, len(batch))
-                for key, value in batch.items():
-                    queue.pending.setdefault(key, value)
+                # Send the failed writes again, before what was recorded since, unless that
+                # replaces them (a whole snapshot, or a removal).
+                log.warning("book store write failed (%s); retrying %d replicas", failure, len(batch))
+                for key, writes in batch.items():
+                    newer = queue.pending.get(key)
+                    if newer is None:
+                        queue.pending[key] = writes
+                    elif newer[0].kind == _DELTA:
+                        queue.pending[key] = writes + newer
+                    else:
+                        dropped = max(newer[0].drop, *(w.drop for w in writes), *(w.seq for w in writes))
+                        newer[0] = newer[0]._replace(drop=dropped)
                 if self._heartbeat is None:
                     self._heartbeat = heartbeat
                 self._map_stale = True  # on a cluster: a moved slot or a failover, perhaps
@@ -238,34 +323,71 @@ class BookWriter:
             created = await client.hset(NODES_ALIVE, self._node_id, heartbeat)
             await client.publish(NODES_ALIVE, heartbeat)  # to every node: readers follow it on any
             return bool(created)
-        pipe = client.pipeline(transaction=False)
-        await self._queue(pipe, batch, now_ms, sharded=False, deep=deep)
+        if deep:
+            pipe = client.pipeline(transaction=False)
+            await self._queue_deep(pipe, batch, now_ms, sharded=False)
+            await pipe.execute()
+            return False
+        commands = self._head_commands(batch, now_ms, sharded=False)
         if heartbeat is not None:
-            pipe.hset(NODES_ALIVE, self._node_id, heartbeat)
-            pipe.publish(NODES_ALIVE, heartbeat)
-        results = await pipe.execute()
-        return heartbeat is not None and results[-2] == 1
+            commands.append(hset(_NODES_ALIVE, self._node_id.encode(), heartbeat))
+            commands.append(publish(b"PUBLISH", _NODES_ALIVE, heartbeat))
+        replies = await self._link(node_url(client.connection_pool)).execute(commands)
+        return heartbeat is not None and replies[-2] == b":1"
 
-    async def _queue(self, pipe: Pipeline, batch: _Batch, now_ms: int, *, sharded: bool, deep: bool) -> None:
-        """Add the writes of ``batch`` to ``pipe``: per snapshot HSET + (S)PUBLISH, or the script."""
+    def _head_commands(self, batch: _Batch, now_ms: int, *, sharded: bool) -> list[bytes]:
+        """The commands of ``batch``'s heads: per write HSET (+ HDEL) + (S)PUBLISH."""
+        verb = b"SPUBLISH" if sharded else b"PUBLISH"
+        commands = []
+        names = self._names
+        for (book, replica), writes in batch.items():
+            named = names.get(book)
+            if named is None:
+                named = names[book] = (book.snapshots.encode(), book.channel.encode())
+            snapshots, channel = named
+            field = snapshot_field(replica).encode()
+            for write in writes:
+                dropped = [delta_field(replica, seq).encode() for seq in range(1, write.drop + 1)]
+                if write.kind == _GONE:
+                    commands.append(command(b"HDEL", snapshots, field, *dropped))
+                    removed = tombstone(replica, deep=False, now_ms=now_ms, node=self._node)
+                    commands.append(publish(verb, channel, encode_message(replica, removed)))
+                    continue
+                if write.kind == _WHOLE or write.base is not None:
+                    commands.append(hset(snapshots, field, write.base or write.payload))
+                    if dropped:
+                        commands.append(command(b"HDEL", snapshots, *dropped))
+                else:
+                    commands.append(hset(snapshots, delta_field(replica, write.seq).encode(), write.payload))
+                commands.append(publish(verb, channel, encode_message(replica, write.payload)))
+        return commands
+
+    async def _queue_deep(self, pipe: Pipeline, batch: _Batch, now_ms: int, *, sharded: bool) -> None:
+        """Add the deep snapshots of ``batch`` to ``pipe``: each through the store-and-publish
+        script, a removal as HDEL + a tombstone."""
         publish = pipe.spublish if sharded else pipe.publish
         script = self._store_and_spublish if sharded else self._store_and_publish
-        for (book, replica), snapshot in batch.items():
-            field = snapshot_field(replica, deep=deep)
-            if snapshot is None:
-                pipe.hdel(book.snapshots, field)
-                removed = tombstone(replica, deep=deep, now_ms=now_ms, node=self._node)
-                publish(book.channel, encode_message(replica, removed))
-            elif deep:
-                message = encode_message(replica, snapshot)
-                await script(keys=[book.snapshots, book.channel], args=[field, message], client=pipe)
-            else:
-                pipe.hset(book.snapshots, field, snapshot)
-                publish(book.channel, encode_message(replica, snapshot))
+        for (book, replica), writes in batch.items():
+            field = snapshot_field(replica, deep=True)
+            for write in writes:
+                if write.kind == _GONE:
+                    pipe.hdel(book.snapshots, field)
+                    removed = tombstone(replica, deep=True, now_ms=now_ms, node=self._node)
+                    publish(book.channel, encode_message(replica, removed))
+                else:
+                    message = encode_message(replica, write.payload)
+                    await script(keys=[book.snapshots, book.channel], args=[field, message], client=pipe)
+
+    def _link(self, url: str) -> StoreLink:
+        link = self._links.get(url)
+        if link is None:
+            link = self._links[url] = StoreLink(url)
+        return link
 
     async def _send_per_shard(self, cluster: RedisCluster, batch: _Batch, now_ms: int, *, deep: bool) -> None:
-        """One plain pipeline per primary, all at once (RedisCluster's own pipeline costs the
-        writer twice the CPU per snapshot: ``ladder bench cluster_clients``)."""
+        """One batch per primary, all at once: heads on a link of their own, deep snapshots in a
+        plain pipeline (RedisCluster's own pipeline costs the writer twice the CPU per snapshot:
+        ``ladder bench cluster_clients``)."""
         if self._map_stale:
             await cluster.nodes_manager.initialize()
             self._map_stale = False
@@ -275,17 +397,21 @@ class BookWriter:
         else:
             await cluster.initialize()  # at once after the first time
         by_primary: dict[str, tuple[ClusterNode, _Batch]] = {}
-        for key, snapshot in batch.items():
+        for key, writes in batch.items():
             node = cluster.get_node_from_key(key[0].snapshots)
             if node is None:  # pragma: no cover - a covered cluster always names one
                 raise RedisClusterException(f"no primary serves the slot of {key[0].snapshots}")
-            by_primary.setdefault(node.name, (node, {}))[1][key] = snapshot
-        pipes = []
+            by_primary.setdefault(node.name, (node, {}))[1][key] = writes
+        sends: list[Awaitable[object]] = []
         for node, items in by_primary.values():
-            pipe = self._shard(node).pipeline(transaction=False)
-            await self._queue(pipe, items, now_ms, sharded=True, deep=deep)
-            pipes.append(pipe)
-        outcomes = await asyncio.gather(*(pipe.execute() for pipe in pipes), return_exceptions=True)
+            if deep:
+                pipe = self._shard(node).pipeline(transaction=False)
+                await self._queue_deep(pipe, items, now_ms, sharded=True)
+                sends.append(pipe.execute())
+            else:
+                url = node_url(node.connection_kwargs, node.connection_class, node.host, node.port)
+                sends.append(self._link(url).execute(self._head_commands(items, now_ms, sharded=True)))
+        outcomes = await asyncio.gather(*sends, return_exceptions=True)
         for outcome in outcomes:
             if isinstance(outcome, BaseException):
                 raise outcome

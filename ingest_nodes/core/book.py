@@ -2,11 +2,18 @@
 
 Theory of operation
 -------------------
-Each side is a ``SortedDict`` keyed by the price as a ``Decimal`` (bids by the negated price), so
-iteration order is best first and prices written differently (``"4.0002"``, ``"4.00020000"``) are
-one level. The value is the level already encoded as JSON, ``b'["price","qty"]'`` with the
-venue's own strings, so publishing the top N is a slice and a join with no per-publish encoding.
-Quantities are tested for zero numerically: ``"0"`` and ``"0.00000000"`` both delete.
+Each side is a dict from the price's *key* (bids by the negated key) to the level, and a plain
+list of those keys kept sorted with :mod:`bisect`, so the best price is first. A key is the price
+as an exact integer, price x 10**24 (a scaled integer: ``"4.0002"`` and ``"4.00020000"`` are one
+key, one level); a plain decimal string becomes one by a regular expression and ``int``, anything
+else a ``Decimal`` parses (an exponent, a sign) is scaled exactly or refused. Integers are what
+make a level cheap: a ``Decimal`` key costs a hash of modular arithmetic on every dict look-up
+(about twenty thousand instructions, most of what a level cost), an integer's hash and comparison
+are a few. A venue frame changes a few levels near the touch: finding one in the list, inserting
+or deleting it is a binary search in C and a ``memmove`` of pointers, and the top N is a slice.
+The value is the level already encoded as JSON, ``b'["price","qty"]'`` with the venue's own
+strings, so publishing the top N is a slice and a join with no per-publish encoding. Quantities
+are tested for zero numerically: ``"0"``, ``"0.00000000"`` and ``"0E-8"`` all delete.
 
 A snapshot holds at most ``limit`` levels per side. When a side came back full, prices past its
 worst level exist at the venue but are unknown to us, and diff events only reveal the ones that
@@ -22,44 +29,96 @@ and a side holding fewer is the venue's whole side. ``window`` says, per side, h
 trusted and whether the venue may hold more past them, which is what a publisher needs to mark a
 side that stops short of the asked depth, and to ask for a fresh snapshot before it does.
 
+A publisher that sends readers only what changed opens a *journal* (``open_journal``): every change
+to a level among the first ``cap`` of a side is recorded as it happens, by its position (replace,
+insert or delete at index i, with the new level), so that what changed in the top levels since the
+journal was last taken (``take_journal``) costs what changed, not the top N again. A load or a
+clear closes the journal (the whole book changed: publish it whole), and so does a journal that
+grows past ``JOURNAL_LIMIT`` entries without being taken.
+
 The book does no sync logic: the engine decides what to load and apply.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, MutableMapping
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterable
 from decimal import Decimal, InvalidOperation
-from itertools import islice
 from typing import Final, NamedTuple
 
 import orjson
-from sortedcontainers import SortedDict
 
 from ingest_nodes.core.errors import VenuePayloadError
 from ingest_nodes.core.events import Level
 
-_NOTHING_TRUSTED: Final = Decimal("-Infinity")
+_NOTHING_TRUSTED: Final = float("-inf")
 """Watermark of a side that came back full and empty (a zero limit): no level is trusted."""
+SCALE: Final = 24
+"""Decimal places a price key keeps (a price with more is refused as unreadable)."""
+_POWERS: Final[list[int]] = [10**k for k in range(SCALE + 1)]
+_KEYS_KEPT: Final = 4096
+"""Price strings a side remembers the keys of (forgotten all at once when there are more)."""
+
+REPLACE: Final = 0
+INSERT: Final = 1
+DELETE: Final = 2
+TRUNCATE: Final = 3
+JOURNAL_LIMIT: Final = 512
+"""Journal entries a side keeps untaken; past them the journal closes (publish the book whole)."""
+
+Change = tuple[int, int, bytes]
+"""A journal entry: ``(REPLACE | INSERT | DELETE, index, level)`` (``b""`` for a delete)."""
 
 
-def _write(target: MutableMapping[Decimal, bytes], levels: Iterable[Level], *, negate: bool) -> None:
-    """Set or delete each level in ``target``; the ingest hot path, so one loop and no calls."""
-    dumps = orjson.dumps
+def price_key(price: str) -> int:
+    """``price`` x 10**24, exactly (see the module docstring); InvalidOperation, TypeError or
+    ValueError when it is not a finite number with at most ``SCALE`` places."""
+    whole, _, places = price.partition(".")
+    digits = whole + places
+    if len(places) <= SCALE and digits.isdigit():  # a plain decimal: what venues send
+        return int(digits) * _POWERS[SCALE - len(places)]
+    value = Decimal(price)
+    scaled = value.scaleb(SCALE)
+    if not value.is_finite() or scaled != scaled.to_integral_value():
+        raise InvalidOperation
+    return int(scaled)
+
+
+def _plain(text: str) -> bool:
+    """Whether ``text`` is digits with at most one point among them (a level's strings then need no
+    JSON escaping, and a quantity is zero when it has no other digit)."""
+    whole, _, places = text.partition(".")
+    return (whole + places).isdigit()
+
+
+def _nonzero(quantity: str) -> bool:
+    """Whether ``quantity`` is a number other than zero (InvalidOperation, TypeError or ValueError
+    if it is none)."""
+    if _plain(quantity):
+        return bool(quantity.strip("0."))
+    return bool(Decimal(quantity))
+
+
+def _encoded(price: str, quantity: str) -> bytes:
+    """The level as its JSON array, ``b'["price","qty"]'``."""
+    if _plain(price) and _plain(quantity):
+        return b'["%b","%b"]' % (price.encode(), quantity.encode())
+    # orjson hands back every result in a 4 KiB block; "%b" keeps an exact-size copy.
+    return b"%b" % orjson.dumps((price, quantity))
+
+
+def _read(levels: Iterable[Level], *, negate: bool) -> dict[int, bytes]:
+    """A snapshot side as key -> encoded level (zero quantities skipped)."""
+    fresh: dict[int, bytes] = {}
     price = quantity = ""
     try:
         for price, quantity in levels:
-            key = Decimal(price)
-            if not key.is_finite():
-                raise InvalidOperation
-            if negate:
-                key = -key
-            if Decimal(quantity):
-                # orjson hands back every result in a 4 KiB block; "%b" keeps an exact-size copy.
-                target[key] = b"%b" % dumps((price, quantity))
-            else:
-                target.pop(key, None)
-    except (InvalidOperation, TypeError, ValueError) as exc:
+            key = price_key(price)
+            if _nonzero(quantity):
+                fresh[-key if negate else key] = _encoded(price, quantity)
+    except (InvalidOperation, TypeError, ValueError, AttributeError) as exc:
         raise VenuePayloadError(f"bad level {[price, quantity]!r}") from exc
+    return fresh
 
 
 class SideWindow(NamedTuple):
@@ -73,32 +132,91 @@ class SideWindow(NamedTuple):
 class _Side:
     """One side of the book; bids are keyed by the negated price so the best price sorts first."""
 
-    __slots__ = ("cap", "levels", "negate", "watermark")
+    __slots__ = ("cap", "journal", "journal_cap", "keys", "known", "levels", "negate", "watermark")
 
     def __init__(self, *, negate: bool) -> None:
         self.negate = negate
-        self.levels: SortedDict = SortedDict()
-        self.watermark: Decimal | None = None
+        self.levels: dict[int, bytes] = {}
+        self.keys: list[int] = []
+        """The keys of ``levels``, ascending (best first)."""
+        self.known: dict[str, tuple[int, bytes | None]] = {}
+        """Price strings seen lately, their keys and (when plain) their bytes: a frame mostly names
+        prices seen before, and a dict look-up of the string costs a tenth of reading it again."""
+        self.watermark: int | float | None = None
+        self.journal: list[Change] | None = None
+        self.journal_cap = 0
+        """The journal records changes among the first ``journal_cap`` levels only."""
         self.cap: int | None = None
         """The venue keeps this many levels current (``truncate``); None: it keeps the whole side."""
 
     def load(self, levels: Iterable[Level], *, complete: bool) -> None:
-        fresh: dict[Decimal, bytes] = {}
-        _write(fresh, levels, negate=self.negate)
-        self.levels = SortedDict(fresh)  # one sort instead of one insertion per level
+        self.levels = _read(levels, negate=self.negate)
+        self.keys = sorted(self.levels)  # one sort instead of one insertion per level
+        self.journal = None
         self.cap = None
         if complete:
             self.watermark = None
         else:
-            self.watermark = self.levels.keys()[-1] if self.levels else _NOTHING_TRUSTED
+            self.watermark = self.keys[-1] if self.keys else _NOTHING_TRUSTED
 
     def apply(self, levels: Iterable[Level]) -> None:
-        _write(self.levels, levels, negate=self.negate)
+        """Set or delete each level; the ingest hot path, so one loop and no calls of our own."""
+        book, keys, negate, journal, cap = self.levels, self.keys, self.negate, self.journal, self.journal_cap
+        known = self.known
+        price = quantity = ""
+        try:
+            for price, quantity in levels:
+                seen = known.get(price)
+                if seen is None:
+                    if len(known) >= _KEYS_KEPT:
+                        known.clear()
+                    seen = known[price] = (
+                        -price_key(price) if negate else price_key(price),
+                        price.encode() if _plain(price) else None,
+                    )
+                key, price_bytes = seen
+                # A plain quantity (what venues send) inline; anything else through the functions.
+                q_whole, _, q_places = quantity.partition(".")
+                q_digits = q_whole + q_places
+                plain = q_digits.isdigit()
+                if q_digits.strip("0") != "" if plain else _nonzero(quantity):
+                    if plain and price_bytes is not None:
+                        encoded = b'["%b","%b"]' % (price_bytes, quantity.encode())
+                    else:
+                        encoded = _encoded(price, quantity)
+                    held = book.get(key)
+                    if held is not None:
+                        if held == encoded:
+                            continue  # venues repeat levels as they are: nothing changed
+                        book[key] = encoded
+                        if journal is not None and (len(keys) <= cap or key <= keys[cap - 1]):
+                            journal.append((REPLACE, bisect_left(keys, key), encoded))
+                    else:
+                        i = bisect_left(keys, key)
+                        keys.insert(i, key)
+                        book[key] = encoded
+                        if journal is not None and i < cap:
+                            journal.append((INSERT, i, encoded))
+                elif book.pop(key, None) is not None:
+                    i = bisect_left(keys, key)
+                    del keys[i]
+                    if journal is not None and i < cap:
+                        journal.append((DELETE, i, b""))
+        except (InvalidOperation, TypeError, ValueError, AttributeError) as exc:
+            raise VenuePayloadError(f"bad level {[price, quantity]!r}") from exc
+        finally:
+            if journal is not None and len(journal) > JOURNAL_LIMIT:
+                self.journal = None
 
     def truncate(self, depth: int) -> None:
-        levels = self.levels
-        while len(levels) > depth:
-            levels.popitem()
+        keys, levels = self.keys, self.levels
+        if len(keys) > depth:
+            journal = self.journal
+            if journal is not None:  # each level cut among the journaled ones: a delete at ``depth``
+                journal.extend((DELETE, depth, b"") for _ in range(min(len(keys), self.journal_cap) - depth))
+            for key in keys[depth:]:
+                del levels[key]
+            del keys[depth:]
         self.cap = depth
         self.watermark = None
 
@@ -107,13 +225,38 @@ class _Side:
 
     def first(self, n: int) -> list[bytes]:
         """The best ``n`` levels (the caller keeps ``n`` within the trusted depth)."""
-        # Iterating the SortedDict itself walks its key lists in C; ``keys()`` would not.
-        return list(map(self.levels.__getitem__, islice(self.levels, max(n, 0))))
+        return list(map(self.levels.__getitem__, self.keys[: max(n, 0)]))
+
+    def between(self, start: int, stop: int) -> list[bytes]:
+        """Levels ``start`` to ``stop`` (exclusive), best first."""
+        return list(map(self.levels.__getitem__, self.keys[start:stop]))
+
+    def head_changes(self, journal: list[Change], shown: int, count: int) -> list[Change]:
+        """What turns the first ``shown`` levels (as they were when ``journal`` began) into the
+        first ``count`` now (``count`` at most the journal's cap): the journal's entries that touch
+        them, in order (a reader holding ``cap`` levels drops its last on an insert), then a
+        truncation or the levels that moved up into view (``TRUNCATE n``: keep the first n)."""
+        changes: list[Change] = []
+        cap = self.journal_cap
+        for change in journal:
+            kind, index, _ = change
+            if index >= shown:
+                continue  # past what the reader holds (an insert there comes with the fill below)
+            changes.append(change)
+            if kind == INSERT:
+                shown = min(shown + 1, cap)
+            elif kind == DELETE:
+                shown -= 1
+        if shown > count:
+            changes.append((TRUNCATE, count, b""))
+        elif shown < count:
+            changes.extend((INSERT, shown + i, level) for i, level in enumerate(self.between(shown, count)))
+        return changes
 
     def trusted_depth(self) -> int:
         if self.watermark is None:
-            return len(self.levels)
-        return int(self.levels.bisect_right(self.watermark))
+            return len(self.keys)
+        return bisect_right(self.keys, self.watermark)
 
     def window(self) -> SideWindow:
         trusted = self.trusted_depth()
@@ -121,13 +264,13 @@ class _Side:
         return SideWindow(trusted, self.watermark is not None or capped)
 
     def best(self) -> Decimal | None:
-        key: Decimal | None = next(iter(self.levels), None)
-        if key is None:
+        if not self.keys:
             return None
-        return -key if self.negate else key
+        key = self.keys[0]
+        return Decimal(-key if self.negate else key).scaleb(-SCALE)
 
     def decoded(self, n: int | None = None) -> list[Level]:
-        return [_decode(encoded) for encoded in islice(self.levels.values(), n)]
+        return [_decode(self.levels[key]) for key in self.keys[:n]]
 
 
 def _decode(encoded: bytes) -> Level:
@@ -189,6 +332,40 @@ class OrderBook:
         """The best ``n`` asks; ``n`` must not exceed the trusted depth (see ``window``)."""
         return self._asks.first(n)
 
+    def bids_between(self, start: int, stop: int) -> list[bytes]:
+        """Bids ``start`` to ``stop`` (exclusive), best first (the caller keeps them trusted)."""
+        return self._bids.between(start, stop)
+
+    def asks_between(self, start: int, stop: int) -> list[bytes]:
+        """Asks ``start`` to ``stop`` (exclusive), best first (the caller keeps them trusted)."""
+        return self._asks.between(start, stop)
+
+    def open_journal(self, cap: int) -> None:
+        """Record from now on every change among the first ``cap`` levels of each side (see the
+        module docstring); whatever was recorded before is dropped."""
+        for side in (self._bids, self._asks):
+            side.journal = []
+            side.journal_cap = max(cap, 1)
+
+    def bid_changes(self, journal: list[Change], shown: int, count: int) -> list[Change]:
+        """See ``_Side.head_changes``: the bids' journal made into changes of the first levels."""
+        return self._bids.head_changes(journal, shown, count)
+
+    def ask_changes(self, journal: list[Change], shown: int, count: int) -> list[Change]:
+        """See ``_Side.head_changes``: the asks' journal made into changes of the first levels."""
+        return self._asks.head_changes(journal, shown, count)
+
+    def take_journal(self) -> tuple[list[Change], list[Change]] | None:
+        """The bid and ask changes recorded since the journal was opened or last taken (it stays
+        open), or None when it is closed (never opened, or the book was loaded, cleared or changed
+        too much since): then only the whole book says what it is."""
+        bids, asks = self._bids.journal, self._asks.journal
+        if bids is None or asks is None:
+            return None
+        self._bids.journal = []
+        self._asks.journal = []
+        return bids, asks
+
     def trusted_depth(self) -> tuple[int, int]:
         """How many bid and ask levels ``top_*`` can serve (a re-snapshot is due when too few)."""
         return self._bids.trusted_depth(), self._asks.trusted_depth()
@@ -207,9 +384,8 @@ class OrderBook:
 
     def is_crossed(self) -> bool:
         """True when the best bid is at or above the best ask (crossed or locked)."""
-        bid = self._bids.best()
-        ask = self._asks.best()
-        return bid is not None and ask is not None and bid >= ask
+        bids, asks = self._bids.keys, self._asks.keys
+        return bool(bids) and bool(asks) and -bids[0] >= asks[0]
 
     def best_levels(self, n: int) -> tuple[list[Level], list[Level]]:
         """The best ``n`` bids and asks as the venue wrote them (a checksum's input; decodes each)."""

@@ -15,6 +15,10 @@ starts a new sync. The last checksum verified, and whether it matched, stay read
 
 The driver publishes when ``changed`` is set, fetches a snapshot when ``need_snapshot`` is set,
 and marks the book as resyncing when ``resync_reason`` is set. No I/O, no clock.
+
+``synced`` and ``update_id`` are the machine's, kept as plain attributes (every call that can
+change them goes through the engine, which copies them after it): the event path reads them
+several times an event, where a property of a property is a few function calls each time.
 """
 
 from __future__ import annotations
@@ -55,10 +59,15 @@ _CHANGED: Final = EngineResult(changed=True, need_snapshot=False, resync_reason=
 class BookEngine:
     """Executes one machine's actions on one ``OrderBook``; see the module docstring."""
 
-    __slots__ = ("book", "checksum", "checksum_matched", "event_time", "ingest_time", "machine")
+    __slots__ = ("book", "checksum", "checksum_matched", "event_time", "ingest_time", "machine", "synced",
+                 "update_id")  # fmt: skip
 
     def __init__(self, machine: SyncMachine) -> None:
         self.machine = machine
+        self.synced = machine.synced
+        """True while the book is valid and may be served."""
+        self.update_id = machine.update_id
+        """The venue update id the book is at (Alpaca: 0); None unless synced."""
         self.book = OrderBook()
         self.event_time: int | None = None
         """Venue time of the last applied event or snapshot (None for a spot snapshot)."""
@@ -68,16 +77,6 @@ class BookEngine:
         """The venue's checksum last verified against the book (None: the venue sends none)."""
         self.checksum_matched: bool | None = None
         """Whether the book gave that checksum (a mismatch threw the book away)."""
-
-    @property
-    def synced(self) -> bool:
-        """True while the book is valid and may be served."""
-        return self.machine.synced
-
-    @property
-    def update_id(self) -> int | None:
-        """The venue update id the book is at (Alpaca: 0); None unless synced."""
-        return self.machine.update_id
 
     def on_update(self, update: DepthUpdate) -> EngineResult:
         """One parsed diff event of this book's symbol."""
@@ -96,6 +95,12 @@ class BookEngine:
         return self._run(self.machine.invalidate(reason))
 
     def _run(self, actions: list[Action]) -> EngineResult:
+        result = self._execute(actions)
+        machine = self.machine
+        self.synced, self.update_id = machine.synced, machine.update_id
+        return result
+
+    def _execute(self, actions: list[Action]) -> EngineResult:
         changed = False
         need_snapshot = False
         resync_reason: str | None = None

@@ -70,7 +70,7 @@ class WindowKeeper:
         if now_s - self._last_refresh_s < MIN_REFRESH_GAP_S:
             return False
         low_water = self.depth + max(self.served_limit - self.depth, 0) // 2
-        return any(side.bounded and side.trusted < low_water for side in (bids, asks))
+        return (bids.bounded and bids.trusted < low_water) or (asks.bounded and asks.trusted < low_water)
 
     def refresh_limit(self, now_s: float) -> int:
         """The limit of the refresh starting now (and remember it started)."""

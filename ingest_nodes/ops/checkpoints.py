@@ -206,7 +206,9 @@ class ReplicaChecker:
             for book in books:
                 pipe.hkeys(book.snapshots)
             replica_ids: list[list[bytes]] = await pipe.execute()
-        wanted = [(book, int(rid)) for book, ids in zip(books, replica_ids, strict=True) for rid in ids]
+        # A replica's head is the field named by its number alone (see book_store.schema).
+        pairs = zip(books, replica_ids, strict=True)
+        wanted = [(book, int(rid)) for book, ids in pairs for rid in ids if rid.isdigit()]
         async with self._client.pipeline(transaction=False) as pipe:
             for book, rid in wanted:
                 pipe.lrange(checkpoint_key(book, rid), 0, -1)

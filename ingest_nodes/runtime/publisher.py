@@ -3,12 +3,21 @@
 Theory of operation
 -------------------
 A replica that changed is only *marked*; at the end of the event-loop turn every marked replica is
-encoded once (its levels are already encoded one by one in the book, so this is a slice and a
-join) and handed to the batching :class:`~book_store.writer.BookWriter`. A burst of updates to one
-book inside one turn therefore costs one encode and one write. While the writer's previous heads
-still wait for the store, the marked replicas wait too and are encoded once those are answered: a
-head encoded meanwhile would only be replaced before it left, and under a burst most would be. With
+published once and handed to the batching :class:`~book_store.writer.BookWriter`. A burst of
+updates to one book inside one turn therefore costs one publish and one write. While the writer's
+previous heads still wait for the store (or the writer is fenced), the marked replicas wait too
+and are published once heads can be sent: what a replica changed meanwhile goes as one change. With
 ``publish_interval_ms`` > 0 a replica is published at most that often (the latest state wins).
+
+**An event costs what it changes.** Readers hold each replica's head; the publisher remembers what
+they hold (which book, how many levels a side, at which update id and status) and sends only how
+it changed: the book's journal of changes among its first levels (``OrderBook.open_journal``),
+made into a delta of the head (:mod:`book_store.delta`). A replica is published whole when readers
+cannot follow otherwise: its first publish, a status change, a new book (a resync, a refresh
+swapped in, a venue reset), a changed depth, a journal that overflowed, or a delta larger than the
+head itself. The store keeps the last whole head (the *base*) and the deltas since; once those
+deltas add up to the base's size, a fresh base goes with the next delta, so a reader loading the
+book cold reads at most about twice the head.
 
 Each replica is published as deep as its deepest subscriber asks (``depth``), in two parts when
 that is deeper than ``head_levels``:
@@ -67,8 +76,9 @@ from book_store.codec import (
     encode_side,
     encode_snapshot,
 )
+from book_store.delta import encode_delta
 from book_store.schema import BookKey, ReplicaId
-from book_store.writer import BookWriter
+from book_store.writer import MAX_DELTA_FIELDS, BookWriter
 from ingest_nodes.core.book import OrderBook, SideWindow
 from ingest_nodes.core.engine import BookEngine
 from ingest_nodes.core.stall_watch import Rhythm
@@ -80,6 +90,26 @@ from ladder_process.sweeps import in_slices
 
 _ONE_TURN_LEVELS = 1000
 """A deep snapshot of up to this many levels a side is taken and encoded in one loop turn."""
+
+
+class _Shown:
+    """What the readers of one replica hold: the head last published, whole or by deltas."""
+
+    __slots__ = ("asks", "base_bytes", "bids", "book", "cap", "deltas", "since_base", "status", "update_id")
+
+    def __init__(
+        self, book: OrderBook, cap: int, meta: SnapshotMeta, counts: tuple[int, int], size: int
+    ) -> None:
+        self.book = book
+        self.cap = cap
+        self.status = meta.status
+        self.bids, self.asks = counts
+        self.update_id = meta.update_id
+        self.base_bytes = size
+        """The size of the head stored whole last (the base)."""
+        self.since_base = 0
+        """Bytes of the deltas stored after the base."""
+        self.deltas = 0
 
 
 class Publishable(Protocol):
@@ -179,6 +209,7 @@ class Publisher:
         """Wakes ``_drain_deep`` when the next waiting deep snapshot falls due."""
         self._encoding: _DeepEncode | None = None
         """The deep snapshot between its loop turns, if one is."""
+        self._shown: dict[ReplicaId, _Shown] = {}
 
     @property
     def head_levels(self) -> int:
@@ -192,13 +223,15 @@ class Publisher:
         key = (replica.book, replica.replica)
         self._replicas.pop(key, None)
         self._dirty.pop(key, None)
+        self._shown.pop(key, None)
         self._deep.pop(key, None)
         self._deep_waiting.pop(key, None)
         self._drop_encoding(key)
         self._writer.remove(replica.book, replica.replica)
 
     def republish_all(self) -> None:
-        """The store lost what this node wrote: publish every replica again, deep snapshots too."""
+        """The store lost what this node wrote: publish every replica again, whole, deep snapshots too."""
+        self._shown.clear()
         for state in self._deep.values():
             state.said = None
         for replica in self._replicas.values():
@@ -248,15 +281,15 @@ class Publisher:
         replica.last_status = status
         meta = _meta(replica, status, now, self._node)
         depth = replica.depth
+        key = (replica.book, replica.replica)
         if status is BookStatus.RESYNCING or status is BookStatus.REFUSED:
-            payload = encode_snapshot(meta, (), ())
+            self._shown.pop(key, None)
+            self._writer.put(replica.book, replica.replica, encode_snapshot(meta, (), ()))
         else:
             bids, asks = engine.book.window()
-            payload = encode_snapshot(meta, *_levels(engine.book, min(depth, self._head), bids, asks))
+            self._publish_head(key, engine.book, meta, min(depth, self._head), bids, asks)
         self._telemetry.published(replica, meta.ingest_time)
         replica.last_publish_ms = now
-        self._writer.put(replica.book, replica.replica, payload)
-        key = (replica.book, replica.replica)
         if depth > self._head:
             self._publish_deep(key, replica, meta, now)
         elif key in self._deep:
@@ -266,6 +299,43 @@ class Publisher:
             self._writer.remove(replica.book, replica.replica, deep_only=True)
         if status is not BookStatus.RESYNCING and status is not BookStatus.REFUSED:
             replica.window_seen(bids, asks)
+
+    def _publish_head(
+        self,
+        key: ReplicaId,
+        book: OrderBook,
+        meta: SnapshotMeta,
+        cap: int,
+        bids: SideWindow,
+        asks: SideWindow,
+    ) -> None:
+        """Publish a servable replica's head: as a delta of what its readers hold, or whole."""
+        counts = (min(cap, bids.trusted), min(cap, asks.trusted))
+        flags = _flags(bids, asks, counts)
+        shown = self._shown.get(key)
+        journal = None
+        if shown is not None and shown.book is book and shown.cap == cap and shown.status is meta.status:
+            journal = book.take_journal()
+        if shown is not None and journal is not None:
+            bid_changes = book.bid_changes(journal[0], shown.bids, counts[0])
+            ask_changes = book.ask_changes(journal[1], shown.asks, counts[1])
+            delta = encode_delta(meta, shown.update_id, flags, cap, counts, bid_changes, ask_changes)
+            if len(delta) < shown.base_bytes:
+                base = None
+                if shown.since_base + len(delta) > shown.base_bytes or shown.deltas >= MAX_DELTA_FIELDS:
+                    base = _whole(book, meta, counts, flags)
+                    shown.base_bytes, shown.since_base, shown.deltas = len(base), 0, 0
+                else:
+                    shown.since_base += len(delta)
+                    shown.deltas += 1
+                self._writer.put_delta(key[0], key[1], delta, base=base)
+                shown.bids, shown.asks = counts
+                shown.update_id = meta.update_id
+                return
+        whole = _whole(book, meta, counts, flags)
+        self._writer.put(key[0], key[1], whole)
+        book.open_journal(cap)
+        self._shown[key] = _Shown(book, cap, meta, counts, len(whole))
 
     # -- deep snapshots ----------------------------------------------------------------------
 
@@ -412,6 +482,21 @@ def _meta(replica: Publishable, status: BookStatus, now: int, node: int) -> Snap
         confirmed_time=replica.watch.confirmed_ms,
         node=node,
     )
+
+
+def _flags(bids: SideWindow, asks: SideWindow, counts: tuple[int, int]) -> int:
+    """The flags of sides cut at ``counts`` levels: where the venue may hold more past them."""
+    flags = 0
+    if bids.bounded or bids.trusted > counts[0]:
+        flags |= MORE_BIDS
+    if asks.bounded or asks.trusted > counts[1]:
+        flags |= MORE_ASKS
+    return flags
+
+
+def _whole(book: OrderBook, meta: SnapshotMeta, counts: tuple[int, int], flags: int) -> bytes:
+    """The head of ``book``, ``counts`` levels a side, as one snapshot."""
+    return encode_snapshot(meta, book.first_bids(counts[0]), book.first_asks(counts[1]), flags)
 
 
 def _levels(

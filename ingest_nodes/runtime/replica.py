@@ -186,6 +186,8 @@ class BookReplica:
         self._window = WindowKeeper(depth_tiers, depth)
         self._checkpoints = checkpoints
         self.main = self._lane(self._on_main, self._window.sync_limit)
+        self.engine: BookEngine = self.main.engine
+        """The engine whose book is served (``main``'s, kept beside it: every event reads it)."""
         self._shadow: Lane | None = None
         self._shadow_is_audit = False
         self._splice: _Splice | None = None
@@ -213,11 +215,6 @@ class BookReplica:
     def snapshot_limit(self) -> int:
         """The limit of the snapshot the served book was built from."""
         return self._window.served_limit
-
-    @property
-    def engine(self) -> BookEngine:
-        """The engine whose book is served."""
-        return self.main.engine
 
     def connections(self) -> list[StreamConnection]:
         """Every connection that carries this replica now (two during a handover)."""
@@ -503,7 +500,7 @@ class BookReplica:
             self.synced_since = asyncio.get_running_loop().time()
             return
         self.main.close()
-        self.main = shadow
+        self.main, self.engine = shadow, shadow.engine
         shadow.retarget(self._on_main, background=False)
         self._window.served_limit = shadow.snapshot_limit
         shadow.snapshot_limit = self._window.sync_limit  # its next sync from scratch is cheap again

@@ -122,7 +122,8 @@ CHANGED = {
     "A field the request left out is kept, never reset to its default.",
 }
 REPLICA_COUNTERS = ("restarts", "handovers", "stale_episodes", "stall_checks", "quiet_checks", "stalls",
-                    "refreshes", "audits", "audit_mismatches", "last_audit_ms", "mismatches")  # fmt: skip
+                    "refreshes", "audits", "audit_mismatches", "last_audit_ms", "mismatches", "lag_ms",
+                    "max_lag_ms", "lagging_episodes")  # fmt: skip
 """The counters a replica's node reports that ``GET /v1/books/.../info`` passes on (besides resyncs)."""
 REPLICA_EVENTS = ("last_resync", "last_stale")
 """The events a replica's node reports with them: the last resync's and the last turn to stale's."""

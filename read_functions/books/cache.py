@@ -11,10 +11,18 @@ meanwhile every published snapshot arrives on the
 so a read of a live book is a dict look-up (or none, for a caller that kept the entry: see
 :meth:`BookCache.entry`).
 
+A change message carries a whole snapshot or, for most changes of a head, a delta
+(:mod:`book_store.delta`): the levels that changed, and the update id of the head it follows. A
+delta is applied to the replica's head only when it continues it; an older one is skipped, and one
+that does not fit (a gap, or any doubt) is never guessed at: the entry is dropped, its watchers
+are told, and the next read loads the book from the store again, where every replica's head is
+whole (:mod:`book_store.reader`).
+
 A read of a book that is not live registers it and waits for the next *load batch*: all the books
 missed during one event-loop turn are subscribed with one ``SUBSCRIBE`` and fetched with one
 pipelined ``HGETALL`` each, so a burst of misses across many books costs two round trips, not two
-per book. A message that arrives while a book is loading is merged (the newer publish wins).
+per book. A message that arrives while a book is loading is merged: a whole snapshot replaces the
+replica's head if it is newer, and deltas wait until the load is done and are applied then.
 
 A quiet replica is not republished while its node's heartbeat vouches for it
 (:mod:`book_store.liveness`), so the cache also follows the nodes' heartbeats: the feed
@@ -49,6 +57,7 @@ from redis.asyncio.cluster import RedisCluster
 
 from book_store.codec import Snapshot, decode_message
 from book_store.connect import StoreClient
+from book_store.delta import Delta, read_change
 from book_store.liveness import Heartbeats, decode_heartbeat
 from book_store.reader import BookReader, StoredBook
 from book_store.schema import NODES_ALIVE, BookKey
@@ -118,6 +127,8 @@ class BookCache:
         self.hits = 0
         self.misses = 0
         self.messages = 0
+        self.doubts = 0
+        """Deltas that did not continue their replica's head (each dropped its entry)."""
 
     # -- lifecycle ---------------------------------------------------------------------------
     @property
@@ -238,6 +249,7 @@ class BookCache:
         watchers = self._watched.get(book)
         if watchers is not None:
             entry.watchers = watchers
+        entry.on_broken = self._doubt
         self._entries[book] = entry
         self._by_channel[entry.channel] = entry
         self._pending.append(entry)
@@ -263,6 +275,16 @@ class BookCache:
             for snapshots in stored:
                 for replica, snapshot in snapshots.items():
                     entry.apply(replica, snapshot)
+            for delta in entry.take_waiting():
+                try:
+                    applied = entry.apply_delta(delta)
+                except StoreError:
+                    applied = None
+                if applied is None:
+                    self.doubts += 1
+                    log.warning("%s: a delta that arrived while loading does not fit; replica %d left out",
+                                entry.book, delta.replica)  # fmt: skip
+                    entry.replicas.pop(delta.replica, None)
             # An entry forgotten meanwhile (feed reset) still answers its waiting readers.
             entry.live = self._entries.get(entry.book) is entry
             if not entry.loaded.done():
@@ -302,16 +324,46 @@ class BookCache:
         self.messages += 1
         try:  # only the header is decoded here: most snapshots are replaced before anyone reads them
             replica, raw = decode_message(data)
-            snapshot = Snapshot(raw)
+            change = read_change(raw)
         except StoreError as exc:
             log.warning("ignoring an undecodable change message for %s: %s", entry.book, exc)
             return
-        if not entry.apply(replica, snapshot):
+        if isinstance(change, Snapshot):
+            if not entry.apply(replica, change):
+                return
+        elif not entry.live:
+            entry.wait(change)  # applied once the load is done
             return
+        else:
+            try:
+                applied = entry.apply_delta(change)
+            except StoreError:
+                applied = None
+            if applied is None:
+                self._doubt(entry, change)
+                return
+            if not applied:
+                return
         if self._on_change is not None:
             self._on_change(entry)
         for watcher in list(entry.watchers):
             watcher.changed(entry)
+
+    def _doubt(self, entry: Entry, delta: Delta | None = None) -> None:
+        """A delta does not continue what the entry holds (or, ``delta`` None, a replica's levels
+        turned out not to fit its deltas): serve none of it until it is loaded again."""
+        self.doubts += 1
+        if delta is None:
+            log.warning("%s: a replica's levels do not fit its deltas; loading the book again", entry.book)
+        else:
+            log.warning("%s: a change of replica %d does not continue its head (update id %d after %d); "
+                        "loading the book again", entry.book, delta.replica, delta.update_id,
+                        delta.prev_update_id)  # fmt: skip
+        self._forget(entry)
+        if self.feed is not None:
+            self.feed.unsubscribe([entry.book.channel])
+        if entry.watchers:
+            self._rewatch_soon()
 
     def _on_heartbeat(self, data: bytes) -> None:
         try:

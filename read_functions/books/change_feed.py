@@ -19,12 +19,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import ssl
 from collections.abc import Callable, Iterable
-from urllib.parse import parse_qsl, unquote, urlsplit
 
+from book_store.connect import command, open_connection, opening
 from ladder_process.errors import StoreUnavailableError
-from read_functions.books.resp_parser import RespError, RespParser, command
+from read_functions.books.resp_parser import RespError, RespParser
 
 log = logging.getLogger(__name__)
 
@@ -180,17 +179,10 @@ class ChangeFeed:
         self._on_reset()
 
     async def _open(self) -> _FeedProtocol:
-        loop = asyncio.get_running_loop()
-        parts = urlsplit(self._url if self._next_url is None else self._next_url())
-        if parts.scheme == "unix":
-            _, protocol = await loop.create_unix_connection(lambda: _FeedProtocol(self), parts.path)
-        else:
-            context = _ssl_context(parts.query) if parts.scheme == "rediss" else None
-            host, port = parts.hostname or "127.0.0.1", parts.port or 6379
-            _, protocol = await loop.create_connection(lambda: _FeedProtocol(self), host, port, ssl=context)
-        if parts.password is not None:  # the reply (+OK, or an error that closes us) comes in order
-            credentials = [unquote(parts.username or "default").encode(), unquote(parts.password).encode()]
-            protocol.transport.write(command(b"AUTH", *credentials))
+        url = self._url if self._next_url is None else self._next_url()
+        protocol = await open_connection(url, lambda: _FeedProtocol(self))
+        for first in opening(url):  # AUTH: its reply (+OK, or an error that closes us) comes in order
+            protocol.transport.write(first)
         if self._standing:
             protocol.transport.write(command(b"SUBSCRIBE", *self._standing))
         return protocol
@@ -250,14 +242,3 @@ class _FeedProtocol(asyncio.Protocol):
     def _finish(self, problem: BaseException | None) -> None:
         if not self.closed.done():
             self.closed.set_result(problem)
-
-
-def _ssl_context(query: str) -> ssl.SSLContext:
-    """The TLS of a ``rediss://`` URL, read as redis-py reads it: the system's CAs, or those of
-    ``ssl_ca_certs=<file>`` (a private CA), and no verification at all with ``ssl_cert_reqs=none``."""
-    params = {name.lower(): value for name, value in parse_qsl(query)}
-    context = ssl.create_default_context(cafile=params.get("ssl_ca_certs") or None)
-    if params.get("ssl_cert_reqs", "").lower() == "none":
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-    return context

@@ -9,12 +9,15 @@ views readers used again while the new snapshot's bytes are still in the CPU's c
 from __future__ import annotations
 
 import asyncio
-from typing import Protocol
+from collections.abc import Callable
+from typing import Protocol, TypeVar
 
 from book_store.codec import BookStatus, Snapshot
+from book_store.delta import Delta, apply_delta, follows
 from book_store.liveness import Heartbeats
 from book_store.reader import choose_replica, heard
 from book_store.schema import BookKey
+from ladder_process.errors import StoreError
 from read_functions.books.render import (
     BookView,
     Side,
@@ -24,6 +27,8 @@ from read_functions.books.render import (
     render_top,
     render_unsynced_top,
 )
+
+_R = TypeVar("_R")
 
 MAX_VIEWS = 16
 """Views kept per book: a few depths in use at once; a caller cycling through depths cannot make a
@@ -39,9 +44,10 @@ class Watcher(Protocol):
 class Entry:
     """One cached book: its replicas' snapshots and per-book state of the read path."""
 
-    __slots__ = ("__weakref__", "_chosen", "_chosen_silence", "_chosen_until", "book", "channel",
+    __slots__ = ("__weakref__", "_chosen", "_chosen_silence", "_chosen_until", "_waiting", "book", "channel",
                  "deep_views", "deep_views_of", "deeps", "heartbeats", "live", "loaded", "names_json",
-                 "replicas", "top", "touched", "views", "views_of", "views_read", "watchers")  # fmt: skip
+                 "on_broken", "replicas", "top", "touched", "views", "views_of", "views_read",
+                 "watchers")  # fmt: skip
 
     def __init__(
         self, book: BookKey, loaded: asyncio.Future[None], heartbeats: Heartbeats | None = None
@@ -72,6 +78,11 @@ class Entry:
         self._chosen: Snapshot | None = None
         self._chosen_until = -1
         self._chosen_silence = -1
+        self._waiting: list[Delta] = []
+        """Deltas that arrived while the entry was loading, applied once it is."""
+        self.on_broken: Callable[[Entry], None] | None = None
+        """Called when a replica's levels turned out not to be what its deltas said (its cache
+        drops the entry: the next read loads the book again)."""
 
     def apply(self, replica: int, snapshot: Snapshot) -> bool:
         """Keep ``snapshot`` unless the stored one was published later; True if it was kept."""
@@ -83,6 +94,30 @@ class Entry:
         if not snapshot.deep:
             self._chosen_until = -1
         return True
+
+    def apply_delta(self, delta: Delta) -> bool | None:
+        """Apply ``delta`` to its replica's head: True if applied, False if it is older than the
+        head (skipped), None if it does not continue it (a gap, or no head). A StoreError when the
+        head's levels, worked out now, turn out not to fit its deltas."""
+        replica = delta.replica
+        head = self.replicas.get(replica)
+        if head is None:
+            return None
+        verdict = follows(head, delta)
+        if not verdict:
+            return verdict
+        self.replicas[replica] = apply_delta(head, delta)
+        self._chosen_until = -1
+        return True
+
+    def wait(self, delta: Delta) -> None:
+        """Keep a delta that arrived while the entry loads (see :meth:`take_waiting`)."""
+        self._waiting.append(delta)
+
+    def take_waiting(self) -> list[Delta]:
+        """The deltas that arrived while the entry loaded, in arrival order (and forget them)."""
+        waiting, self._waiting = self._waiting, []
+        return waiting
 
     def deep_of(self, head: Snapshot, now_ms: int, max_silence_ms: int) -> Snapshot | None:
         """The deep snapshot of ``head``'s replica, if it may be served: synced, and either at the
@@ -136,7 +171,7 @@ class Entry:
         if view is None:
             if len(views) >= MAX_VIEWS:
                 views.clear()
-            view = views[key] = render(self.names, snapshot, depth, side)
+            view = views[key] = self._levels_of(render, self.names, snapshot, depth, side)
         return view
 
     def rerender(self, now_ms: int, max_silence_ms: int) -> None:
@@ -163,7 +198,25 @@ class Entry:
         self.views_of = snapshot
         names = self.names
         for depth, side in keys:
-            self.views[depth, side] = render(names, snapshot, depth, side)
+            try:
+                self.views[depth, side] = self._levels_of(render, names, snapshot, depth, side)
+            except StoreError:
+                return  # dropped (see _levels_of): the next read loads the book again
+
+    def _levels_of(self, renders: Callable[..., _R], names: bytes, snapshot: Snapshot, *args: object) -> _R:
+        """``renders(names, snapshot, *args)``; when ``snapshot``'s levels cannot be worked out (its
+        deltas do not fit it: :mod:`book_store.delta`), the entry drops the replica and tells its
+        cache (``on_broken``) before the StoreError goes on: nothing of it is served."""
+        try:
+            return renders(names, snapshot, *args)
+        except StoreError:
+            self.replicas.pop(snapshot.replica, None)
+            self._chosen_until = -1
+            self.views.clear()
+            self.views_of = None
+            if self.on_broken is not None:
+                self.on_broken(self)
+            raise
 
     @property
     def names(self) -> bytes:
@@ -177,7 +230,7 @@ class Entry:
         """The top of ``snapshot`` (the replica served), rendered on first use."""
         top = self.top
         if top is None or top.snapshot is not snapshot:
-            top = self.top = render_top(self.names, snapshot)
+            top = self.top = self._levels_of(render_top, self.names, snapshot)
         return top
 
     def unsynced_top(self, status: str) -> bytes:

@@ -119,11 +119,3 @@ def _reply(data: bytes, start: int) -> tuple[object, int]:
     if marker == 0x2D:  # -
         raise RespError(data[start + 1 : end].decode(errors="replace"))
     raise RespError(f"not a RESP2 reply: {data[start : start + 20]!r}")
-
-
-def command(*parts: bytes) -> bytes:
-    """A command in RESP2 (an array of bulk strings)."""
-    out = [b"*%d\r\n" % len(parts)]
-    for part in parts:
-        out.append(b"$%d\r\n%b\r\n" % (len(part), part))
-    return b"".join(out)

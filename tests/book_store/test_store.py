@@ -14,6 +14,7 @@ import redis.asyncio as redis
 
 from book_store.catalog import MarketCatalog, MarketInfo
 from book_store.codec import DEEP, BookStatus, Snapshot, SnapshotMeta, decode_message, encode_snapshot
+from book_store.delta import REPLACE, encode_delta, read_change
 from book_store.reader import BookReader, choose_replica
 from book_store.schema import BookKey, InvalidBookIdError, catalog_key
 from book_store.writer import BookWriter
@@ -220,3 +221,64 @@ async def test_deep_snapshots_land_after_the_store_forgot_their_script(redis_cli
     writer.put(BOOK, 0, deep(2), deep=True)
     await writer.drain()
     assert (await BookReader(redis_client).stored(BOOK)).deeps[0].update_id == 2
+
+
+def delta_after(update_id: int, replica: int = 0) -> bytes:
+    """The delta from ``snap(update_id, replica)`` to ``snap(update_id + 1, replica)``."""
+    meta = SnapshotMeta(update_id + 1, 1, 1, 1000 + update_id + 1, replica, BookStatus.SYNCED)
+    level = f'["{update_id + 1}","1"]'.encode()
+    return encode_delta(meta, update_id, 0, 5, (1, 0), [(REPLACE, 0, level)], [])
+
+
+async def test_deltas_are_published_and_stored_so_a_reader_gets_the_latest_head(
+    redis_client: redis.Redis,
+) -> None:
+    writer = BookWriter(redis_client)
+    changes = ChangeMessages(redis_client)
+    await changes.subscribe(BOOK.channel)
+    writer.put(BOOK, 0, snap(10, 0, publish_time=1010))
+    for update_id in (10, 11, 12):  # one loop turn: never conflated, all sent in order
+        writer.put_delta(BOOK, 0, delta_after(update_id))
+    await writer.drain()
+    kinds = []
+    for _ in range(4):
+        message = await changes.next()
+        assert message is not None
+        kinds.append(type(read_change(decode_message(message[1])[1])).__name__)
+    assert kinds == ["Snapshot", "Delta", "Delta", "Delta"]
+    assert sorted(await redis_client.hkeys(BOOK.snapshots)) == [b"0", b"0:1", b"0:2", b"0:3"]
+    head = (await BookReader(redis_client).replicas(BOOK))[0]
+    assert (head.update_id, bytes(head.bids(5))) == (13, b'["13","1"]')
+    await changes.close()
+
+
+async def test_a_new_base_a_whole_snapshot_or_a_removal_drops_the_delta_fields(
+    redis_client: redis.Redis,
+) -> None:
+    writer = BookWriter(redis_client)
+    writer.put(BOOK, 0, snap(10, 0, publish_time=1010))
+    writer.put_delta(BOOK, 0, delta_after(10))
+    writer.put_delta(BOOK, 0, delta_after(11), base=snap(12, 0, publish_time=1012))
+    await writer.drain()
+    assert await redis_client.hkeys(BOOK.snapshots) == [b"0"]
+    assert (await BookReader(redis_client).replicas(BOOK))[0].update_id == 12
+    writer.put_delta(BOOK, 0, delta_after(12))
+    writer.put(BOOK, 0, snap(20, 0, publish_time=1020))  # replaces the unsent delta, drops the sent ones
+    writer.put_delta(BOOK, 0, delta_after(20))
+    await writer.drain()
+    assert sorted(await redis_client.hkeys(BOOK.snapshots)) == [b"0", b"0:1"]
+    assert (await BookReader(redis_client).replicas(BOOK))[0].update_id == 21
+    writer.remove(BOOK, 0)
+    await writer.drain()
+    assert await redis_client.hkeys(BOOK.snapshots) == []
+
+
+async def test_a_stored_delta_that_does_not_continue_its_head_leaves_the_replica_out(
+    redis_client: redis.Redis,
+) -> None:
+    await redis_client.hset(
+        BOOK.snapshots, mapping={"0": snap(10, 0), "0:1": delta_after(11), "1": snap(5, 1)}
+    )
+    assert set(await BookReader(redis_client).replicas(BOOK)) == {1}  # replica 0's head is not what it says
+    await redis_client.hset(BOOK.snapshots, mapping={"0:1": delta_after(9), "0:2": delta_after(10)})
+    assert (await BookReader(redis_client).replicas(BOOK))[0].update_id == 11  # stored before it: skipped

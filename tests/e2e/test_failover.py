@@ -100,8 +100,9 @@ def all_replicas_synced(stack: Stack, key: str) -> bool:
 def synced_replica_ids(stack: Stack) -> set[tuple[str, str, int]]:
     """Replicas whose snapshot in the store says synced and that were heard from in the last second
     (published, or vouched for by their node's heartbeat)."""
-    from book_store.codec import BookStatus, Snapshot
+    from book_store.codec import BookStatus
     from book_store.liveness import Heartbeats
+    from book_store.reader import decode_stored
     from book_store.schema import NODES_ALIVE, BookKey
 
     client = stack.store(stack.redis_url)
@@ -110,8 +111,10 @@ def synced_replica_ids(stack: Stack) -> set[tuple[str, str, int]]:
     heartbeats.learn_stored(stored_bytes(raw) for raw in client.hvals(NODES_ALIVE))
     synced = set()
     for exchange, market in BOOKS:
-        for replica, raw in client.hgetall(BookKey(exchange, market).snapshots).items():
-            meta = Snapshot(stored_bytes(raw)).meta
+        raw = client.hgetall(BookKey(exchange, market).snapshots)
+        heads = decode_stored({stored_bytes(k): stored_bytes(v) for k, v in raw.items()}).heads
+        for replica, head in heads.items():
+            meta = head.meta
             if (
                 meta.status is BookStatus.SYNCED
                 and now_ms - heartbeats.heard(meta.publish_time, meta.node) < 1000

@@ -19,7 +19,8 @@ from urllib.parse import quote
 import orjson
 import pytest
 
-from book_store.codec import BookStatus, Snapshot
+from book_store.codec import BookStatus
+from book_store.reader import decode_stored
 from tests.e2e.stack import Stack, start_stack, stored_bytes
 from tests.stores import SyncClient
 
@@ -145,8 +146,9 @@ def eventually(check: Callable[[], bool], what: str, timeout_s: float = SETTLE_S
 
 
 def synced_replicas(store: SyncClient, exchange: str, market: str) -> int:
-    stored = store.hgetall(f"ladder:{{{exchange}|{market}}}:snap").values()
-    return sum(Snapshot(stored_bytes(raw)).meta.status is BookStatus.SYNCED for raw in stored)
+    raw = store.hgetall(f"ladder:{{{exchange}|{market}}}:snap")
+    heads = decode_stored({stored_bytes(k): stored_bytes(v) for k, v in raw.items()}).heads.values()
+    return sum(head.status is BookStatus.SYNCED for head in heads)
 
 
 def start_book(stack: Stack, key: str, store: SyncClient, exchange: str, market: str) -> None:

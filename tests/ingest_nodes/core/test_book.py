@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import random
 from decimal import Decimal
 
 import orjson
 import pytest
 
-from ingest_nodes.core.book import OrderBook, SideWindow
+from book_store.codec import BookStatus, Snapshot, SnapshotMeta, encode_snapshot
+from book_store.delta import apply_delta, encode_delta, read_delta
+from ingest_nodes.core.book import INSERT, JOURNAL_LIMIT, OrderBook, SideWindow
 from ingest_nodes.core.errors import VenuePayloadError
 
 
@@ -181,3 +184,59 @@ def test_truncate_keeps_the_best_levels_all_trusted_until_the_next_load() -> Non
     assert book.best_levels(1) == ([("10", "1")], [("11", "1")])
     book.load([("5", "1")], [], bids_complete=True, asks_complete=True)
     assert book.window() == (SideWindow(1, False), SideWindow(0, False))
+
+
+def test_the_journal_made_into_deltas_keeps_a_readers_head_equal_to_the_book() -> None:
+    """Random books, windows, changes and truncations: what a reader holds, edited by each taken journal as a
+    delta carries it (encoded, read and applied), is always the book's first levels."""
+    rng = random.Random(36)
+    for _ in range(200):
+        book = OrderBook()
+        bids = [(str(1000 - i), str(rng.randint(1, 9))) for i in range(rng.randint(0, 60))]
+        asks = [(str(1001 + i), str(rng.randint(1, 9))) for i in range(rng.randint(0, 60))]
+        book.load(bids, asks, bids_complete=rng.random() < 0.5, asks_complete=rng.random() < 0.5)
+        cap = rng.randint(1, 40)
+        book.open_journal(cap)
+        shown = [min(cap, window.trusted) for window in book.window()]
+        head = Snapshot(encode_snapshot(_meta(0), book.first_bids(shown[0]), book.first_asks(shown[1])))
+        for turn in range(1, 21):
+            for _event in range(rng.randint(0, 5)):  # the events of one loop turn
+                book.apply(_random_levels(rng, 900, 1000), _random_levels(rng, 1001, 1100))
+                if rng.random() < 0.1:
+                    book.truncate(rng.randint(0, 50))  # a venue that keeps the top levels current
+            journal = book.take_journal()
+            assert journal is not None
+            counts = (min(cap, book.window()[0].trusted), min(cap, book.window()[1].trusted))
+            changes = (book.bid_changes(journal[0], shown[0], counts[0]),
+                       book.ask_changes(journal[1], shown[1], counts[1]))  # fmt: skip
+            delta = read_delta(encode_delta(_meta(turn), turn - 1, 0, cap, counts, *changes))
+            after = apply_delta(head, delta)
+            assert after is not None
+            assert after.parts() == (book.first_bids(counts[0]), book.first_asks(counts[1]))
+            head, shown = after, list(counts)
+
+
+def _meta(update_id: int) -> SnapshotMeta:
+    return SnapshotMeta(update_id, None, None, 1000 + update_id, 1, BookStatus.SYNCED, node=7)
+
+
+def test_a_load_a_clear_or_an_overflow_closes_the_journal() -> None:
+    book = loaded([("10", "1")], [("11", "1")])
+    assert book.take_journal() is None  # never opened
+    book.open_journal(5)
+    book.apply([("9", "1")], [])
+    assert book.take_journal() == ([(INSERT, 1, b'["9","1"]')], [])
+    assert book.take_journal() == ([], [])  # taken: it starts again, open
+    book.load([("10", "1")], [], bids_complete=True, asks_complete=True)
+    assert book.take_journal() is None
+    book.open_journal(5)
+    book.clear()
+    assert book.take_journal() is None
+    book.open_journal(5)
+    for i in range(JOURNAL_LIMIT + 1):
+        book.apply([("10", str(i + 1))], [])
+    assert book.take_journal() is None
+
+
+def _random_levels(rng: random.Random, low: int, high: int) -> list[tuple[str, str]]:
+    return [(str(rng.randint(low, high)), str(rng.choice([0, 0, 1, 2, 3]))) for _ in range(rng.randint(0, 6))]

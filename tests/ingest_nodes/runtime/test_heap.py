@@ -26,7 +26,7 @@ from tests.ingest_nodes.runtime.harness import spot_node_settings
 from tests.waiting import wait_until
 
 NODE = "heap-node"
-OURS = ("ingest_nodes.", "book_store.", "sortedcontainers.")
+OURS = ("ingest_nodes.", "book_store.")
 
 
 async def test_stopped_replicas_replaced_lanes_and_resyncs_leave_no_cyclic_garbage(

@@ -12,8 +12,9 @@ import orjson
 import redis.asyncio as redis
 import uvloop
 
-from book_store.codec import BookStatus, Snapshot
+from book_store.codec import BookStatus, Snapshot, decode_message
 from book_store.connect import opened, store_client
+from book_store.delta import REPLACE, Delta, read_change
 from book_store.liveness import decode_heartbeat
 from book_store.reader import BookReader, StoredBook
 from book_store.schema import NODES_ALIVE, BookKey
@@ -28,6 +29,7 @@ from ingest_nodes.runtime.publisher import Publisher
 from ingest_nodes.venues.stream import Refused
 from ladder_process.telemetry.setup import Telemetry
 from tests.ingest_nodes.core.driver import snap, upd
+from tests.stores import ChangeMessages
 
 BOOK = BookKey("binance.com", "ETHBTC")
 HEAD = 10
@@ -307,3 +309,141 @@ async def test_a_quiet_book_whose_failed_check_runs_out_is_published_stale_witho
     replica.watch.check_failed = True  # the venue could not be asked
     await run_keepalive_for(pub, 0.3)
     assert (await stored(redis_client, writer)).heads[1].status is BookStatus.STALE
+
+
+async def published(changes: ChangeMessages, count: int) -> list[Snapshot | Delta]:
+    """The next ``count`` change messages of the book, decoded."""
+    found: list[Snapshot | Delta] = []
+    for _ in range(count):
+        message = await changes.next()
+        assert message is not None
+        found.append(read_change(decode_message(message[1])[1]))
+    return found
+
+
+def top(book: StoredBook, replica: Replica, depth: int) -> bool:
+    """Whether the stored head is the replica's book, ``depth`` levels a side."""
+    head, engine = book.heads[1], replica.engine
+    expected_bids = b",".join(engine.book.top_bids(depth))
+    return (
+        head.update_id == engine.update_id
+        and bytes(head.bids(depth)) == expected_bids
+        and bytes(head.asks(depth)) == b",".join(engine.book.top_asks(depth))
+    )
+
+
+async def test_a_changing_book_is_published_whole_once_and_then_as_what_changed(
+    redis_client: redis.Redis,
+) -> None:
+    writer = BookWriter(redis_client)
+    changes = ChangeMessages(redis_client)
+    await changes.subscribe(BOOK.channel)
+    pub = publisher(writer)
+    replica = Replica(depth=HEAD)
+    replica.sync(levels(1000, 30, -1), levels(1001, 30, 1), limit=30)
+    now = int(time.time() * 1000)
+    pub.publish(replica, now)
+    for i in range(12, 22):
+        replica.engine.on_update(upd(i, i, bids=[("1000", str(i)), ("999.5", "1")], asks=[("1001", "0")]))
+        pub.publish(replica, now + i)
+        await asyncio.sleep(0)
+        await writer.drain()
+        assert top(await stored(redis_client, writer), replica, HEAD)
+    messages = await published(changes, 11)
+    assert isinstance(messages[0], Snapshot)
+    deltas = [m for m in messages[1:] if isinstance(m, Delta)]
+    assert [d.prev_update_id for d in deltas] == list(range(11, 21))
+    assert deltas[-1].bid_ops == [(REPLACE, 0, b'["1000","21"]')]  # 999.5 was already there
+    await changes.close()
+
+
+async def test_a_status_change_a_new_depth_or_a_new_book_is_published_whole(
+    redis_client: redis.Redis,
+) -> None:
+    writer = BookWriter(redis_client)
+    changes = ChangeMessages(redis_client)
+    await changes.subscribe(BOOK.channel)
+    pub = publisher(writer)
+    replica = Replica(depth=5)
+    replica.sync(levels(1000, 30, -1), levels(1001, 30, 1), limit=30)
+    now = int(time.time() * 1000)
+
+    async def publish(at: int) -> None:  # one publish per flush: whole snapshots left unsent are replaced
+        pub.publish(replica, now + at)
+        await stored(redis_client, writer)
+
+    await publish(0)
+    replica.stalled = True
+    await publish(1)  # stale: a status change
+    replica.stalled = False
+    await publish(2)  # synced again
+    replica.depth = 6
+    await publish(3)
+    replica.engine = BookEngine(SpotSyncMachine())  # a refresh swapped in: the same ids, a new book
+    replica.sync(levels(1000, 30, -1), levels(1001, 30, 1), limit=30)
+    await publish(4)
+    await publish(5)  # nothing changed: news of a quiet book
+    messages = await published(changes, 6)
+    assert [type(m).__name__ for m in messages] == ["Snapshot"] * 5 + ["Delta"]
+    assert [m.meta.status.label for m in messages[:3]] == ["synced", "stale", "synced"]
+    await changes.close()
+
+
+async def test_the_store_gets_a_fresh_base_once_the_deltas_after_it_add_up_to_it(
+    redis_client: redis.Redis,
+) -> None:
+    writer = BookWriter(redis_client)
+    pub = publisher(writer)
+    replica = Replica(depth=HEAD)
+    replica.sync(levels(1000, 30, -1), levels(1001, 30, 1), limit=30)
+    now = int(time.time() * 1000)
+    pub.publish(replica, now)
+    fields = []
+    for i in range(12, 112):
+        replica.engine.on_update(upd(i, i, bids=[("1000", str(i))]))
+        pub.publish(replica, now + i)
+        await asyncio.sleep(0)
+        await writer.drain()
+        fields.append(len(await redis_client.hkeys(BOOK.snapshots)))
+    assert top(await stored(redis_client, writer), replica, HEAD)
+    assert max(fields) < 30 and fields.count(1) >= 3  # a head of ~280 bytes, deltas of ~100
+
+
+async def test_a_lagging_book_is_published_stale_and_a_shedding_node_publishes_less_often(
+    redis_client: redis.Redis,
+) -> None:
+    writer = BookWriter(redis_client)
+    pub = Publisher(
+        writer,
+        telemetry=IngestTelemetry(Telemetry.disabled("ladder-test")),
+        head_levels=HEAD,
+        publish_interval_ms=0,
+        keepalive_ms=1000,
+        stale_after_ms=60_000,
+        shed_lag_ms=1000,
+        shed_publish_ms=200,
+    )
+    replica = Replica(depth=5)
+    replica.sync(levels(1000, 30, -1), levels(1001, 30, 1), limit=30)
+    replica.lagging = True
+    pub.publish(replica, int(time.time() * 1000))
+    assert (await stored(redis_client, writer)).heads[1].status is BookStatus.STALE
+    replica.lagging = False
+    pub.lag.second([0, 1500])  # the node's worst book runs 1.5 s behind: it sheds
+    assert pub.lag.shedding
+    published = []
+    put_delta = writer.put_delta
+
+    def record(book: BookKey, replica: int, delta: bytes, *, base: bytes | None = None) -> None:
+        published.append(time.monotonic())
+        put_delta(book, replica, delta, base=base)
+
+    writer.put_delta = record  # type: ignore[method-assign]
+    pub.publish(replica, int(time.time() * 1000))  # synced again: whole
+    await stored(redis_client, writer)
+    started = time.monotonic()
+    while time.monotonic() - started < 0.5:  # a change every 10 ms
+        replica.engine.on_update(upd(12 + len(published), 12 + len(published), bids=[("1000", "2")]))
+        pub.mark(replica)
+        await asyncio.sleep(0.01)
+    assert 2 <= len(published) <= 4  # at most one every 200 ms, not fifty

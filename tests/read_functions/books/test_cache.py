@@ -5,12 +5,14 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
+from typing import cast
 
 import orjson
 import pytest
 import redis.asyncio as redis
 
-from book_store.codec import encode_message
+from book_store.codec import BookStatus, SnapshotMeta, encode_message
+from book_store.delta import INSERT, REPLACE, Op, encode_delta
 from book_store.schema import BookKey
 from book_store.writer import BookWriter
 from ladder_process.clock import now_ms
@@ -256,3 +258,81 @@ async def test_a_node_whose_heartbeats_stop_falls_silent(stack: Stack, redis_cli
     await node.drain()
     await wait_until(lambda: len(stack.deps.books.heartbeats) == 1, 5, "the heartbeat")
     assert (await read_status(stack, headers))[0] == 503
+
+
+def delta(prev: int, update_id: int, bid_ops: list[Op], *, publish_time: int | None = None) -> bytes:
+    """A delta of ``snapshot(prev)``'s replica 0 (5 levels a side) to ``update_id``."""
+    published = now_ms() if publish_time is None else publish_time
+    meta = SnapshotMeta(update_id, published - 2, published - 1, published, 0, BookStatus.SYNCED)
+    return encode_delta(meta, prev, 0, 5, (5, 5), bid_ops, [])
+
+
+async def read_book(stack: Stack, headers: dict[str, str]) -> dict[str, object]:
+    async with stack.http.get(f"{stack.url}/v1/books/binance.com/ETHBTC", headers=headers) as r:
+        assert r.status == 200, await r.text()
+        body: dict[str, object] = orjson.loads(await r.read())
+        return body
+
+
+async def test_a_delta_changes_the_cached_book_with_no_store_round_trip(
+    quiet_stack: Stack, redis_client: redis.Redis
+) -> None:
+    stack = quiet_stack
+    headers = await stack.subscriber(ETH)
+    await stack.publish(ETH, 0, snapshot(5))
+    before = await read_book(stack, headers)
+    calls = await command_calls(redis_client)
+    ops: list[Op] = [(REPLACE, 0, b'["100.05","7.5"]'), (INSERT, 1, b'["99.50","2"]')]
+    stack.writer.put_delta(ETH, 0, delta(5, 6, ops))
+    await stack.writer.drain()
+    await wait_until(lambda: stack.deps.books._entries[ETH].replicas[0].update_id == 6, 2.0, "the delta")
+    after = await read_book(stack, headers)
+    bids = cast(list[list[str]], before["bids"])
+    assert after["update_id"] == 6 and after["asks"] == before["asks"]
+    assert after["bids"] == [["100.05", "7.5"], ["99.50", "2"], *bids[1:4]]  # the last fell off
+    reads = {k: v - calls.get(k, 0) for k, v in (await command_calls(redis_client)).items()}
+    assert reads.get("hgetall", 0) == 0 and stack.deps.books.doubts == 0
+
+
+async def test_a_delta_that_does_not_continue_the_cached_head_sends_the_next_read_to_the_store(
+    stack: Stack, redis_client: redis.Redis
+) -> None:
+    headers = await stack.subscriber(ETH)
+    await stack.publish(ETH, 0, snapshot(5))
+    assert (await read_book(stack, headers))["update_id"] == 5
+    books = stack.deps.books
+    await publish_change(redis_client, ETH.channel, encode_message(0, delta(7, 8, [])))  # 6 and 7 missed
+    await wait_until(lambda: books.doubts == 1, 2.0, "the gap seen")
+    assert ETH not in books._entries  # nothing of it is served from the cache any more
+    assert (await read_book(stack, headers))["update_id"] == 5  # the stored head, loaded again
+    stack.writer.put_delta(ETH, 0, delta(5, 6, [(REPLACE, 0, b'["100.05","3"]')]))
+    await stack.writer.drain()
+    await wait_until(lambda: books._entries[ETH].replicas[0].update_id == 6, 2.0, "followed again")
+
+
+async def test_deltas_that_arrive_while_a_book_loads_are_applied_once_it_has(stack: Stack) -> None:
+    books = stack.deps.books
+    published = now_ms()
+    await stack.publish(ETH, 0, snapshot(5, publish_time=published))
+    entry_of = asyncio.ensure_future(books.entry(ETH))
+    await asyncio.sleep(0)  # registered; its load batch has not run yet
+    # As the feed would hand it over between the subscription and the stored head's arrival:
+    books._on_message(ETH.channel.encode(), encode_message(0, delta(5, 6, [], publish_time=published + 1)))
+    entry = await entry_of
+    assert entry.replicas[0].update_id == 6 and books.doubts == 0
+
+
+async def test_a_delta_that_does_not_fit_its_head_is_never_served_and_the_book_loads_again(
+    stack: Stack, redis_client: redis.Redis
+) -> None:
+    headers = await stack.subscriber(ETH)
+    await stack.publish(ETH, 0, snapshot(5))
+    assert (await read_book(stack, headers))["update_id"] == 5
+    books = stack.deps.books
+    unfit = delta(5, 6, [(REPLACE, 7, b'["1","1"]')])  # a level past the five the head holds
+    await publish_change(redis_client, ETH.channel, encode_message(0, unfit))
+    # The book was read, so its views are rendered as the change arrives: its levels, worked out
+    # then, do not fit, and the entry is dropped at once (a book not read would be at its next read).
+    await wait_until(lambda: books.doubts == 1, 2.0, "the misfit seen")
+    assert ETH not in books._entries
+    assert (await read_book(stack, headers))["update_id"] == 5  # the stored head, loaded again

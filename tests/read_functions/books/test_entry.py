@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import asyncio
 
-from book_store.codec import BookStatus, Snapshot
+import pytest
+
+from book_store.codec import BookStatus, Snapshot, SnapshotMeta
+from book_store.delta import REPLACE, encode_delta, read_delta
+from ladder_process.errors import StoreError
 from read_functions.books.entry import Entry
+from read_functions.books.render import Side
 from tests.read_functions.helpers import ETH, snapshot
 
 SILENCE_MS = 1000
@@ -62,3 +67,17 @@ async def test_another_silence_limit_chooses_again() -> None:
     entry = entry_with(snap)
     assert entry.served(1500, SILENCE_MS) is snap
     assert entry.served(1500, 100) is None
+
+
+async def test_a_replica_whose_deltas_do_not_fit_is_dropped_when_its_levels_are_first_needed() -> None:
+    head = Snapshot(snapshot(10, 0, publish_time=1000))
+    entry = entry_with(head)
+    broken: list[Entry] = []
+    entry.on_broken = broken.append
+    meta = SnapshotMeta(11, 1, 1, 1001, 0, BookStatus.SYNCED)
+    unfit = read_delta(encode_delta(meta, 10, 0, 5, (5, 5), [(REPLACE, 9, b'["1","1"]')], []))
+    assert entry.apply_delta(unfit) is True  # its header continues the head: taken, levels not read
+    assert entry.served(1500, SILENCE_MS) is entry.replicas[0]
+    with pytest.raises(StoreError):
+        entry.view(entry.replicas[0], 5, Side.BOTH)
+    assert entry.replicas == {} and broken == [entry]

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from read_functions.books.resp_parser import RespError, RespParser, Simple, command
+from book_store.connect import command
+from read_functions.books.resp_parser import RespError, RespParser, Simple
 
 STREAM = (
     b"*3\r\n$9\r\nsubscribe\r\n$2\r\nch\r\n:1\r\n"
