@@ -76,10 +76,13 @@ class Pipeline:
 
     def __init__(self, recording: Recording, redis_url: str, venue_url: str, depth: int) -> None:
         os.environ.update(fake_venue_env(venue_url), LADDER_REDIS_URL=redis_url, LADDER_EXCHANGES=EXCHANGE)
+        # The recording's event times are the venue's of when it was made: no lag judged by them.
         self.settings = IngestSettings(
             redis_url=redis_url,
             node_id="ingest-cost",
             background_weight_share=0.0001,
+            lag_stale_ms=10**12,
+            shed_lag_ms=10**12,
         )
         self.recording = recording
         self.symbols = sorted(recording.frames)
@@ -100,6 +103,8 @@ class Pipeline:
             resyncing_keepalive_ms=s.resyncing_keepalive_ms,
             quiet_keepalive_ms=s.quiet_keepalive_ms,
             node=1,
+            lag_stale_ms=s.lag_stale_ms,
+            shed_lag_ms=s.shed_lag_ms,
         )
         self.spec = exchange_specs(s)[EXCHANGE]
         self.venue = self.spec.stream(None)

@@ -118,6 +118,19 @@ class IngestSettings(BaseSettings):
         ge=100,
         description="Suspect silence whose stall check failed (venue unreachable) this long -> stale.",
     )
+    lag_stale_ms: int = Field(
+        default=5000,
+        ge=100,
+        description="A synced book whose events reach the node this much later than its best is published "
+        "stale until they come within half of it (ingest_nodes/core/lag.py).",
+    )
+    shed_lag_ms: int = Field(
+        default=1000,
+        ge=50,
+        description="While the node's books run this much later than its best, it publishes each book at "
+        "most every shed_publish_ms and defers refreshes and audits.",
+    )
+    shed_publish_ms: int = Field(default=250, ge=0, description="A book's publish interval while shedding.")
     streams_per_connection: int = Field(default=200, ge=1, le=1024)
     connection_max_age_s: float = Field(
         default=85_800, gt=0, description="Hand a connection's books to a successor at this age (venue: 24h)."

@@ -59,6 +59,13 @@ class ReplicaStats:
     checksum_matched: bool | None = None
     """... and whether the book gave it (a mismatch is a resync, reason ``checksum``). Taken from the
     served engine when the counters are reported."""
+    lag_ms: int = 0
+    """How long after the venue's time the newest event reached the node (clock offset included;
+    ``ingest_nodes.core.lag``) ..."""
+    max_lag_ms: int = 0
+    """... and the most it ever was."""
+    lagging_episodes: int = 0
+    """Times the book turned lagging (published stale while its events ran behind)."""
 
     @property
     def restarts(self) -> int:
@@ -86,6 +93,9 @@ class ReplicaStats:
         if other.last_audit_ms is not None:
             self.last_audit_ms = max(self.last_audit_ms or 0, other.last_audit_ms)
         self.mismatches += other.mismatches
+        self.lag_ms = max(self.lag_ms, other.lag_ms)
+        self.max_lag_ms = max(self.max_lag_ms, other.max_lag_ms)
+        self.lagging_episodes += other.lagging_episodes
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -112,6 +122,9 @@ class ReplicaStats:
             "checksum": None
             if self.checksum is None
             else {"venue": self.checksum, "matched": self.checksum_matched},
+            "lag_ms": self.lag_ms,
+            "max_lag_ms": self.max_lag_ms,
+            "lagging_episodes": self.lagging_episodes,
         }
 
 

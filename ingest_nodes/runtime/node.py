@@ -140,7 +140,11 @@ class IngestNode:
             resyncing_keepalive_ms=settings.resyncing_keepalive_ms,
             quiet_keepalive_ms=settings.quiet_keepalive_ms,
             node=self.node_tag,
+            lag_stale_ms=settings.lag_stale_ms,
+            shed_lag_ms=settings.shed_lag_ms,
+            shed_publish_ms=settings.shed_publish_ms,
         )
+        self._shedding = False
         specs = exchange_specs(settings)
         keyed = any(spec.needs_credentials for spec in specs.values())
         alpaca_keys = settings.alpaca_keys if keyed else []
@@ -184,6 +188,7 @@ class IngestNode:
             "keepalive": self.publisher.run_keepalive(),
             "catalog": self._catalog_loop(),
             "heartbeat": self._heartbeat(),
+            "lag": self._watch_lag(),
             "assignments": self._follow_assignments(),
             "checks": self._every(self.settings.replica_check_interval_s, self._check_replicas),
             "stats": self._every(self.settings.stats_interval_s, self.report),
@@ -440,8 +445,27 @@ class IngestNode:
         synced = [r for r in self.replicas.values() if r.engine.synced]
         await self.checker.check(synced)
 
+    async def _watch_lag(self) -> None:
+        """Every second, tell the lag watch how far behind the venue the books that moved ran
+        (``ingest_nodes/core/lag.py``), and say when the node starts or stops shedding work."""
+        lag = self.publisher.lag
+        while await self._pause(1.0):
+            since = now_ms() - 1000
+            lag.second(r.stats.lag_ms for r in list(self.replicas.values()) if r.last_event_ms >= since)
+            if lag.shedding is not self._shedding:
+                self._shedding = lag.shedding
+                if lag.shedding:
+                    log.warning("books run %d ms behind the venue: shedding work (books published at most "
+                                "every %d ms, refreshes and audits deferred)", lag.backlog_ms,
+                                self.settings.shed_publish_ms)  # fmt: skip
+                else:
+                    log.info("books back within %d ms of the venue: no longer shedding", lag.backlog_ms)
+
     async def _resnapshot_due(self) -> None:
-        """Start a re-snapshot of each book synced for about ``resnapshot_interval_s`` (spread out)."""
+        """Start a re-snapshot of each book synced for about ``resnapshot_interval_s`` (spread out;
+        none while the node sheds work)."""
+        if self.publisher.lag.shedding:
+            return
         now = asyncio.get_running_loop().time()
         interval = self.settings.resnapshot_interval_s
         for (book, index), replica in self.replicas.items():
@@ -536,6 +560,12 @@ class IngestNode:
             "checkpoints_recorded": 0 if self.checkpoints is None else self.checkpoints.recorded,
             "replica_checks": self.checker.compared,
             "replica_mismatches": self.checker.mismatches,
+            "lag": {
+                "baseline_ms": self.publisher.lag.baseline_ms,
+                "backlog_ms": self.publisher.lag.backlog_ms,
+                "shedding": self.publisher.lag.shedding,
+                "lagging": sum(1 for r in self.replicas.values() if r.lagging),
+            },
             "exchanges": exchanges,
         }
 

@@ -81,6 +81,7 @@ from book_store.schema import BookKey, ReplicaId
 from book_store.writer import MAX_DELTA_FIELDS, BookWriter
 from ingest_nodes.core.book import OrderBook, SideWindow
 from ingest_nodes.core.engine import BookEngine
+from ingest_nodes.core.lag import LagWatch
 from ingest_nodes.core.stall_watch import Rhythm
 from ingest_nodes.ops.stats import ReplicaStats
 from ingest_nodes.ops.telemetry import IngestTelemetry
@@ -124,6 +125,8 @@ class Publishable(Protocol):
     """Why the venue will not serve the book now (published as ``REFUSED``), or None."""
     watch: Rhythm
     stalled: bool
+    lagging: bool
+    """Its events run too far behind the venue's (``core/lag.py``): published stale meanwhile."""
 
     @property
     def engine(self) -> BookEngine: ...
@@ -184,6 +187,9 @@ class Publisher:
         resyncing_keepalive_ms: int = 4000,
         quiet_keepalive_ms: int | None = None,
         node: int = 0,
+        lag_stale_ms: int = 5000,
+        shed_lag_ms: int = 1000,
+        shed_publish_ms: int = 250,
     ) -> None:
         """``quiet_keepalive_ms`` defaults to ``keepalive_ms`` (every quiet book republished as often
         as the heartbeat); ``node`` is the node's tag, written into every snapshot."""
@@ -194,6 +200,9 @@ class Publisher:
         self._head = head_levels
         self._deep_rate = deep_levels_per_s
         self._interval = publish_interval_ms
+        self._shed_interval = max(publish_interval_ms, shed_publish_ms)
+        self.lag = LagWatch(stale_ms=lag_stale_ms, shed_ms=shed_lag_ms)
+        """How far behind the venue this node's books run (the node feeds it every second)."""
         self._keepalive = keepalive_ms
         self._stale_after = stale_after_ms
         self._resyncing_keepalive = max(keepalive_ms, resyncing_keepalive_ms)
@@ -251,13 +260,14 @@ class Publisher:
         now = now_ms()
         dirty, self._dirty = self._dirty, {}
         later: list[Publishable] = []
+        interval = self._shed_interval if self.lag.shedding else self._interval
         for replica in dirty.values():
-            if self._interval and now - replica.last_publish_ms < self._interval:
+            if interval and now - replica.last_publish_ms < interval:
                 later.append(replica)
             else:
                 self.publish(replica, now)
         if later:
-            delay = min(self._interval - (now - r.last_publish_ms) for r in later) / 1000
+            delay = min(interval - (now - r.last_publish_ms) for r in later) / 1000
             for replica in later:
                 self._dirty[(replica.book, replica.replica)] = replica
             self._scheduled = True
@@ -267,7 +277,9 @@ class Publisher:
         if not replica.engine.synced:
             return BookStatus.RESYNCING if replica.refusal is None else BookStatus.REFUSED
         watch = replica.watch
-        if replica.stalled or (watch.check_failed and now - watch.suspect_at() > self._stale_after):
+        if replica.stalled or replica.lagging:
+            return BookStatus.STALE
+        if watch.check_failed and now - watch.suspect_at() > self._stale_after:
             return BookStatus.STALE
         return BookStatus.SYNCED
 

@@ -169,6 +169,8 @@ class BookReplica:
         """The book's rhythm of events, and its confirmations (see ``stall_watch``)."""
         self.stalled = False
         """A check found events missing: published stale until the next event starts a resync."""
+        self.lagging = False
+        """Its events run too far behind the venue's: published stale until they catch up."""
         self.last_publish_ms = 0
         self.last_status: BookStatus | None = None
         self.synced_since: float | None = None
@@ -242,7 +244,17 @@ class BookReplica:
         if source is self.source:
             self.refusal = None
             self.last_event_ms = update.ingest_time
-            self.stats.events += 1
+            stats = self.stats
+            stats.events += 1
+            if update.event_time is not None:  # a venue that stamps its events (Kraken's book does not)
+                gap = stats.lag_ms = update.ingest_time - update.event_time
+                if gap > stats.max_lag_ms:
+                    stats.max_lag_ms = gap
+                lagging = self._publisher.lag.lagging(gap, self.lagging)
+                if lagging is not self.lagging:
+                    self.lagging = lagging
+                    stats.lagging_episodes += lagging
+                    self._publisher.mark(self)
             if self.stalled:
                 self._resume_after_stall(update.ingest_time)
             else:
@@ -453,10 +465,13 @@ class BookReplica:
             self.invalidate("audit_mismatch")
 
     def window_seen(self, bids: SideWindow, asks: SideWindow) -> None:
-        """The publisher published the synced book with this trusted window: refresh it if due.
+        """The publisher published the synced book with this trusted window: refresh it if due
+        (not while the node sheds work: the refresh waits for the next publish after).
 
         A book the stream rebuilds refreshes by subscribing again: the venue's new snapshot
         replaces the book (which serves on meanwhile) with a full window."""
+        if self._publisher.lag.shedding:
+            return
         now = asyncio.get_running_loop().time()
         if self._resets_on_stream:
             chained = isinstance(self.engine.machine, StreamChainMachine)

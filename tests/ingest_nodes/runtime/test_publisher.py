@@ -54,6 +54,7 @@ class Replica:
     windows: list[tuple[SideWindow, SideWindow]] = field(default_factory=list)
     watch: Rhythm = field(default_factory=lambda: Rhythm(int(time.time() * 1000)))
     stalled: bool = False
+    lagging: bool = False
 
     def window_seen(self, bids: SideWindow, asks: SideWindow) -> None:
         self.windows.append((bids, asks))
