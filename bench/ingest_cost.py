@@ -91,6 +91,9 @@ class Pipeline:
         self.client = redis.Redis.from_url(redis_url)
         self.telemetry = IngestTelemetry(Telemetry.from_env("ladder-ingest"))
         self.writer = BookWriter(self.client, node_id="ingest-cost", node=1)
+        self.change_bytes = 0
+        """Bytes of the change messages the writer was handed (what the change channel carries)."""
+        self._count_changes()
         s = self.settings
         self.publisher = Publisher(
             self.writer,
@@ -115,6 +118,20 @@ class Pipeline:
         self.cache: BookCache | None = None
         self.entries: list[Entry] = []
         self._tasks: list[asyncio.Task[Any]] = []
+
+    def _count_changes(self) -> None:
+        put, put_delta = self.writer.put, self.writer.put_delta
+
+        def counted_put(book: BookKey, replica: int, snapshot: bytes, *, deep: bool = False) -> None:
+            self.change_bytes += 2 + len(snapshot)  # a message is the replica (2 bytes) and the payload
+            put(book, replica, snapshot, deep=deep)
+
+        def counted_delta(book: BookKey, replica: int, delta: bytes, *, base: bytes | None = None) -> None:
+            self.change_bytes += 2 + len(delta)
+            put_delta(book, replica, delta, base=base)
+
+        self.writer.put = counted_put  # type: ignore[method-assign]
+        self.writer.put_delta = counted_delta  # type: ignore[method-assign]
 
     def framed(self, symbol: str, frame: str) -> str:
         """A frame as the node's combined-stream connection receives it."""
@@ -170,9 +187,9 @@ class Pipeline:
             if served is not None:
                 entry.view(served, self.depth, Side.BOTH)
 
-    async def turn(self, index: int, cpu: Counter[str], *, measured: bool = True) -> None:
+    async def turn(self, index: int, cpu: Counter[str], *, measured: bool = True, read: bool = True) -> None:
         """One loop turn: frame ``index`` of every book, through every stage (counted only when
-        ``measured``: a warm-up turn marks no stage)."""
+        ``measured``: a warm-up turn marks no stage); ``read``: every book is read after it."""
         frames = [self.framed(s, self.recording.frames[s][index]) for s in self.symbols]
         assert self.cache is not None and isinstance(self.cache.feed, ChangeFeed)
         # The read worker's change-feed socket (a read transport too).
@@ -207,9 +224,10 @@ class Pipeline:
             await asyncio.sleep(0)
         stage.end("follow")
 
-        stage.begin()
-        self.read_all()
-        stage.end("read")
+        if read:
+            stage.begin()
+            self.read_all()
+            stage.end("read")
 
     async def close(self) -> None:
         for task in self._tasks:
@@ -273,9 +291,11 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
             gc.collect()
             gc.freeze()
             store_cpu = cpu_seconds(store_pid)
+            change_bytes = pipeline.change_bytes
             for index in range(1 + args.warmup, 1 + args.warmup + turns):
-                await pipeline.turn(index, cpu)
+                await pipeline.turn(index, cpu, read=(index - args.warmup) % args.read_every == 0)
             store_cpu = cpu_seconds(store_pid) - store_cpu
+            change_bytes = pipeline.change_bytes - change_bytes
             await pipeline.close()
         await replay.stop()
     return {
@@ -284,6 +304,7 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
         "turns": turns,
         "cpu_s": dict(cpu),
         "store_cpu_s": store_cpu,
+        "change_bytes": change_bytes,
         "levels_per_frame": recording.levels_per_frame(),
     }
 
@@ -301,6 +322,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--window", type=int, default=5, help="venue updates merged into a frame")
     parser.add_argument("--levels", type=int, default=1000, help="venue book levels a side")
     parser.add_argument("--depth", type=int, default=100, help="levels a side published and read")
+    parser.add_argument(
+        "--read-every",
+        type=int,
+        default=1,
+        help="loop turns per read of every book (1: every change is read; 10: a book read once a second)",
+    )
     parser.add_argument("--recordings", default="/tmp/ladder-bench-recordings")
     parser.add_argument("--callgrind", action="store_true", help="count instructions under valgrind")
     parser.add_argument("--label", default="", help="a name for this run in the report (e.g. a commit)")
@@ -360,6 +387,11 @@ def _write(report: Report, result: dict[str, Any], args: argparse.Namespace) -> 
         report.figure(
             "read worker: instructions per change followed", counted.get("follow", 0) / events, "instructions"
         )
+        report.figure(
+            "read worker: instructions per change, followed and read",
+            (counted.get("follow", 0) + counted.get("read", 0)) / events,
+            "instructions",
+        )
     report.figure(
         "ingest node: CPU per event (parse, apply, encode, write)",
         sum(result["cpu_s"].get(s, 0.0) for s in ingest) / events * 1e6,
@@ -368,6 +400,7 @@ def _write(report: Report, result: dict[str, Any], args: argparse.Namespace) -> 
     report.figure(
         "read worker: CPU per change followed", result["cpu_s"].get("follow", 0.0) / events * 1e6, "us"
     )
+    report.figure("bytes on the change channel per event", result["change_bytes"] / events, "B")
     report.figure(
         "store: CPU per event (write and deliver to one subscriber)",
         result["store_cpu_s"] / events * 1e6,
@@ -376,7 +409,7 @@ def _write(report: Report, result: dict[str, Any], args: argparse.Namespace) -> 
     report.note(
         f"{result['books']} books, {result['turns']} loop turns of one event each "
         f"({result['levels_per_frame']:.1f} price levels a frame), published and read {args.depth} levels a "
-        "side; one read worker follows every book and reads each once between changes."
+        f"side; one read worker follows every book and reads each once every {args.read_every} change(s)."
     )
     if args.label:
         report.note(f"Run: {args.label}.")
