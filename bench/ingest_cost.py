@@ -59,6 +59,7 @@ from ingest_nodes.runtime.replica import BookReplica
 from ingest_nodes.settings import IngestSettings
 from ingest_nodes.venues.registry import exchange_specs
 from ladder_cli.main import fake_venue_env
+from ladder_process.cli import HelpFormatter
 from ladder_process.clock import now_ms
 from ladder_process.telemetry.setup import Telemetry
 from read_functions.books.cache import BookCache
@@ -313,9 +314,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         prog="ladder bench ingest_cost",
         description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=HelpFormatter,
     )
-    parser.add_argument("--books", type=int, default=500)
+    parser.add_argument("--books", type=int, default=500, help="books, each one event a loop turn")
     parser.add_argument("--frames", type=int, default=60, help="frames per book in the recording")
     parser.add_argument("--turns", type=int, default=20, help="loop turns measured (one event of each book)")
     parser.add_argument("--warmup", type=int, default=3, help="loop turns run first, not measured")
@@ -328,7 +329,11 @@ def main(argv: list[str] | None = None) -> None:
         default=1,
         help="loop turns per read of every book (1: every change is read; 10: a book read once a second)",
     )
-    parser.add_argument("--recordings", default="/tmp/ladder-bench-recordings")
+    parser.add_argument(
+        "--recordings",
+        default="/tmp/ladder-bench-recordings",
+        help="where recordings are kept between runs (the same frames for runs compared)",
+    )
     parser.add_argument("--callgrind", action="store_true", help="count instructions under valgrind")
     parser.add_argument("--label", default="", help="a name for this run in the report (e.g. a commit)")
     parser.add_argument("--json", default="", help=argparse.SUPPRESS)  # where a run under valgrind writes
