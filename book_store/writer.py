@@ -22,10 +22,11 @@ Heads and deep snapshots have a pipeline each, on connections of their own, so t
 100-level heads every reader and stream follows never wait behind a deep snapshot of 5000 levels a
 side on its way to the store. Of each kind only one flush is in flight at a time, so writes of one
 replica are never reordered; while a flush waits for the store, new deep snapshots of the same
-replica replace each other (conflation). A publisher that asks (:meth:`BookWriter.when_sent`) is
-told when the heads in flight have been answered, so that it encodes the books that changed
-meanwhile once, when they can be sent, instead of once per loop turn: what waits per replica is
-one change, however many events it carries.
+replica replace each other (conflation). Whether heads can be sent now is the writer's
+:attr:`~BookWriter.heads_ready` event (clear while a pipeline of heads waits for the store, or while
+the writer is fenced): a publisher waits on it and encodes the books that changed meanwhile once,
+when they can be sent, instead of once per loop turn, so what waits per replica is one change,
+however many events it carries. The writer calls nobody back.
 
 The published message is ``<replica as 2 bytes><snapshot or delta>``: a subscribed reader updates
 its cache from the message itself and never needs a round trip for a book it already follows. A
@@ -41,7 +42,7 @@ heartbeat field that was not there before (the store restarted empty, or was flu
 ``on_lost``, and the node republishes everything it keeps.
 
 A writer can be *fenced*: it keeps recording and sends nothing until it is unfenced (a publisher
-encodes nothing meanwhile: :meth:`BookWriter.when_sent` holds it until then). An ingest node
+encodes nothing meanwhile: ``heads_ready`` stays clear until then). An ingest node
 fences its writer when it may have been declared dead, so that when it reaches the store again it
 writes nothing of replicas that were taken from it meanwhile (it removes those first, and the
 removals are what it sends).
@@ -110,7 +111,7 @@ _STORE_AND_SPUBLISH = _STORE_AND_PUBLISH.replace("'PUBLISH'", "'SPUBLISH'")
 class _Queue:
     """The snapshots of one kind (heads, or deep snapshots) waiting for their pipeline."""
 
-    __slots__ = ("after_send", "deep", "flusher", "pending", "sending")
+    __slots__ = ("deep", "flusher", "pending", "sending")
 
     def __init__(self, *, deep: bool) -> None:
         self.deep = deep
@@ -118,7 +119,6 @@ class _Queue:
         self.flusher: asyncio.Task[None] | None = None
         self.sending = False
         """A pipeline of this queue is waiting for the store's answer."""
-        self.after_send: list[Callable[[], None]] = []
 
 
 class BookWriter:
@@ -152,7 +152,10 @@ class BookWriter:
         self._names: dict[BookKey, tuple[bytes, bytes]] = {}  # a book's hash and channel, encoded
         self._map_stale = False
         self._fenced = False
-        self._on_unfence: list[Callable[[], None]] = []
+        self.heads_ready = asyncio.Event()
+        """Set while a head recorded now would be sent at once: no pipeline of heads waits for the
+        store and the writer is not fenced."""
+        self.heads_ready.set()
         self._deltas: dict[ReplicaId, int] = {}
         """Per replica, the delta fields recorded since its base (the next is one more)."""
 
@@ -163,6 +166,7 @@ class BookWriter:
     def fence(self) -> None:
         """Send nothing from now on (a flush already in flight completes) until :meth:`unfence`."""
         self._fenced = True
+        self.heads_ready.clear()
 
     def unfence(self) -> None:
         """Send what was recorded meanwhile and carry on."""
@@ -170,9 +174,8 @@ class BookWriter:
         for queue in (self._heads, self._deeps):
             if queue.pending or (self._heartbeat is not None and not queue.deep):
                 self._wake(queue)
-        callbacks, self._on_unfence = self._on_unfence, []
-        for callback in callbacks:
-            callback()
+        if not self._heads.sending:
+            self.heads_ready.set()
 
     def put(self, book: BookKey, replica: int, snapshot: bytes, *, deep: bool = False) -> None:
         """Record a whole head (or deep) snapshot of a replica; it is written at the end of this
@@ -217,18 +220,6 @@ class BookWriter:
         self._deltas[key] = 0
         unsent = self._heads.pending.get(key, ())
         return max(recorded, *(w.drop for w in unsent)) if unsent else recorded
-
-    def when_sent(self, callback: Callable[[], None]) -> bool:
-        """While a pipeline of heads waits for the store, or the writer is fenced, call ``callback``
-        once heads can be sent again and return True (a head recorded now would wait anyway);
-        False when they can be sent now."""
-        if self._fenced:
-            self._on_unfence.append(callback)
-            return True
-        if not self._heads.sending:
-            return False
-        self._heads.after_send.append(callback)
-        return True
 
     def heartbeat(self, time_ms: int, since_ms: int) -> None:
         """Record the node's heartbeat: at ``time_ms`` its snapshots published since ``since_ms``
@@ -277,6 +268,8 @@ class BookWriter:
             started = time.perf_counter()  # loop.time() has 1 ms resolution under uvloop
             now_ms = clock.now_ms()
             queue.sending = True
+            if not queue.deep:
+                self.heads_ready.clear()
             failure: Exception | None = None
             lost = False
             try:
@@ -285,9 +278,8 @@ class BookWriter:
                 failure = exc
             finally:  # cancelled too: whoever waits for the answer must not wait forever
                 queue.sending = False
-                callbacks, queue.after_send = queue.after_send, []
-                for callback in callbacks:
-                    callback()
+                if not queue.deep and not self._fenced:
+                    self.heads_ready.set()
             if failure is not None:
                 # Send the failed writes again, before what was recorded since, unless that
                 # replaces them (a whole snapshot, or a removal).

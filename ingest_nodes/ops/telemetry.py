@@ -67,9 +67,6 @@ class PublishedFacts(Protocol):
     def replica(self) -> int: ...
 
     @property
-    def last_publish_ms(self) -> int: ...
-
-    @property
     def engine(self) -> BookEngine: ...
 
 
@@ -148,11 +145,11 @@ class IngestTelemetry:
         """The node whose replicas the gauges report."""
         self.node = node
 
-    def published(self, replica: PublishedFacts, ingest_time: int | None) -> None:
-        """A snapshot of ``replica`` goes to the writer; called before ``last_publish_ms`` moves."""
+    def published(self, replica: PublishedFacts, ingest_time: int | None, last_publish_ms: int) -> None:
+        """A snapshot of ``replica`` goes to the writer (the one before it went at ``last_publish_ms``)."""
         if self._resync_spans and replica.engine.synced:
             self._end_resync((replica.book, replica.replica), "synced", replica.engine.update_id)
-        if not self._enabled or ingest_time is None or ingest_time < replica.last_publish_ms:
+        if not self._enabled or ingest_time is None or ingest_time < last_publish_ms:
             return
         key = (replica.book, replica.replica)
         if key not in self._pending:

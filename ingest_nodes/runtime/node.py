@@ -83,13 +83,11 @@ RESNAPSHOT_SPREAD = (0.9, 0.2)
 """A replica is re-snapshotted between 0.9 and 1.1 of ``resnapshot_interval_s`` after it synced."""
 
 
-def _count(
-    tally: NodeTally, replicas: Iterable[tuple[ReplicaId, BookReplica]], publisher: Publisher, now: int
-) -> None:
+def _count(tally: NodeTally, replicas: Iterable[tuple[ReplicaId, BookReplica]], now: int) -> None:
     for (book, _index), replica in replicas:
         engine, stats = replica.engine, replica.stats
         stats.checksum, stats.checksum_matched = engine.checksum, engine.checksum_matched
-        tally.count(book.exchange, stats, engine.synced, publisher.status(replica, now).label)
+        tally.count(book.exchange, stats, engine.synced, replica.status(now).label)
 
 
 class IngestNode:
@@ -509,12 +507,12 @@ class IngestNode:
 
     def statuses(self, now_ms: int) -> list[tuple[BookReplica, BookStatus]]:
         """Every replica with the status it is published with at ``now_ms`` (for the gauges)."""
-        return [(r, self.publisher.status(r, now_ms)) for r in list(self.replicas.values())]
+        return [(r, r.status(now_ms)) for r in list(self.replicas.values())]
 
     def stats(self) -> dict[str, object]:
         """Every counter of this node, summed over its replicas, connections and exchanges."""
         tally = NodeTally()
-        _count(tally, self.replicas.items(), self.publisher, now_ms())
+        _count(tally, self.replicas.items(), now_ms())
         return self._document(tally)
 
     async def report(self) -> None:
@@ -523,7 +521,7 @@ class IngestNode:
         replicas = list(self.replicas.items())
         tally = NodeTally()
         async for part in in_slices(replicas):
-            _count(tally, part, self.publisher, now_ms())
+            _count(tally, part, now_ms())
         await self._reporter.report(self._document(tally), {key: r.stats for key, r in replicas})
 
     def _resyncs_total(self, tally: NodeTally) -> Counter[str]:

@@ -41,9 +41,13 @@ ones. Both parts are complete, atomic snapshots at their own ``update_id``.
 
 Every published side says whether the venue may hold levels past the last one it carries (the
 side was cut at the published depth, or at the edge of the trusted window), so readers can mark
-an answer that stops short as ``truncated``. After publishing a synced replica the publisher hands
-the replica its trusted window (``window_seen``): the replica decides whether a fresh snapshot is
-due before the window falls short of the published depth.
+an answer that stops short as ``truncated``.
+
+The publish path goes one way. A replica decides what it is (``BookReplica.status``: synced,
+stale, resyncing or refused, from its own state) and marks itself changed (:meth:`Publisher.mark`);
+the publisher reads it and writes, and keeps its own record of what it wrote (:meth:`published`);
+it calls nothing back. The writer calls nothing back either: the publisher waits on its
+``heads_ready``.
 
 Readers must tell a quiet book from a dead node. Every ``keepalive_ms`` the keepalive loop writes
 the node's heartbeat (:mod:`book_store.liveness`), which vouches for every snapshot the node wrote
@@ -54,7 +58,7 @@ every ``resyncing_keepalive_ms``, a replica whose status would change with time 
 check's silence running out) within ``keepalive_ms`` of it, and, when the store turns out to have
 lost the node's heartbeat (it restarted empty), every replica at once.
 
-A synced replica is published ``stale`` when a stall check found its stream stalled (see
+A synced replica says it is ``stale`` when a stall check found its stream stalled (see
 ``stall_checks``), or when its silence has been suspect for ``stale_after_ms`` and its check failed
 (the venue cannot be asked): a quiet book that checks confirm stays ``synced``, with
 ``confirmed_time`` saying when it was last known current.
@@ -83,9 +87,7 @@ from ingest_nodes.core.book import OrderBook, SideWindow
 from ingest_nodes.core.engine import BookEngine
 from ingest_nodes.core.lag import LagWatch
 from ingest_nodes.core.stall_watch import Rhythm
-from ingest_nodes.ops.stats import ReplicaStats
 from ingest_nodes.ops.telemetry import IngestTelemetry
-from ingest_nodes.venues.stream import Refused
 from ladder_process.clock import now_ms
 from ladder_process.sweeps import in_slices
 
@@ -114,19 +116,11 @@ class _Shown:
 
 
 class Publishable(Protocol):
-    """A replica as the publisher sees it."""
+    """A replica as the publisher reads it: what it is, and its status, which it decides itself."""
 
     book: BookKey
     replica: int
-    last_publish_ms: int
-    last_status: BookStatus | None
-    stats: ReplicaStats
-    refusal: Refused | None
-    """Why the venue will not serve the book now (published as ``REFUSED``), or None."""
     watch: Rhythm
-    stalled: bool
-    lagging: bool
-    """Its events run too far behind the venue's (``core/lag.py``): published stale meanwhile."""
 
     @property
     def engine(self) -> BookEngine: ...
@@ -135,8 +129,18 @@ class Publishable(Protocol):
     def depth(self) -> int:
         """Levels a side to publish: the deepest subscriber's depth."""
 
-    def window_seen(self, bids: SideWindow, asks: SideWindow) -> None:
-        """The trusted window of the synced book just published."""
+    def status(self, now: int) -> BookStatus:
+        """What the replica is at ``now`` (see ``runtime/replica.py``)."""
+
+
+class Published:
+    """What the publisher last wrote of one replica: the status and when (its own record)."""
+
+    __slots__ = ("at_ms", "status")
+
+    def __init__(self, status: BookStatus, at_ms: int) -> None:
+        self.status = status
+        self.at_ms = at_ms
 
 
 class _DeepState:
@@ -165,10 +169,6 @@ class _DeepEncode:
         self.key, self.replica, self.meta = key, replica, meta
         self.bids, self.asks, self.flags = levels
         self.encoded_bids: EncodedSide | None = None
-
-
-STALLED = "stalled: the venue's book moved on while its stream stayed silent"
-UNCONFIRMED = "silent: a long silence the venue could not confirm as a quiet market"
 
 
 class Publisher:
@@ -204,7 +204,8 @@ class Publisher:
         self.lag = LagWatch(stale_ms=lag_stale_ms, shed_ms=shed_lag_ms)
         """How far behind the venue this node's books run (the node feeds it every second)."""
         self._keepalive = keepalive_ms
-        self._stale_after = stale_after_ms
+        self.stale_after_ms = stale_after_ms
+        """The node's rule of when a suspect silence turns a replica stale (replicas read it)."""
         self._resyncing_keepalive = max(keepalive_ms, resyncing_keepalive_ms)
         self._dirty: dict[ReplicaId, Publishable] = {}
         self._scheduled = False
@@ -219,6 +220,9 @@ class Publisher:
         self._encoding: _DeepEncode | None = None
         """The deep snapshot between its loop turns, if one is."""
         self._shown: dict[ReplicaId, _Shown] = {}
+        self._published: dict[ReplicaId, Published] = {}
+        self._waiting: asyncio.Task[None] | None = None
+        """Waits for the writer's ``heads_ready`` while marked replicas wait for it."""
 
     @property
     def head_levels(self) -> int:
@@ -233,6 +237,7 @@ class Publisher:
         self._replicas.pop(key, None)
         self._dirty.pop(key, None)
         self._shown.pop(key, None)
+        self._published.pop(key, None)
         self._deep.pop(key, None)
         self._deep_waiting.pop(key, None)
         self._drop_encoding(key)
@@ -253,44 +258,45 @@ class Publisher:
             self._scheduled = True
             asyncio.get_running_loop().call_soon(self._publish_dirty)
 
+    def published(self, replica: Publishable) -> Published | None:
+        """What was last written of ``replica`` (None: nothing yet)."""
+        return self._published.get((replica.book, replica.replica))
+
+    def _last_ms(self, replica: Publishable) -> int:
+        last = self._published.get((replica.book, replica.replica))
+        return 0 if last is None else last.at_ms
+
     def _publish_dirty(self) -> None:
-        if self._writer.when_sent(self._publish_dirty):
-            return  # still scheduled: encoded once the heads in flight are answered
+        if not self._writer.heads_ready.is_set():
+            if self._waiting is None:  # still scheduled: published once heads can be sent
+                self._waiting = asyncio.get_running_loop().create_task(self._when_heads_ready())
+            return
         self._scheduled = False
         now = now_ms()
         dirty, self._dirty = self._dirty, {}
         later: list[Publishable] = []
         interval = self._shed_interval if self.lag.shedding else self._interval
         for replica in dirty.values():
-            if interval and now - replica.last_publish_ms < interval:
+            if interval and now - self._last_ms(replica) < interval:
                 later.append(replica)
             else:
                 self.publish(replica, now)
         if later:
-            delay = min(interval - (now - r.last_publish_ms) for r in later) / 1000
+            delay = min(interval - (now - self._last_ms(r)) for r in later) / 1000
             for replica in later:
                 self._dirty[(replica.book, replica.replica)] = replica
             self._scheduled = True
             asyncio.get_running_loop().call_later(max(delay, 0), self._publish_dirty)
 
-    def status(self, replica: Publishable, now: int) -> BookStatus:
-        if not replica.engine.synced:
-            return BookStatus.RESYNCING if replica.refusal is None else BookStatus.REFUSED
-        watch = replica.watch
-        if replica.stalled or replica.lagging:
-            return BookStatus.STALE
-        if watch.check_failed and now - watch.suspect_at() > self._stale_after:
-            return BookStatus.STALE
-        return BookStatus.SYNCED
+    async def _when_heads_ready(self) -> None:
+        await self._writer.heads_ready.wait()
+        self._waiting = None
+        self._publish_dirty()
 
     def publish(self, replica: Publishable, now: int) -> None:
         """Encode the replica's current state (head, and deep when due) and hand it to the writer."""
         engine = replica.engine
-        status = self.status(replica, now)
-        if status is BookStatus.STALE and replica.last_status is not BookStatus.STALE:
-            replica.stats.stale_episodes += 1
-            replica.stats.last_stale = (STALLED if replica.stalled else UNCONFIRMED, now)
-        replica.last_status = status
+        status = replica.status(now)
         meta = _meta(replica, status, now, self._node)
         depth = replica.depth
         key = (replica.book, replica.replica)
@@ -300,8 +306,13 @@ class Publisher:
         else:
             bids, asks = engine.book.window()
             self._publish_head(key, engine.book, meta, min(depth, self._head), bids, asks)
-        self._telemetry.published(replica, meta.ingest_time)
-        replica.last_publish_ms = now
+        last = self._published.get(key)
+        if last is None:
+            self._telemetry.published(replica, meta.ingest_time, 0)
+            self._published[key] = Published(status, now)
+        else:
+            self._telemetry.published(replica, meta.ingest_time, last.at_ms)
+            last.status, last.at_ms = status, now
         if depth > self._head:
             self._publish_deep(key, replica, meta, now)
         elif key in self._deep:
@@ -309,8 +320,6 @@ class Publisher:
             self._deep_waiting.pop(key, None)
             self._drop_encoding(key)
             self._writer.remove(replica.book, replica.replica, deep_only=True)
-        if status is not BookStatus.RESYNCING and status is not BookStatus.REFUSED:
-            replica.window_seen(bids, asks)
 
     def _publish_head(
         self,
@@ -431,8 +440,8 @@ class Publisher:
         chosen: tuple[int, ReplicaId] | None = None  # (due, key) of the most overdue
         soonest: int | None = None  # when the next one falls due, if none is due now
         for key, replica in list(self._deep_waiting.items()):
-            state = self._deep.get(key)
-            if state is None or replica.last_status is not BookStatus.SYNCED:
+            state, last = self._deep.get(key), self._published.get(key)
+            if state is None or last is None or last.status is not BookStatus.SYNCED:
                 del self._deep_waiting[key]  # gone, or no longer synced (published empty meanwhile)
                 continue
             due = self._deep_due(state, replica)
@@ -466,12 +475,13 @@ class Publisher:
                 for replica in part:
                     if self._replicas.get((replica.book, replica.replica)) is not replica:
                         continue  # stopped while the sweep gave the loop a turn
-                    quiet_for = at - replica.last_publish_ms
+                    last = self._published.get((replica.book, replica.replica))
+                    quiet_for = at - (0 if last is None else last.at_ms)
                     if replica.engine.synced:
                         due = quiet_for >= self._quiet or (
                             replica.watch.check_failed
                             and quiet_for >= self._keepalive
-                            and self.status(replica, at) is not replica.last_status
+                            and (last is None or replica.status(at) is not last.status)
                         )
                     else:
                         due = quiet_for >= self._resyncing_keepalive

@@ -69,7 +69,7 @@ from typing import Final
 
 from book_store.codec import BookStatus
 from book_store.schema import BookKey
-from ingest_nodes.core.book import OrderBook, SideWindow
+from ingest_nodes.core.book import OrderBook
 from ingest_nodes.core.engine import BookEngine, EngineResult
 from ingest_nodes.core.events import DepthSnapshot, DepthUpdate
 from ingest_nodes.core.stall_watch import Rhythm, StallPolicy
@@ -86,6 +86,10 @@ from ingest_nodes.venues.stream import Refused
 from ladder_process.clock import now_ms
 
 log = logging.getLogger(__name__)
+
+STALLED = "stalled: the venue's book moved on while its stream stayed silent"
+UNCONFIRMED = "silent: a long silence the venue could not confirm as a quiet market"
+LAGGING = "lagging: its events reach the node too far behind the venue's"
 
 MAX_SPLICE_BUFFER: Final = 2000
 """Successor events kept while the old connection catches up; beyond it, switch and resync."""
@@ -171,8 +175,10 @@ class BookReplica:
         """A check found events missing: published stale until the next event starts a resync."""
         self.lagging = False
         """Its events run too far behind the venue's: published stale until they catch up."""
-        self.last_publish_ms = 0
-        self.last_status: BookStatus | None = None
+        self._status: BookStatus | None = None
+        """The status last decided (a turn to stale is recorded as an episode)."""
+        self._refresh_soon = False
+        """A refresh was found due and starts after this loop turn's publish."""
         self.synced_since: float | None = None
         """Loop time the served book last became synced or passed an audit (None while not synced)."""
         self.refusal: Refused | None = None
@@ -464,23 +470,52 @@ class BookReplica:
                         self.book.exchange, self.symbol, self.replica, update_id)  # fmt: skip
             self.invalidate("audit_mismatch")
 
-    def window_seen(self, bids: SideWindow, asks: SideWindow) -> None:
-        """The publisher published the synced book with this trusted window: refresh it if due
-        (not while the node sheds work: the refresh waits for the next publish after).
+    def status(self, now: int) -> BookStatus:
+        """What this replica is at ``now``, decided here from its own state: resyncing (or refused,
+        the venue saying why) until synced; stale while a check found its stream stalled, while its
+        events run too far behind the venue's, or once a suspect silence whose check failed
+        outlasts the node's ``stale_after_ms``; synced otherwise. A turn to stale is recorded in its
+        stats (an episode, and why)."""
+        if not self.engine.synced:
+            status = BookStatus.RESYNCING if self.refusal is None else BookStatus.REFUSED
+        elif self.stalled or self.lagging:
+            status = BookStatus.STALE
+        else:
+            watch = self.watch
+            silent = watch.check_failed and now - watch.suspect_at() > self._publisher.stale_after_ms
+            status = BookStatus.STALE if silent else BookStatus.SYNCED
+        if status is BookStatus.STALE and self._status is not BookStatus.STALE:
+            self.stats.stale_episodes += 1
+            why = STALLED if self.stalled else LAGGING if self.lagging else UNCONFIRMED
+            self.stats.last_stale = (why, now)
+        self._status = status
+        return status
 
-        A book the stream rebuilds refreshes by subscribing again: the venue's new snapshot
-        replaces the book (which serves on meanwhile) with a full window."""
-        if self._publisher.lag.shedding:
+    def _refresh_if_due(self) -> None:
+        """The served book changed: when its trusted window is about to fall short of the published
+        depth, take a fresh snapshot (not while the node sheds work: a later change asks again). It
+        starts after this loop turn's publish, which goes first."""
+        if self._refresh_soon or self._publisher.lag.shedding:
             return
+        if not self._resets_on_stream and not self._can_shadow():
+            return  # a refresh or an audit is on its way already
+        loop = asyncio.get_running_loop()
+        bids, asks = self.engine.book.window()
+        if self._window.refresh_due(bids, asks, loop.time()):
+            self._refresh_soon = True
+            loop.call_soon(self._refresh)
+
+    def _refresh(self) -> None:
+        """Start the refresh found due. A book the stream rebuilds refreshes by subscribing again:
+        the venue's new snapshot replaces the book (which serves on meanwhile) with a full window."""
+        self._refresh_soon = False
         now = asyncio.get_running_loop().time()
         if self._resets_on_stream:
-            chained = isinstance(self.engine.machine, StreamChainMachine)
-            if chained and self.source is not None and self._window.refresh_due(bids, asks, now):
+            if isinstance(self.engine.machine, StreamChainMachine) and self.source is not None:
                 self._window.refresh_limit(now)
                 self.stats.refreshes += 1
                 self.source.resubscribe(self.symbol)
-            return
-        if self._can_shadow() and self._window.refresh_due(bids, asks, now):
+        elif self._can_shadow():
             self.stats.refreshes += 1
             self._start_shadow(self._window.refresh_limit(now), audit=False)
 
@@ -563,6 +598,8 @@ class BookReplica:
                 self._checkpoints.offer(self.book, self.replica, engine)
         if result.changed or reason is not None:
             self._publisher.mark(self)
+            if result.changed and engine.synced:
+                self._refresh_if_due()
 
     def _resynced(self, reason: str) -> None:
         if self._resets_on_stream and reason != "disconnect" and self.source is not None:

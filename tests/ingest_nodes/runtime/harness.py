@@ -14,6 +14,7 @@ from typing import Any
 import aiohttp
 import orjson
 
+from book_store.codec import BookStatus
 from book_store.connect import StoreClient
 from book_store.schema import BookKey
 from book_store.writer import BookWriter
@@ -205,6 +206,12 @@ class Harness:
             body: dict[str, Any] = await response.json()
             assert response.status == 200, body
             return body
+
+
+def published_as(harness: Harness, replica: BookReplica) -> BookStatus | None:
+    """The status the publisher last wrote of ``replica`` (None: nothing yet)."""
+    published = harness.publisher.published(replica)
+    return None if published is None else published.status
 
 
 async def wait_synced(replicas: Iterable[BookReplica], timeout_s: float = 10.0) -> None:

@@ -14,7 +14,7 @@ import redis.asyncio as redis
 from book_store.codec import BookStatus
 from book_store.reader import BookReader
 from ingest_nodes.runtime.replica import BookReplica
-from tests.ingest_nodes.runtime.harness import Harness, running, venue_config, wait_synced
+from tests.ingest_nodes.runtime.harness import Harness, published_as, running, venue_config, wait_synced
 from tests.waiting import wait_until
 
 ALPACA = "alpaca-crypto"
@@ -70,7 +70,9 @@ async def test_a_bad_key_is_refused_without_a_reconnect_storm(redis_client: redi
         await wait_until(lambda: replica.refusal is not None, 5, "the venue's refusal")
         assert replica.refusal is not None and replica.refusal.reason == "credentials_refused"
         assert replica.refusal.code == 402
-        await wait_until(lambda: replica.last_status is BookStatus.REFUSED, 5, "the refusal published")
+        await wait_until(
+            lambda: published_as(harness, replica) is BookStatus.REFUSED, 5, "the refusal published"
+        )
         await asyncio.sleep(1.0)
         connection = connection_of(harness)
         assert connection.stats.connects == 1, "no retry soon after a refusal"

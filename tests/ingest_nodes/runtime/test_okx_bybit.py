@@ -16,7 +16,7 @@ import redis.asyncio as redis
 from book_store.codec import BookStatus
 from book_store.reader import BookReader
 from ingest_nodes.runtime.replica import BookReplica
-from tests.ingest_nodes.runtime.harness import Harness, running, venue_config, wait_synced
+from tests.ingest_nodes.runtime.harness import Harness, published_as, running, venue_config, wait_synced
 from tests.waiting import wait_until
 
 OKX = ("okx", ["BTC-USDT", "ETH-USDT", "BTC-USDT-SWAP", "ETH-USDT-SWAP"])
@@ -46,7 +46,9 @@ async def test_books_sync_from_the_stream_and_equal_the_venue(
             await asyncio.sleep(0.2)
             await all_true(harness, replicas)
         assert harness.exchanges[exchange].stats.weight_spent == 0, "no REST book was needed to sync"
-        await wait_until(lambda: all(r.last_status is BookStatus.SYNCED for r in replicas), 5, "published")
+        await wait_until(
+            lambda: all(published_as(harness, r) is BookStatus.SYNCED for r in replicas), 5, "published"
+        )
         stored = await BookReader(redis_client).many([r.book for r in replicas])
         for replica in replicas:
             assert stored[replica.book][1].status is BookStatus.SYNCED

@@ -19,11 +19,9 @@ from book_store.liveness import decode_heartbeat
 from book_store.reader import BookReader, StoredBook
 from book_store.schema import NODES_ALIVE, BookKey
 from book_store.writer import BookWriter
-from ingest_nodes.core.book import SideWindow
 from ingest_nodes.core.engine import BookEngine
 from ingest_nodes.core.stall_watch import Rhythm
 from ingest_nodes.core.sync import SpotSyncMachine
-from ingest_nodes.ops.stats import ReplicaStats
 from ingest_nodes.ops.telemetry import IngestTelemetry
 from ingest_nodes.runtime.publisher import Publisher
 from ingest_nodes.venues.stream import Refused
@@ -46,18 +44,19 @@ class Replica:
     depth: int
     book: BookKey = BOOK
     replica: int = 1
-    last_publish_ms: int = 0
-    last_status: BookStatus | None = None
-    stats: ReplicaStats = field(default_factory=ReplicaStats)
     refusal: Refused | None = None
     engine: BookEngine = field(default_factory=lambda: BookEngine(SpotSyncMachine()))
-    windows: list[tuple[SideWindow, SideWindow]] = field(default_factory=list)
     watch: Rhythm = field(default_factory=lambda: Rhythm(int(time.time() * 1000)))
     stalled: bool = False
     lagging: bool = False
+    stale_after_ms: int = 60_000
 
-    def window_seen(self, bids: SideWindow, asks: SideWindow) -> None:
-        self.windows.append((bids, asks))
+    def status(self, now: int) -> BookStatus:
+        """As a replica decides it (``BookReplica.status``, tested with the replica itself)."""
+        if not self.engine.synced:
+            return BookStatus.RESYNCING if self.refusal is None else BookStatus.REFUSED
+        silent = self.watch.check_failed and now - self.watch.suspect_at() > self.stale_after_ms
+        return BookStatus.STALE if self.stalled or self.lagging or silent else BookStatus.SYNCED
 
     def sync(self, bids: list[tuple[str, str]], asks: list[tuple[str, str]], limit: int) -> None:
         self.engine.on_update(upd(10, 10))
@@ -110,7 +109,6 @@ async def test_a_shallow_book_is_one_head_snapshot_flagged_where_the_venue_may_h
     assert book.deeps == {}
     head = book.heads[1]
     assert (head.bid_count, head.ask_count, head.more_bids, head.more_asks) == (3, 5, False, True)
-    assert replica.windows == [(SideWindow(3, False), SideWindow(20, True))]
 
 
 async def test_a_deep_book_has_a_head_every_update_and_a_deep_snapshot_at_a_bounded_rate(
@@ -303,7 +301,8 @@ async def test_a_quiet_book_whose_failed_check_runs_out_is_published_stale_witho
 ) -> None:
     writer = BookWriter(redis_client, node_id="node-a", node=7)
     pub = publisher(writer, keepalive_ms=100, quiet_keepalive_ms=60_000, stale_after_ms=200)
-    replica = Replica(depth=5, watch=Rhythm(int(time.time() * 1000) - 60_000))  # suspect long since
+    suspect = Rhythm(int(time.time() * 1000) - 60_000)  # suspect long since
+    replica = Replica(depth=5, watch=suspect, stale_after_ms=200)
     replica.sync(levels(100, 3, -1), levels(101, 3, 1), limit=20)
     pub.track(replica)
     assert (await stored(redis_client, writer)).heads[1].status is BookStatus.SYNCED

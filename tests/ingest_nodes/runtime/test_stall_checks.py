@@ -11,8 +11,7 @@ import redis.asyncio as redis
 
 from book_store.codec import BookStatus, Snapshot
 from book_store.reader import BookReader
-from ingest_nodes.runtime.publisher import STALLED, UNCONFIRMED
-from ingest_nodes.runtime.replica import BookReplica
+from ingest_nodes.runtime.replica import STALLED, UNCONFIRMED, BookReplica
 from tests.ingest_nodes.runtime.harness import Harness, running, venue_config, wait_synced
 from tests.waiting import wait_until
 

@@ -14,7 +14,7 @@ import redis.asyncio as redis
 from book_store.codec import BookStatus
 from ingest_nodes.runtime.replica import BookReplica
 from ladder_process.clock import now_ms
-from tests.ingest_nodes.runtime.harness import Harness, running, venue_config, wait_synced
+from tests.ingest_nodes.runtime.harness import Harness, published_as, running, venue_config, wait_synced
 from tests.waiting import wait_until
 
 KRAKEN = "kraken"
@@ -107,7 +107,7 @@ async def test_heartbeats_keep_a_quiet_book_served_and_confirmed(redis_client: r
         await harness.control(action="stall", venue="coinbase", seconds=3)
         await asyncio.sleep(2.0)  # silence for five times stale_after
         for replica in replicas:
-            assert replica.engine.synced and replica.last_status is BookStatus.SYNCED, replica.book
+            assert replica.engine.synced and published_as(harness, replica) is BookStatus.SYNCED, replica.book
             confirmed = replica.watch.confirmed_ms
             assert confirmed is not None and now_ms() - confirmed < 1000, "each heartbeat vouches for it"
 

@@ -61,4 +61,4 @@ async def test_a_non_ascii_symbol_syncs(redis_client: redis.Redis) -> None:
         await wait_synced([replica])
         await harness.truth(replica)
         assert replica.book == BookKey("binance.com", symbol)
-        await wait_until(lambda: replica.last_publish_ms > 0, 2, "a publish")
+        await wait_until(lambda: harness.publisher.published(replica) is not None, 2, "a publish")
