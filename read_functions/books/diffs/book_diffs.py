@@ -62,7 +62,7 @@ def top(snapshot: Snapshot, depth: int) -> tuple[list[bytes], list[bytes]]:
     return _items(snapshot.bids(depth)), _items(snapshot.asks(depth))
 
 
-def _items(blob: memoryview) -> list[bytes]:
+def _items(blob: bytes | memoryview) -> list[bytes]:
     raw = bytes(blob)
     return raw[1:-1].split(b"],[") if raw else []
 
