@@ -101,6 +101,13 @@ class EncodedSide(NamedTuple):
     blob: bytes
 
 
+def known_time(ingest_time: int, confirmed_time: int, publish_time: int) -> int:
+    """When the venue state behind a book was last known (times as stored, -1: unknown): the later
+    of its ingest and its confirmation, else its publish time. ``age_ms`` counts from here."""
+    known = ingest_time if ingest_time > confirmed_time else confirmed_time
+    return known if known >= 0 else publish_time
+
+
 def encode_side(levels: Sequence[bytes]) -> EncodedSide:
     """Encode one side's pre-encoded levels (``b'["p","q"]'``, best first)."""
     return EncodedSide(len(levels), _ends(levels).tobytes(), b",".join(levels))
@@ -198,8 +205,7 @@ class Snapshot:
         self.publish_time: int = publish_time
         self.confirmed_time: int | None = None if confirmed_time < 0 else confirmed_time
         # How old the venue state behind the snapshot is counts from here (see the module docstring).
-        known = ingest_time if ingest_time > confirmed_time else confirmed_time
-        self.known_time: int = known if known >= 0 else publish_time
+        self.known_time: int = known_time(ingest_time, confirmed_time, publish_time)
         self.replica: int = replica
         self.status: BookStatus = status
         self.depth: int = n_bids if n_bids > n_asks else n_asks

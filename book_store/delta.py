@@ -52,7 +52,15 @@ from array import array
 from collections.abc import Sequence
 from typing import Final
 
-from book_store.codec import MORE_ASKS, MORE_BIDS, BookStatus, Snapshot, SnapshotMeta, level_ends
+from book_store.codec import (
+    MORE_ASKS,
+    MORE_BIDS,
+    BookStatus,
+    Snapshot,
+    SnapshotMeta,
+    known_time,
+    level_ends,
+)
 from ladder_process.errors import StoreError
 
 VERSION: Final = 5
@@ -104,8 +112,7 @@ class Delta:
         self.ingest_time: int | None = None if ingest_time < 0 else ingest_time
         self.publish_time: int = publish_time
         self.confirmed_time: int | None = None if confirmed_time < 0 else confirmed_time
-        known = ingest_time if ingest_time > confirmed_time else confirmed_time
-        self.known_time: int = known if known >= 0 else publish_time
+        self.known_time: int = known_time(ingest_time, confirmed_time, publish_time)
         """As a snapshot's (:class:`book_store.codec.Snapshot`)."""
         self.replica: int = replica
         self.status: BookStatus = status
