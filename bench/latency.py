@@ -37,6 +37,16 @@ to its subscribed depth) and Coinbase's ``level2`` books (``coinbase 20``: each 
 number checked). Several venues' cases in one run (``--cases "20,kraken 20,coinbase 20"``) write a
 report per venue (``latency-kraken``, ``latency-coinbase``), each beside the same Binance figures.
 
+``--cases "100 to clients"`` follows the books past the store, to a client of the read API: a
+read worker serves the node's 100-level books on its multiplexed stream (``ladder.v2``) and one
+socket follows every book, in ``snapshot`` mode (the book on every publish, today's message),
+then in ``diff`` mode (the levels that changed, with a checksum), under the smooth and burst
+loads: frame received by the node -> client has the message, and the bytes per book per second of
+each mode, as JSON and as the server deflates them (:mod:`bench.stream_clients`). Then ``--stalled``
+sockets follow every book in diff mode and never read, while the books keep moving: the read
+worker's memory per socket, and its growth while they stay stalled. Its report is
+``latency-clients``, whatever other cases run beside it.
+
 ``ingest_time`` is a whole millisecond (the node stamps epoch milliseconds), so every figure
 reads up to 1 ms (0.5 ms on average) above the true latency.
 """
@@ -52,7 +62,7 @@ from dataclasses import dataclass, field
 import aiohttp
 import redis.asyncio as redis
 
-from bench import harness
+from bench import harness, stream_clients
 from bench.harness import (
     Bench,
     Node,
@@ -64,7 +74,10 @@ from bench.harness import (
     trading_pairs,
     wait_synced,
 )
-from bench.report import Report, below, median, percentiles
+from bench.read import tenant_key
+from bench.report import Report, at_least, below, median, percentiles
+from bench.stream_clients import MODES, StreamClient
+from bench.sync import rss_kib
 from book_store.codec import BookStatus, decode_message
 from book_store.delta import read_change
 from book_store.schema import BookKey
@@ -90,6 +103,9 @@ OTHER_VENUES = {
 }
 """``--venue`` values besides binance: their case, and their name in the report."""
 TITLE = "Ingest -> publish latency (frame received -> subscriber has the snapshot)"
+CLIENTS = "latency-clients"
+"""The report of the to-clients cases, with its own title."""
+TITLES = {CLIENTS: "Ingest -> client latency and bytes, snapshot and diff mode"}
 BURST = 5
 DEEP_LEVELS = 6000
 DEEP_DEPTH = 5000
@@ -104,6 +120,8 @@ class Case:
     settings: dict[str, str] = field(default_factory=dict)
     beside_deep: bool = False
     exchange: str = EXCHANGE
+    to_clients: bool = False
+    """Measured at clients of the read API's stream in both modes, not at a store subscriber."""
 
     @property
     def venue(self) -> str:
@@ -123,6 +141,7 @@ CASES = {
     "bybit 20": Case(20, exchange="bybit"),
     "kraken 20": Case(20, exchange="kraken"),
     "coinbase 20": Case(20, exchange="coinbase"),
+    "100 to clients": Case(100, to_clients=True),
 }
 CASES_OF_VENUE = {
     "binance": ["20", "20 beside deep", "100", "whole"],
@@ -264,13 +283,14 @@ async def store_floor(client: redis.Redis, size: int, seconds: float, rate: floa
 async def measure(args: argparse.Namespace, reports: dict[str, list[str]]) -> None:
     """Run ``args.cases``; ``reports``: each report to write (created before the run, which
     records the machine's load at the start) and the cases it shows."""
-    written = {name: Report(name, TITLE) for name in reports}
+    written = {name: Report(name, TITLES.get(name, TITLE)) for name in reports}
     scenarios: dict[str, Callable[[Venue, float], Awaitable[None]]] = {
         "smooth": Venue.smooth,
         "bursts": Venue.bursts,
         "all at once": Venue.all_at_once,
     }
     results: dict[tuple[str, str], list[dict[str, float]]] = {}
+    clients: dict[tuple[str, str], dict[str, float]] = {}
     over_time: dict[str, tuple[list[float], list[float]]] = {}
     others = {CASES[name].venue for name in args.cases} - {"spot"}
     if not any(CASES[name].beside_deep for name in args.cases):
@@ -314,6 +334,11 @@ async def measure(args: argparse.Namespace, reports: dict[str, list[str]]) -> No
                 for report, held in reports.items():
                     if name in held:
                         written[report].data[f"sync_seconds_{name}"] = synced["seconds"]
+                if case.to_clients:
+                    clients = await _to_clients(bench, http, venue, exchange, case.depth, scenarios, args)
+                    await venue.control(action="reset")
+                    bench.stop_node(node)
+                    continue
                 subscriber = Subscriber(client, [BookKey(exchange, pair) for pair in pairs])
                 await subscriber.start()
                 await venue.smooth(args.settle)  # past the work that follows a sync
@@ -341,11 +366,15 @@ async def measure(args: argparse.Namespace, reports: dict[str, list[str]]) -> No
             floors = {
                 depth: await store_floor(client, size, args.seconds, args.events_per_s)
                 for depth, size in SNAPSHOT_BYTES.items()
-                if depth in {_floor_size(name) for name in args.cases}
+                if depth in {_floor_size(name) for name in args.cases if not CASES[name].to_clients}
             }
         await client.aclose()
     for name, cases in reports.items():
         shown = argparse.Namespace(**{**vars(args), "cases": cases})
+        if name == CLIENTS:
+            _write_clients(written[name], clients, shown)
+            print(f"report: {written[name].write()}")
+            continue
         sizes = {_floor_size(case) for case in cases}
         _write(
             written[name],
@@ -361,12 +390,181 @@ def report_cases(venue: str, cases: list[str]) -> dict[str, list[str]]:
     """Each report a run writes, with its cases: one per other venue measured (``latency-kraken``),
     holding that venue's case beside the run's Binance cases, so that ``--cases "20,kraken 20,
     coinbase 20"`` fills both venues' reports from one run; ``latency`` for Binance's cases alone
-    (``latency-VENUE`` when ``--venue`` names one whose case was not asked)."""
-    binance = [case for case in cases if case.split()[0] not in OTHER_VENUES]
-    others = {case.split()[0]: case for case in cases if case.split()[0] in OTHER_VENUES}
-    if not others:
-        return {"latency" if venue == "binance" else f"latency-{venue}": cases}
-    return {f"latency-{other}": [*binance, case] for other, case in others.items()}
+    (``latency-VENUE`` when ``--venue`` names one whose case was not asked); the to-clients cases in
+    ``latency-clients`` of their own."""
+    to_clients = [case for case in cases if CASES[case].to_clients]
+    publish = [case for case in cases if not CASES[case].to_clients]
+    reports = {CLIENTS: to_clients} if to_clients else {}
+    binance = [case for case in publish if case.split()[0] not in OTHER_VENUES]
+    others = {case.split()[0]: case for case in publish if case.split()[0] in OTHER_VENUES}
+    if others:
+        return {**reports, **{f"latency-{other}": [*binance, case] for other, case in others.items()}}
+    if publish:
+        reports["latency" if venue == "binance" else f"latency-{venue}"] = publish
+    return reports
+
+
+async def _to_clients(
+    bench: Bench,
+    http: aiohttp.ClientSession,
+    venue: Venue,
+    exchange: str,
+    depth: int,
+    scenarios: dict[str, Callable[[Venue, float], Awaitable[None]]],
+    args: argparse.Namespace,
+) -> dict[tuple[str, str], dict[str, float]]:
+    """The client side of the ``to clients`` case (see the module's doc): figures per (mode, load),
+    and the stalled sockets' memory as ("stalled", "memory")."""
+    url, reader_pid = stream_clients.start_reader(bench)
+    key = await tenant_key(url, venue.pairs)
+    figures: dict[tuple[str, str], dict[str, float]] = {}
+    await venue.smooth(args.settle)  # past the work that follows a sync
+    for mode in MODES:
+        client = StreamClient(mode, exchange, venue.pairs, depth)
+        await client.start(http, url, key)
+        runs: dict[str, list[dict[str, float]]] = {}
+        for run in range(args.runs):
+            for scenario in ("smooth", "bursts"):
+                measured = await _client_window(client, venue, scenarios[scenario], reader_pid, args)
+                runs.setdefault(scenario, []).append(measured)
+                shown = " ".join(f"{k}={v:.2f}" for k, v in measured.items())
+                print(f"to clients {mode:>8} run {run + 1} {scenario:<8} {shown}", flush=True)
+        await client.stop()
+        if client.refused:
+            raise RuntimeError(f"the read worker refused books: {client.refused[:3]}")
+        for scenario, measured_runs in runs.items():
+            keys = {key for measured in measured_runs for key in measured}
+            figures[mode, scenario] = {
+                key: median([m[key] for m in measured_runs if key in m]) or 0.0 for key in keys
+            }
+    subscribe = stream_clients.subscribe_message(exchange, venue.pairs, "diff", depth)
+    idle = rss_kib(reader_pid)[0]
+    sockets = [await stream_clients.stalled(url, key, subscribe) for _ in range(args.stalled)]
+    load = asyncio.create_task(venue.smooth(args.seconds + 3.0))
+    await asyncio.sleep(3.0)  # the snapshots are sent (or stuck), the books move
+    stalled_at = rss_kib(reader_pid)[0]
+    await load
+    after = rss_kib(reader_pid)[0]
+    for writer in sockets:
+        writer.close()
+    figures["stalled", "memory"] = {
+        "sockets": args.stalled,
+        "kb_per_socket": (stalled_at - idle) / max(1, args.stalled),
+        "kb_growth_while_stalled": after - stalled_at,
+        "seconds_stalled": args.seconds,
+        "rss_kb": after,
+    }
+    print(f"to clients stalled {figures['stalled', 'memory']}")
+    return figures
+
+
+async def _client_window(
+    client: StreamClient,
+    venue: Venue,
+    shape: Callable[[Venue, float], Awaitable[None]],
+    reader_pid: int,
+    args: argparse.Namespace,
+) -> dict[str, float]:
+    """One load on the venue, as ``client`` saw it past the warm-up: latency percentiles, messages
+    and bytes per book per second, and the read worker's CPU."""
+    started = time.time() * 1000
+    cpu = cpu_seconds(reader_pid)
+    await shape(venue, args.warmup + args.seconds)
+    await asyncio.sleep(0.5)  # the last frames arrive
+    since, until = started + args.warmup * 1000, time.time() * 1000
+    samples, messages = client.window(since, until)
+    json_bytes, deflated = stream_clients.sizes(messages)
+    per_book_s = 1000 / ((until - since) * len(venue.pairs))
+    measured = percentiles(samples)
+    measured.update(
+        samples=len(samples),
+        messages_per_book_s=len(messages) * per_book_s,
+        json_b_per_book_s=json_bytes * per_book_s,
+        deflated_b_per_book_s=deflated * per_book_s,
+        reader_cpu_pct=100 * (cpu_seconds(reader_pid) - cpu) / (time.time() - started / 1000),
+    )
+    return measured
+
+
+CLIENT_COLUMNS = (
+    ("p50", "p50"),
+    ("p90", "p90"),
+    ("p99", "p99"),
+    ("p99.9", "p99.9"),
+    ("max", "max"),
+    ("samples", "samples"),
+    ("messages_per_book_s", "messages/book/s"),
+    ("json_b_per_book_s", "JSON B/book/s"),
+    ("deflated_b_per_book_s", "deflated B/book/s"),
+    ("reader_cpu_pct", "read worker CPU %"),
+)
+
+
+def _write_clients(
+    report: Report, figures: dict[tuple[str, str], dict[str, float]], args: argparse.Namespace
+) -> None:
+    for mode in MODES:
+        for scenario in ("smooth", "bursts"):
+            measured = figures[mode, scenario]
+            bounds = (2.0, 10.0) if scenario == "smooth" else (None, None)
+            for point, bound in zip(("p50", "p99"), bounds, strict=True):
+                report.figure(
+                    f"100 levels to a client, {mode} mode, {scenario}: {point}",
+                    measured.get(point),
+                    "ms",
+                    None if bound is None else below(bound, "ms"),
+                )
+    for scenario in ("smooth", "bursts"):
+        snapshot, diff = figures["snapshot", scenario], figures["diff", scenario]
+        for kind, label in (("json", "as JSON"), ("deflated", "deflated as sent with compression")):
+            key = f"{kind}_b_per_book_s"
+            for mode, measured in (("snapshot", snapshot), ("diff", diff)):
+                report.figure(
+                    f"bytes per book per second, {mode} mode, {scenario}, {label}", measured[key], "B/s"
+                )
+            report.figure(
+                f"snapshot / diff bytes, {scenario}, {label}",
+                snapshot[key] / diff[key] if diff[key] else None,
+                "x",
+                at_least(10.0, "x") if kind == "json" and scenario == "smooth" else None,
+            )
+    memory = figures["stalled", "memory"]
+    report.figure(
+        f"read worker memory per socket following {args.pairs} books in diff mode, never reading",
+        memory["kb_per_socket"],
+        "kB",
+    )
+    report.figure(
+        f"read worker memory growth while {memory['sockets']:.0f} such sockets stay stalled "
+        f"{memory['seconds_stalled']:.0f} s under load",
+        memory["kb_growth_while_stalled"],
+        "kB",
+    )
+    report.table(
+        f"To a client of the read API, 100 levels, {args.pairs} books on one socket (median of "
+        f"{args.runs} runs of {args.seconds:.0f} s per load and mode)",
+        ["mode", "load", *(label for _, label in CLIENT_COLUMNS)],
+        [
+            [mode, scenario, *(figures[mode, scenario].get(key) for key, _ in CLIENT_COLUMNS)]
+            for mode in MODES
+            for scenario in ("smooth", "bursts")
+        ],
+    )
+    report.note(
+        f"{args.pairs} pairs, ~{args.events_per_s:.0f} events/s in total "
+        f"({args.events_per_s / args.pairs:g} a book a second), venue books of {args.levels} levels a side, "
+        "the node publishing 100 (its default). "
+        "One read worker; one client socket per mode following every book at depth 100; the client asks "
+        "for no compression, and the deflated figures are each message deflated on its own as the server "
+        "sends it when compression is agreed. Bytes count every book message, the keepalives of quiet "
+        "books included; latency counts messages with a new update id."
+    )
+    report.note(
+        f"Memory: {memory['sockets']:.0f} raw sockets subscribe every book in diff mode and never read again "
+        "(the client's buffer is 4 KiB, so the server's writes back up into its socket buffers and its "
+        f"transport's); the read worker's RSS is read before they open, 3 s after, and {args.seconds:.0f} s "
+        f"later with the books moving all along (RSS at the end: {memory['rss_kb']:.0f} kB)."
+    )
 
 
 def _floor_size(case: str) -> str:
@@ -627,8 +825,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--warmup", type=float, default=2.0, help="seconds of load before measuring")
     parser.add_argument("--runs", type=int, default=3, help="runs of each case")
     parser.add_argument("--settle", type=float, default=5.0, help="seconds of smooth load after the sync")
+    parser.add_argument(
+        "--stalled", type=int, default=20, help="sockets that never read (the to-clients memory figure)"
+    )
     args = parser.parse_args(argv)
     args.cases = args.cases or CASES_OF_VENUE[args.venue]
+    unknown = [case for case in args.cases if case not in CASES]
+    if unknown:
+        parser.error(f"unknown cases {unknown}: the cases are {', '.join(CASES)}")
     harness.run(measure(args, report_cases(args.venue, args.cases)))
 
 
