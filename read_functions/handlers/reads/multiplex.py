@@ -49,8 +49,8 @@ from read_functions.books.render import BookView
 from read_functions.deps import Deps
 from read_functions.handlers.reads.rules import authorize_book, best_status
 from read_functions.handlers.reads.stream import (
-    STORE_GRACE_S,
     Alarm,
+    CheckedStream,
     open_book_stream,
     same_view,
     served_view,
@@ -66,7 +66,6 @@ from read_functions.handlers.reads.stream_ops import (
     read_op,
     refused_id,
 )
-from read_functions.tenancy.stream_slots import StreamSlot
 
 MAX_WAITING_OPS = 32
 """Messages from the client waiting to be handled; one more ends the socket (4429): a client that
@@ -110,7 +109,7 @@ class Subscription:
         return self.depth if self.mode is Mode.DIFF else None
 
 
-class MultiStream:
+class MultiStream(CheckedStream):
     """One socket's books, what it owes each, and its client's ops (see the module's doc)."""
 
     protocol = MULTI_STREAM_PROTOCOL
@@ -119,11 +118,7 @@ class MultiStream:
     def __init__(
         self, deps: Deps, principal: Principal, key: str | None, source: str, *, recheck_s: float = 1.0
     ) -> None:
-        self._deps = deps
-        self._principal = principal
-        self._key = key
-        self._source = source
-        self._recheck_s = recheck_s
+        super().__init__(deps, principal, key, source, recheck_s)
         self.subscriptions: dict[BookKey, Subscription] = {}
         self._due: dict[Subscription, None] = {}  # books to send, in the order they became due
         self._ops: deque[bytes] = deque()
@@ -132,19 +127,11 @@ class MultiStream:
         self._started = False
         self._flooded = False
         self._alarm = Alarm()
-        self._slot: StreamSlot | None = None
-        self._checked_at = self._confirmed_at = time.monotonic()
         self.merged = 0
         """Messages that carried more than one change of a book (the client was behind)."""
         self.snapshots = 0
 
     # -- the Stream protocol -------------------------------------------------------------------
-    async def admit(self) -> None:
-        tenant_id = self._principal.tenant_id
-        if tenant_id is not None:
-            deps = self._deps
-            self._slot = await deps.streams.take(await deps.access.tenant(tenant_id))
-
     def start(self) -> None:
         self._started = True
 
@@ -163,9 +150,7 @@ class MultiStream:
         """Stop following every book and give the tenant's slot back."""
         for subscription in list(self.subscriptions.values()):
             self._drop(subscription)
-        slot, self._slot = self._slot, None
-        if slot is not None:
-            self._deps.streams.release(slot)
+        self._release()
 
     async def next_message(self) -> bytes | None:
         """The next message to send: an answer, else a due book's; None once closed."""
@@ -304,26 +289,17 @@ class MultiStream:
         self._drop(subscription)
         return {**subscription.book.to_json(), "result": "unsubscribed"}
 
-    async def _recheck(self) -> None:
-        """The key, then each book's entitlement (see the module's doc)."""
-        self._checked_at = now = time.monotonic()
-        deps = self._deps
-        try:
-            if self._key is not None:
-                await deps.access.principal(self._key, source=self._source)
-            for book, subscription in list(self.subscriptions.items()):
-                try:
-                    await authorize_book(deps, self._principal, book.exchange, book.market)
-                except StoreError:
-                    raise
-                except LadderError as exc:
-                    if self.subscriptions.get(book) is subscription:
-                        self._drop(subscription)
-                        self._replies.append(
-                            orjson.dumps({"type": "unsubscribed", **book.to_json(), "error": error_item(exc)})
-                        )
-        except StoreError:
-            if now - self._confirmed_at > STORE_GRACE_S:
-                raise
-            return
-        self._confirmed_at = now
+    async def _authorize(self) -> None:
+        """Each book's entitlement, again (see the module's doc): a book the tenant may no longer
+        read is dropped alone, with an ``unsubscribed`` message saying why."""
+        for book, subscription in list(self.subscriptions.items()):
+            try:
+                await authorize_book(self._deps, self._principal, book.exchange, book.market)
+            except StoreError:
+                raise  # the recheck's to bear or end the socket with
+            except LadderError as exc:
+                if self.subscriptions.get(book) is subscription:
+                    self._drop(subscription)
+                    self._replies.append(
+                        orjson.dumps({"type": "unsubscribed", **book.to_json(), "error": error_item(exc)})
+                    )

@@ -84,7 +84,56 @@ def upgrade_key(request: Request) -> str | None:
     return presented_key(request, query_allowed=True)
 
 
-class ConflatingStream(ABC):
+class CheckedStream(ABC):
+    """What every stream owes its caller's access, whatever it sends: it holds one of the tenant's
+    stream slots while it runs, and checks the key and what the caller follows again every
+    ``recheck_s`` (see the module's doc), when its sender calls :meth:`_recheck`."""
+
+    def __init__(
+        self, deps: Deps, principal: Principal, key: str | None, source: str, recheck_s: float
+    ) -> None:
+        self._deps = deps
+        self._principal = principal
+        self._key = key
+        self._source = source
+        self._recheck_s = recheck_s
+        self._slot: StreamSlot | None = None
+        self._checked_at = self._confirmed_at = time.monotonic()
+
+    async def admit(self) -> None:
+        """Take the tenant's stream slot (TooManyStreamsError past its ``max_streams``); the
+        operator's streams are not counted."""
+        tenant_id = self._principal.tenant_id
+        if tenant_id is not None:
+            deps = self._deps
+            self._slot = await deps.streams.take(await deps.access.tenant(tenant_id))
+
+    def _release(self) -> None:
+        """Give the tenant's slot back (once)."""
+        slot, self._slot = self._slot, None
+        if slot is not None:
+            self._deps.streams.release(slot)
+
+    async def _recheck(self) -> None:
+        """The key, then :meth:`_authorize`; a store that does not answer is borne for
+        ``STORE_GRACE_S``."""
+        self._checked_at = now = time.monotonic()
+        try:
+            if self._key is not None:
+                await self._deps.access.principal(self._key, source=self._source)
+            await self._authorize()
+        except StoreError:
+            if now - self._confirmed_at > STORE_GRACE_S:
+                raise
+            return
+        self._confirmed_at = now
+
+    @abstractmethod
+    async def _authorize(self) -> None:
+        """Raise the error a read would get now (a LadderError ends the stream)."""
+
+
+class ConflatingStream(CheckedStream):
     """A stream of one message per change of what it watches, never a backlog (see the module's
     doc): the sender waits for a flag a change sets, renders what a read would serve now
     (:meth:`_message`), and rechecks the caller's key and access every ``recheck_s``."""
@@ -95,16 +144,10 @@ class ConflatingStream(ABC):
     def __init__(
         self, deps: Deps, principal: Principal, key: str | None, source: str, recheck_s: float
     ) -> None:
-        self._deps = deps
-        self._principal = principal
-        self._key = key
-        self._source = source
-        self._recheck_s = recheck_s
+        super().__init__(deps, principal, key, source, recheck_s)
         self._pending = False  # a change came since the last render
         self._closed = False
         self._alarm = Alarm()  # the sender sleeps on it between messages
-        self._slot: StreamSlot | None = None
-        self._checked_at = self._confirmed_at = time.monotonic()
         self.conflated = 0
 
     def changed(self, entry: Entry) -> None:
@@ -113,27 +156,17 @@ class ConflatingStream(ABC):
         self._seen(entry)
         self._wake()
 
-    async def admit(self) -> None:
-        """Take the tenant's stream slot (TooManyStreamsError past its ``max_streams``); the
-        operator's streams are not counted."""
-        tenant_id = self._principal.tenant_id
-        if tenant_id is not None:
-            deps = self._deps
-            self._slot = await deps.streams.take(await deps.access.tenant(tenant_id))
-
     def start(self) -> None:
         self._watch()
         self._wake()  # send the current state at once
 
-    def receive(self, text: bytes) -> None:  # noqa: B027 - not abstract: no subclass takes messages
+    def receive(self, text: bytes) -> None:  # not abstract: no subclass takes messages
         pass  # never called: max_text is 0
 
     def stop(self) -> None:
         """Stop watching and give the tenant's slot back."""
         self._unwatch()
-        slot, self._slot = self._slot, None
-        if slot is not None:
-            self._deps.streams.release(slot)
+        self._release()
 
     def close(self) -> None:
         """The client went away: :meth:`next_message` returns None."""
@@ -162,19 +195,7 @@ class ConflatingStream(ABC):
                 return message
         return None
 
-    async def _recheck(self) -> None:
-        self._checked_at = now = time.monotonic()
-        try:
-            if self._key is not None:
-                await self._deps.access.principal(self._key, source=self._source)
-            await self._authorize()
-        except StoreError:
-            if now - self._confirmed_at > STORE_GRACE_S:
-                raise
-            return
-        self._confirmed_at = now
-
-    # What a kind of stream watches, renders and checks.
+    # What a kind of conflating stream watches and renders (and checks: _authorize, above).
     @abstractmethod
     def _seen(self, entry: Entry) -> None:
         """Keep ``entry``, the newest state of a watched book."""
@@ -190,10 +211,6 @@ class ConflatingStream(ABC):
     @abstractmethod
     async def _message(self) -> bytes | None:
         """What a read would serve now; None when nothing may be sent or nothing changed."""
-
-    @abstractmethod
-    async def _authorize(self) -> None:
-        """Raise the error a read would get now (a LadderError ends the stream)."""
 
 
 class BookStream(ConflatingStream):
