@@ -26,7 +26,9 @@ replica replace each other (conflation). Whether heads can be sent now is the wr
 :attr:`~BookWriter.heads_ready` event (clear while a pipeline of heads waits for the store, or while
 the writer is fenced): a publisher waits on it and encodes the books that changed meanwhile once,
 when they can be sent, instead of once per loop turn, so what waits per replica is one change,
-however many events it carries. The writer calls nobody back.
+however many events it carries. The writer calls nothing on the publish path back: what waits for
+it waits on its events (``heads_ready``, ``store_lost``); only telemetry hears of each batch
+(``on_flush``).
 
 The published message is ``<replica as 2 bytes><snapshot or delta>``: a subscribed reader updates
 its cache from the message itself and never needs a round trip for a book it already follows. A
@@ -38,8 +40,8 @@ The node's heartbeat (:mod:`book_store.liveness`) goes with the heads, as the la
 their pipeline (on a cluster, once every primary has answered): it vouches for the node's
 snapshots, so it must never reach the store before a head recorded earlier, nor at all while the
 writer is fenced. Storing it also tells the node whether the store still holds what it wrote: a
-heartbeat field that was not there before (the store restarted empty, or was flushed) calls
-``on_lost``, and the node republishes everything it keeps.
+heartbeat field that was not there before (the store restarted empty, or was flushed) sets
+``store_lost``, and the node, which waits on it, republishes everything it keeps.
 
 A writer can be *fenced*: it keeps recording and sends nothing until it is unfenced (a publisher
 encodes nothing meanwhile: ``heads_ready`` stays clear until then). An ingest node
@@ -132,15 +134,12 @@ class BookWriter:
         node_id: str = "",
         node: int = 0,
         on_flush: Callable[[int, float], None] | None = None,
-        on_lost: Callable[[], None] | None = None,
     ) -> None:
         """``client`` is owned by the caller. ``node_id`` and ``node`` (its tag) name the node
-        in its heartbeats and tombstones. ``on_flush(count, seconds)`` observes each batch;
-        ``on_lost()`` is called when the store no longer held the node's heartbeat."""
+        in its heartbeats and tombstones. ``on_flush(count, seconds)`` observes each batch."""
         self._client = client
         self._node_id = node_id
         self._node = node
-        self._on_lost = on_lost
         self._heartbeat: bytes | None = None
         self._heads = _Queue(deep=False)
         self._deeps = _Queue(deep=True)
@@ -156,6 +155,9 @@ class BookWriter:
         """Set while a head recorded now would be sent at once: no pipeline of heads waits for the
         store and the writer is not fenced."""
         self.heads_ready.set()
+        self.store_lost = asyncio.Event()
+        """Set when a heartbeat found the store without the node's earlier one (it lost what the
+        node wrote, or the node had written none yet); whoever waits on it clears it."""
         self._deltas: dict[ReplicaId, int] = {}
         """Per replica, the delta fields recorded since its base (the next is one more)."""
 
@@ -298,8 +300,8 @@ class BookWriter:
                 self._map_stale = True  # on a cluster: a moved slot or a failover, perhaps
                 await asyncio.sleep(0.2)
                 continue
-            if lost and self._on_lost is not None:
-                self._on_lost()
+            if lost:
+                self.store_lost.set()
             if batch and self._on_flush is not None:
                 self._on_flush(len(batch), time.perf_counter() - started)
 

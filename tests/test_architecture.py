@@ -3,9 +3,9 @@
 Every import counts: module level, inside functions and under ``TYPE_CHECKING`` alike, because a
 type-only import that points the wrong way still inverts the layers for a reader. The test fails
 when a package imports one it must not (the table below), when any import circle appears, when
-the ingest core reaches for I/O, when a read-side folder imports a layer it must not, when two
-folders of a package import each other (through however many others), or when a folder grows past
-what a newcomer can take in at once.
+the ingest core reaches for I/O, when the publish path calls back up it, when a read-side folder
+imports a layer it must not, when two folders of a package import each other (through however
+many others), or when a folder grows past what a newcomer can take in at once.
 """
 
 from __future__ import annotations
@@ -233,6 +233,59 @@ def sibling_folder_edges(package: str) -> dict[str, set[str]]:
 def test_no_circle_between_folders(package: str) -> None:
     circles = [sorted(group) for group in strongly_connected(sibling_folder_edges(package)) if len(group) > 1]
     assert not circles, "folders that import each other:\n" + "\n".join(" <-> ".join(c) for c in circles)
+
+
+PUBLISH_PATH = (
+    "ingest_nodes.runtime.replica",
+    "ingest_nodes.runtime.lane",
+    "ingest_nodes.runtime.publisher",
+    "book_store.writer",
+)
+"""Walk 1's rooms from the replica on (docs/architecture.md, "one price"): the replica calls its
+lane and marks itself for the publisher, which writes through the writer. Calls go one way: a
+module here never imports one before it, and no module after the replica is handed something to
+call (a callable: a bound method of the replica, a publisher's waker), which could lead back up."""
+
+OBSERVERS = {("book_store.writer", "on_flush")}
+"""Callables a module on the publish path may be handed because they lead off it, not back up:
+``on_flush`` is telemetry observing each batch (book_store cannot import ingest telemetry)."""
+
+CALLABLE = re.compile(r"\b(Callable|Awaitable|Coroutine)\b")
+
+
+def handed_callables(name: str, path: Path) -> Iterator[str]:
+    """Each parameter of a function or method in ``path`` whose type is a callable, directly or
+    through one of the module's aliases (``Handler = Callable[...]``)."""
+    tree = ast.parse(path.read_text(), str(path))
+    aliases = {
+        target.id
+        for node in tree.body
+        if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        if isinstance(target, ast.Name) and CALLABLE.search(ast.unparse(node.value))
+    }
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            arguments = node.args
+            for arg in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]:
+                if arg.annotation is None:
+                    continue
+                annotation = ast.unparse(arg.annotation)
+                named = set(re.findall(r"\w+", annotation))
+                if (CALLABLE.search(annotation) or named & aliases) and (name, arg.arg) not in OBSERVERS:
+                    yield f"{name}: {node.name}({arg.arg}: {annotation})"
+
+
+def test_the_publish_path_calls_one_way() -> None:
+    known = modules()
+    wrong = [
+        f"{later} imports {earlier}"
+        for i, earlier in enumerate(PUBLISH_PATH)
+        for later in PUBLISH_PATH[i + 1 :]
+        if earlier in GRAPH[later]
+    ]
+    wrong += [found for name in PUBLISH_PATH[1:] for found in handed_callables(name, known[name])]
+    assert not wrong, "\n".join(wrong)
 
 
 SERVER_PACKAGES = (

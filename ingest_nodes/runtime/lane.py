@@ -2,15 +2,20 @@
 
 Theory of operation
 -------------------
-A ``Lane`` feeds venue events to one :class:`~ingest_nodes.core.engine.BookEngine` and serves the
-engine's snapshot requests through the exchange's :class:`~ingest_nodes.runtime.snapshots.SnapshotScheduler`.
+A ``Lane`` feeds venue events to one :class:`~ingest_nodes.core.engine.BookEngine` and keeps the
+rules of its snapshot requests. It calls nobody: each of its methods returns what the engine did
+(an :class:`~ingest_nodes.core.engine.EngineResult`), and a snapshot it needs is left in ``ask``
+(seconds to wait before asking) for its owner to place with the exchange's
+:class:`~ingest_nodes.runtime.snapshots.SnapshotScheduler`. The owner (``replica.BookReplica``)
+is also the scheduler's requester and hands each grant and answer to the lane, so every result
+travels one way, back to the caller as a return value.
 
 Start gate: an engine that holds nothing (machine ``IDLE``: a new book, or one thrown away after a
 disconnect or a crossed book) does not start buffering while it waits for its turn in the weight
-budget. The lane keeps only the latest event and queues a request; when the grant comes it feeds
-that event (the machine starts buffering and asks for the snapshot) and the snapshot is fetched at
-once. Events dropped before the grant are older than the snapshot, so the machine would have
-dropped them too; and if anything is missing in between, the machine's id rules see the gap.
+budget. The lane keeps only the latest event and asks for a snapshot; when the grant comes it
+feeds that event (the machine starts buffering and asks for the snapshot) and the snapshot is
+fetched at once. Events dropped before the grant are older than the snapshot, so the machine would
+have dropped them too; and if anything is missing in between, the machine's id rules see the gap.
 
 An engine that is already buffering (a gap in a synced book, a snapshot that came back too old)
 keeps buffering while its request waits; such books were serving, so their requests are urgent.
@@ -26,8 +31,6 @@ never asks: every event goes straight to its engine.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from contextlib import AbstractContextManager, nullcontext
 from typing import Final
 
 from ingest_nodes.core.backoff import Backoff
@@ -35,7 +38,7 @@ from ingest_nodes.core.engine import BookEngine, EngineResult
 from ingest_nodes.core.events import DepthSnapshot, DepthUpdate
 from ingest_nodes.core.sync import SyncState
 from ingest_nodes.ops.stats import ReplicaStats
-from ingest_nodes.runtime.snapshots import Priority, SnapshotError, SnapshotScheduler
+from ingest_nodes.runtime.snapshots import Priority
 
 # After a snapshot that turned out too old, wait this long before the next one: the stream has to
 # move past it, and asking again at once costs weight for nothing.
@@ -44,12 +47,8 @@ MIN_REFETCH_S: Final = 0.25
 _WANTS_SNAPSHOT: Final = frozenset({SyncState.IDLE, SyncState.BUFFERING})
 
 
-def _ignore(result: EngineResult) -> None:
-    """Where a closed lane's results go."""
-
-
 class Lane:
-    """Feeds one engine and fetches its snapshots (see the module docstring)."""
+    """Feeds one engine and keeps its snapshot requests' rules (see the module docstring)."""
 
     __slots__ = (
         "_attempts",
@@ -59,10 +58,9 @@ class Lane:
         "_fetching",
         "_held",
         "_last_answer",
-        "_on_result",
-        "_scheduler",
+        "_queued",
         "_snapshots",
-        "_trace",
+        "ask",
         "engine",
         "ever_synced",
         "snapshot_limit",
@@ -76,29 +74,28 @@ class Lane:
         symbol: str,
         *,
         snapshot_limit: int,
-        scheduler: SnapshotScheduler,
-        on_result: Callable[[EngineResult], None],
         stats: ReplicaStats | None = None,
-        trace: Callable[[], AbstractContextManager[None]] = nullcontext,
         backoff: Backoff | None = None,
         background: bool = False,
         snapshots: bool = True,
     ) -> None:
-        """``on_result`` hears every engine result; ``stats`` counts delivered snapshots (a
-        ``background`` lane's apart: its requests queue last); ``trace()`` wraps each request;
-        ``snapshots`` False: the venue has none to ask for."""
+        """``stats`` counts delivered snapshots (a ``background`` lane's apart: its requests queue
+        last); ``snapshots`` False: the venue has none to ask for."""
         self.engine = engine
         self.symbol = symbol
         self.snapshot_limit = snapshot_limit
         self.ever_synced = False
         self.stats = stats or ReplicaStats()
-        self._scheduler = scheduler
-        self._on_result = on_result
-        self._trace = trace
+        self.ask: float | None = None
+        """A snapshot request for the owner to place, after this many seconds (None: none). The
+        owner takes it (``take_ask``) after each call."""
         self._backoff = backoff or Backoff()
         self._background = background
         self._snapshots = snapshots
         self._held: DepthUpdate | None = None
+        self._queued = False
+        """An ask was left and not granted yet: the scheduler holds it (asking again changes
+        nothing there, so the lane does not)."""
         self._fetching = False
         self._closed = False
         self._attempts = 0
@@ -114,87 +111,93 @@ class Lane:
     def synced(self) -> bool:
         return self.engine.synced
 
-    def feed(self, update: DepthUpdate) -> None:
-        """One event of the lane's symbol, in arrival order."""
+    def take_ask(self) -> float | None:
+        """The request left in ``ask``, which is cleared."""
+        ask, self.ask = self.ask, None
+        return ask
+
+    def _ask(self, delay_s: float) -> None:
+        """Leave a request in ``ask`` unless one waits in the scheduler already."""
+        if not self._queued:
+            self._queued = True
+            self.ask = delay_s
+
+    def feed(self, update: DepthUpdate) -> EngineResult | None:
+        """One event of the lane's symbol, in arrival order (None: held until the grant)."""
         if self._snapshots and self.engine.machine.state is SyncState.IDLE and not self._fetching:
             self._held = update
-            self._scheduler.request(self)
-            return
-        self._handle(self.engine.on_update(update))
+            if not self._queued:  # ``_ask(0.0)`` inline: every held event of a waiting book passes
+                self._queued = True
+                self.ask = 0.0
+            return None
+        return self._handle(self.engine.on_update(update))
 
-    def disconnect(self) -> None:
+    def disconnect(self) -> EngineResult:
         """The stream feeding this lane was lost: the engine starts over."""
         self._held = None
-        self._handle(self.engine.on_disconnect())
+        return self._handle(self.engine.on_disconnect())
 
-    def invalidate(self, reason: str) -> None:
+    def invalidate(self, reason: str) -> EngineResult:
         """The book was found wrong (or must be rebuilt) for ``reason``: the engine starts over."""
         self._held = None
-        self._handle(self.engine.invalidate(reason))
+        return self._handle(self.engine.invalidate(reason))
 
-    def retarget(self, on_result: Callable[[EngineResult], None], *, background: bool) -> None:
-        """Send the engine's results somewhere else from now on (a shadow lane becoming the main,
-        whose later requests are no longer background ones)."""
-        self._on_result = on_result
-        self._background = background
+    def serving(self) -> None:
+        """The lane's book is served from now on (a shadow replacing the main): its later requests
+        are no longer background ones."""
+        self._background = False
 
     def close(self) -> None:
-        """Stop asking for snapshots; answers still in flight are ignored.
-
-        A closed lane lets go of its replica (its result callback and trace are the replica's):
-        without that cycle a retired lane, its engine and its book are freed by reference counting,
-        which the node relies on because it keeps its heap out of the collector
-        (``ladder_process.heap``)."""
+        """Stop asking for snapshots; answers still in flight are ignored."""
         self._closed = True
         self._held = None
-        self._scheduler.cancel(self)
-        self._on_result = _ignore
-        self._trace = nullcontext
+        self.ask = None
 
-    def _handle(self, result: EngineResult) -> None:
-        if self.engine.synced:
+    def _handle(self, result: EngineResult) -> EngineResult:
+        if not self.ever_synced and self.engine.synced:
             self.ever_synced = True
         if result.need_snapshot and not self._fetching:
-            delay = self._last_answer + MIN_REFETCH_S - asyncio.get_running_loop().time()
-            self._scheduler.request(self, delay_s=delay)
-        self._on_result(result)
+            self._ask(self._last_answer + MIN_REFETCH_S - asyncio.get_running_loop().time())
+        return result
 
-    # -- the scheduler's side (SnapshotRequester) ------------------------------------------------
+    # -- the scheduler's side, through the owner ------------------------------------------------
 
-    def snapshot_granted(self) -> bool:
+    def snapshot_granted(self) -> tuple[bool, EngineResult | None]:
+        """The weight is paid: whether the snapshot is still wanted, and what feeding the held
+        event did (the machine starts buffering at the grant)."""
+        self._queued = False
         if self._closed or self.engine.machine.state not in _WANTS_SNAPSHOT:
-            return False
+            return False, None
         held, self._held = self._held, None
+        result = None
         if self.engine.machine.state is SyncState.IDLE:
             if held is None:
-                return False  # the engine was reset since it asked; its next event asks again
+                return False, None  # the engine was reset since it asked; its next event asks again
             self._fetching = True
-            self._handle(self.engine.on_update(held))
+            result = self._handle(self.engine.on_update(held))
         self._fetching = True
-        return True
+        return True, result
 
-    def fetching(self) -> AbstractContextManager[None]:
-        return self._trace()
-
-    def snapshot_arrived(self, snapshot: DepthSnapshot) -> None:
+    def snapshot_arrived(self, snapshot: DepthSnapshot) -> EngineResult | None:
+        """The snapshot asked for (None: the lane was closed meanwhile)."""
         self._answered()
         if self._closed:
-            return
+            return None
         self._attempts = 0
         if self._background:
             self.stats.background_snapshots += 1
         else:
             self.stats.snapshots += 1
-        self._handle(self.engine.on_snapshot(snapshot))
+        return self._handle(self.engine.on_snapshot(snapshot))
 
-    def snapshot_failed(self, error: SnapshotError) -> None:
+    def snapshot_failed(self) -> None:
+        """The fetch failed: ask again after a backoff while the engine still buffers."""
         self._answered()
         self.stats.snapshot_failures += 1
         if self._closed or self.engine.machine.state is not SyncState.BUFFERING:
             return
-        delay = self._backoff.compute(self._attempts)
+        self._ask(self._backoff.compute(self._attempts))
         self._attempts += 1
-        self._scheduler.request(self, delay_s=delay)
 
     def _answered(self) -> None:
         self._fetching = False

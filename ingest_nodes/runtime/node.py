@@ -125,7 +125,6 @@ class IngestNode:
             node_id=self.node_id,
             node=self.node_tag,
             on_flush=self.telemetry.flushed,
-            on_lost=self._store_lost,
         )
         self.publisher = Publisher(
             self._writer,
@@ -184,6 +183,7 @@ class IngestNode:
             await prune_heartbeats(self._client, now_ms() - HEARTBEATS_KEPT_MS)
         loops: dict[str, Coroutine[Any, Any, None]] = {
             "keepalive": self.publisher.run_keepalive(),
+            "store-lost": self._republish_when_lost(),
             "catalog": self._catalog_loop(),
             "heartbeat": self._heartbeat(),
             "lag": self._watch_lag(),
@@ -266,15 +266,19 @@ class IngestNode:
             except (RedisError, StoreError, OSError) as exc:
                 log.warning("%s skipped: store unreachable (%s)", job.__name__, type(exc).__name__)
 
-    def _store_lost(self) -> None:
-        """The book store did not hold this node's heartbeat: it lost what the node wrote (or, the
-        first time, the node had written none yet)."""
-        if self._heartbeat_stored:
-            log.warning(
-                "the book store lost this node's heartbeat: republishing %d replicas", len(self.replicas)
-            )
-        self._heartbeat_stored = True
-        self.publisher.republish_all()
+    async def _republish_when_lost(self) -> None:
+        """Each time the book store did not hold this node's heartbeat (the writer's ``store_lost``):
+        it lost what the node wrote (or, the first time, the node had written none yet)."""
+        lost = self._writer.store_lost
+        while True:
+            await lost.wait()
+            lost.clear()
+            if self._heartbeat_stored:
+                log.warning(
+                    "the book store lost this node's heartbeat: republishing %d replicas", len(self.replicas)
+                )
+            self._heartbeat_stored = True
+            self.publisher.republish_all()
 
     # -- assignments ----------------------------------------------------------------------------
 

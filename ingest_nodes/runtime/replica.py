@@ -5,6 +5,12 @@ Theory of operation
 The replica's served engine (``main``, a :class:`~ingest_nodes.runtime.lane.Lane`) is fed by one
 connection, ``source``. Events from any other connection are ignored, except during a handover.
 
+Calls go one way: a connection (or the snapshot scheduler, through the replica's requester of
+each lane) calls the replica; the replica calls its lanes, which return what their engines did and
+leave the snapshot they need in ``ask``, for the replica to place; and the replica marks itself
+for the publisher, which reads it. Nothing it calls calls it back: the scheduler's grants and
+answers come later, as inputs, as a connection's events do.
+
 Handover (make-before-break): when ``source`` must go (age limit, venue shutdown) the feed adds the
 replica to a successor connection and calls ``begin_handover``. The successor's events are kept in
 a splice buffer while the old connection keeps feeding the served book. As soon as the successor
@@ -24,8 +30,8 @@ fresh REST snapshot in the background; once synced it is at the served book's up
 the same events), the two are compared, and the shadow, with its fresh trusted window, becomes the
 served engine. The served book keeps serving all the while. Two things start one:
 
-- a *refresh*, when the trusted window has shrunk towards the published ``depth`` (the publisher
-  reports the window after each publish; :class:`~ingest_nodes.core.trusted_window.WindowKeeper` decides
+- a *refresh*, when the trusted window has shrunk towards the published ``depth`` (checked
+  each time the served book changes; :class:`~ingest_nodes.core.trusted_window.WindowKeeper` decides
   when, and how deep the refresh goes), so answers stop short only when the market outruns it;
 - an *audit* (``resnapshot``, about once per ``LADDER_RESNAPSHOT_INTERVAL_S`` per book), at the
   cheapest depth that covers the published one: the comparison of every level both trust, at
@@ -137,6 +143,51 @@ class _Audit:
         self.replica._audit_answered(None)
 
 
+class _LaneRequests:
+    """One lane's snapshot requests as the exchange's scheduler sees them (a snapshot requester):
+    its grants and answers come in through the replica, which hands them to the lane and takes what
+    the lane returns, so the lane calls nothing back. ``replica`` is None once the lane is closed
+    (an answer still in flight then only reaches the lane, which ignores it)."""
+
+    __slots__ = ("lane", "replica")
+
+    def __init__(self, replica: BookReplica, lane: Lane) -> None:
+        self.replica: BookReplica | None = replica
+        self.lane = lane
+
+    @property
+    def symbol(self) -> str:
+        return self.lane.symbol
+
+    @property
+    def snapshot_limit(self) -> int:
+        return self.lane.snapshot_limit
+
+    @property
+    def priority(self) -> Priority:
+        return self.lane.priority
+
+    def snapshot_granted(self) -> bool:
+        wanted, result = self.lane.snapshot_granted()
+        if self.replica is not None:
+            self.replica._took(self.lane, result)
+        return wanted
+
+    def fetching(self) -> AbstractContextManager[None]:
+        replica = self.replica
+        return nullcontext() if replica is None else replica._telemetry.snapshot_fetch(replica)
+
+    def snapshot_arrived(self, snapshot: DepthSnapshot) -> None:
+        result = self.lane.snapshot_arrived(snapshot)
+        if self.replica is not None:
+            self.replica._took(self.lane, result)
+
+    def snapshot_failed(self, error: SnapshotError) -> None:
+        self.lane.snapshot_failed()
+        if self.replica is not None:
+            self.replica._took(self.lane, None)
+
+
 class BookReplica:
     """Keeps one replica of one book in sync and published (see the module docstring)."""
 
@@ -193,7 +244,9 @@ class BookReplica:
         self._publisher = publisher
         self._window = WindowKeeper(depth_tiers, depth)
         self._checkpoints = checkpoints
-        self.main = self._lane(self._on_main, self._window.sync_limit)
+        self._requests: dict[Lane, _LaneRequests] = {}
+        """The scheduler's requester of each open lane (the main, and the shadow while one syncs)."""
+        self.main = self._lane(self._window.sync_limit)
         self.engine: BookEngine = self.main.engine
         """The engine whose book is served (``main``'s, kept beside it: every event reads it)."""
         self._shadow: Lane | None = None
@@ -236,7 +289,7 @@ class BookReplica:
         self._telemetry.started(self)
 
     async def stop(self) -> None:
-        self.main.close()
+        self._close(self.main)
         self._drop_shadow()
         if self._audit is not None:
             self._scheduler.cancel(self._audit)
@@ -265,9 +318,17 @@ class BookReplica:
                 self._resume_after_stall(update.ingest_time)
             else:
                 self.watch.event(update.ingest_time)
-            self.main.feed(update)
-            if self._shadow is not None:
-                self._shadow.feed(update)
+            main = self.main
+            result = main.feed(update)
+            if main.ask is not None:
+                self._ask(main)
+            if result is not None:
+                self._main_result(result)
+            shadow = self._shadow
+            if shadow is not None:
+                result = shadow.feed(update)
+                if result is not None or shadow.ask is not None:  # mostly held, already asked
+                    self._took(shadow, result)
             if self._audit is not None:
                 self._audit_compare()
             if self._splice is not None:
@@ -285,7 +346,7 @@ class BookReplica:
                 self._switch(restart="the old connection closed before the successor was live")
             else:
                 self._drop_shadow()
-                self.main.disconnect()
+                self._took(self.main, self.main.disconnect())
         elif self._splice is not None and source is self._splice.target:
             self._splice.buffer.clear()
             self._splice.heard = False
@@ -313,7 +374,7 @@ class BookReplica:
     def invalidate(self, reason: str) -> None:
         """Throw the served book away (a replica mismatch, say): it resyncs."""
         self._drop_shadow()
-        self.main.invalidate(reason)
+        self._took(self.main, self.main.invalidate(reason))
 
     # -- silent stalls (see stall_checks) --------------------------------------------------------
 
@@ -408,7 +469,7 @@ class BookReplica:
             log.info("%s/%s r%d: handover without a splice (%s)", self.book.exchange, self.symbol,
                      self.replica, restart)  # fmt: skip
             self._drop_shadow()
-            self.main.invalidate("handover")
+            self._took(self.main, self.main.invalidate("handover"))
         for update in splice.buffer:
             self.on_update(update, splice.target)
 
@@ -524,12 +585,11 @@ class BookReplica:
         return fresh and self._shadow is None and self.engine.synced and self._splice is None
 
     def _start_shadow(self, limit: int, *, audit: bool) -> None:
-        self._shadow = self._lane(self._on_shadow, limit, background=True)
+        self._shadow = self._lane(limit, background=True)
         self._shadow_is_audit = audit
 
-    def _on_shadow(self, result: EngineResult) -> None:
-        shadow = self._shadow
-        if shadow is None or not shadow.engine.synced or not self.engine.synced:
+    def _shadow_result(self, shadow: Lane) -> None:
+        if not shadow.engine.synced or not self.engine.synced:
             return
         self._shadow = None
         audit = self._shadow_is_audit
@@ -546,41 +606,67 @@ class BookReplica:
             log.warning("%s/%s r%d: a fresh snapshot disagrees with the served book at %s",
                         self.book.exchange, self.symbol, self.replica, self.engine.update_id)  # fmt: skip
         elif audit and shadow.snapshot_limit < self._window.served_limit:
-            shadow.close()  # the books agree, and the served one trusts a deeper window: keep it
+            self._close(shadow)  # the books agree, and the served one trusts a deeper window: keep it
             self.synced_since = asyncio.get_running_loop().time()
             return
-        self.main.close()
+        self._close(self.main)
         self.main, self.engine = shadow, shadow.engine
-        shadow.retarget(self._on_main, background=False)
+        shadow.serving()
         self._window.served_limit = shadow.snapshot_limit
         shadow.snapshot_limit = self._window.sync_limit  # its next sync from scratch is cheap again
         self.stats.resnapshots += 1
         self.synced_since = None
-        self._on_main(EngineResult(changed=True, need_snapshot=False, resync_reason=None))
+        self._main_result(EngineResult(changed=True, need_snapshot=False, resync_reason=None))
 
     def _drop_shadow(self) -> None:
         if self._shadow is not None:
-            self._shadow.close()
+            self._close(self._shadow)
             self._shadow = None
 
     # -- reacting to the served engine -----------------------------------------------------------
 
-    def _lane(
-        self, on_result: Callable[[EngineResult], None], limit: int, *, background: bool = False
-    ) -> Lane:
-        return Lane(
+    def _lane(self, limit: int, *, background: bool = False) -> Lane:
+        lane = Lane(
             self._new_engine(),
             self.symbol,
             snapshot_limit=limit,
-            scheduler=self._scheduler,
-            on_result=on_result,
             stats=self.stats,
-            trace=lambda: self._telemetry.snapshot_fetch(self),
             background=background,
             snapshots=not self._resets_on_stream,
         )
+        self._requests[lane] = _LaneRequests(self, lane)
+        return lane
 
-    def _on_main(self, result: EngineResult) -> None:
+    def _close(self, lane: Lane) -> None:
+        """Retire ``lane``: its requests are cancelled and its requester lets go of the replica
+        (without that cycle a retired lane, its engine and its book are freed by reference
+        counting, which the node relies on: it keeps its heap out of the collector,
+        ``ladder_process.heap``)."""
+        lane.close()
+        requests = self._requests.pop(lane, None)
+        if requests is not None:
+            self._scheduler.cancel(requests)
+            requests.replica = None
+
+    def _ask(self, lane: Lane) -> None:
+        """Place the snapshot request ``lane`` left in its ``ask``."""
+        delay = lane.take_ask()
+        if delay is not None:
+            self._scheduler.request(self._requests[lane], delay_s=delay)
+
+    def _took(self, lane: Lane, result: EngineResult | None) -> None:
+        """What a call into ``lane`` left: first the snapshot request it asks for, then its engine's
+        result, which the served lane's or the shadow's reaction hears (a retired lane's nobody)."""
+        if lane.ask is not None:
+            self._ask(lane)
+        if result is None:
+            return
+        if lane is self.main:
+            self._main_result(result)
+        elif lane is self._shadow:
+            self._shadow_result(lane)
+
+    def _main_result(self, result: EngineResult) -> None:
         reason = result.resync_reason
         if reason is not None:
             self._window.served_limit = self.main.snapshot_limit

@@ -76,7 +76,8 @@ class Priority(IntEnum):
 
 
 class SnapshotRequester(Protocol):
-    """Who asks for snapshots: one book engine (see ``lane.Lane``)."""
+    """Who asks for snapshots: a replica for one of its engines (see ``lane.Lane``), an audit, a
+    stall check."""
 
     @property
     def symbol(self) -> str: ...
