@@ -53,17 +53,26 @@ class MarketInfo:
     base: str
     quote: str
     kind: str = SPOT
+    alias: str = ""
+    """The market of the same exchange whose book this one is under another name ("": none).
+    Coinbase lists its USDC products as aliases of its USD books (BTC-USDC of BTC-USD): one
+    book, two product ids, so one answer never counts both."""
 
     @property
     def tradable(self) -> bool:
         return self.status == TRADING
 
     def to_json(self) -> dict[str, str]:
-        return asdict(self)
+        """The stored row; ``alias`` only when there is one, so every other row stays as it was."""
+        row = asdict(self)
+        if not self.alias:
+            del row["alias"]
+        return row
 
     @classmethod
     def from_json(cls, raw: bytes) -> MarketInfo:
-        """A stored row; one an older node wrote, which does not say its kind, is of unknown kind."""
+        """A stored row; one an older node wrote, which does not say its kind, is of unknown kind
+        (and a row that names no alias is no alias)."""
         return cls(**{"kind": UNKNOWN_KIND, **orjson.loads(raw)})
 
 

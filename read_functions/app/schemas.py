@@ -254,7 +254,7 @@ _CONSOLIDATED_BOOK = obj(
 )
 _LEFT_OUT = obj(
     {"exchange": STR, "code": STR, "message": STR},
-    {"market": STR, "status": BOOK_STATUS},
+    {"market": STR, "status": BOOK_STATUS, "alias_of": STR},
 )
 _CONSOLIDATED = {
     "base": STR,

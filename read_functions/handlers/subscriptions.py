@@ -125,7 +125,7 @@ async def subscribe_pair(request: Request, deps: Deps) -> Response:
     if body.get("venues") is None:
         raise InvalidRequestError("venues must name the exchanges to subscribe the pair on")
     ask = ask_of(pair_param(body.get("pair")), body.get("quotes"), body.get("venues"))
-    listed, missing = await listed_books(deps, ask)
+    listed, missing, _aliases = await listed_books(deps, ask)
     outcomes = await deps.control.subscriptions.subscribe_books(
         tenant_id,
         [source.book for source in listed],

@@ -129,6 +129,21 @@ async def test_a_catalog_row_that_does_not_say_its_kind_is_of_unknown_kind(redis
     assert (await catalog.markets("okx"))[0].kind == "unknown"
 
 
+async def test_a_catalog_row_keeps_its_alias_and_one_without_is_no_alias(redis_client: redis.Redis) -> None:
+    """Only an alias's row names one: every other row is stored as it was before aliases."""
+    catalog = MarketCatalog(redis_client)
+    usd = MarketInfo("coinbase", "BTC-USD", "TRADING", "BTC", "USD")
+    usdc = MarketInfo("coinbase", "BTC-USDC", "TRADING", "BTC", "USDC", alias="BTC-USD")
+    await catalog.replace("coinbase", [usd, usdc])
+    assert await catalog.markets("coinbase") == [usd, usdc]
+    assert "alias" not in orjson.loads(await redis_client.hget(catalog_key("coinbase"), "BTC-USD"))
+    old = orjson.dumps({k: v for k, v in usd.to_json().items() if k != "kind"})
+    await redis_client.hset(catalog_key("coinbase"), "BTC-USD", old)
+    assert (await catalog.get("coinbase", "BTC-USD")) == MarketInfo(
+        "coinbase", "BTC-USD", "TRADING", "BTC", "USD", "unknown"
+    )
+
+
 async def test_the_catalog_digest_changes_with_the_content_only(redis_client: redis.Redis) -> None:
     catalog = MarketCatalog(redis_client)
     eth = MarketInfo("binance.com", "ETHBTC", "TRADING", "ETH", "BTC")

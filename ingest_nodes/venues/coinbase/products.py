@@ -9,6 +9,13 @@ A public endpoint: no key, no JWT. Only spot products are asked for (``product_t
 
 A product is tradable when its ``status`` is ``online`` and neither ``trading_disabled`` nor
 ``is_disabled`` nor ``cancel_only`` is set; the others are kept with their status, upper-cased.
+
+A product may be another name of one book: ``alias`` is "the product id for the corresponding
+unified book" (BTC-USDC's is ``BTC-USD``), and that product's ``alias_to`` names its aliases
+(``["BTC-USDC"]``); a product that is no alias has ``"alias": ""``. The alias is kept in the
+market's row (``MarketInfo.alias``) when it names another product of the same list that is no
+alias itself (the unified book), so a consolidated book that holds both never counts the book
+twice. ``alias_to`` says the same from the other side and is not needed.
 """
 
 from __future__ import annotations
@@ -34,15 +41,17 @@ def parse_products(body: bytes, exchange: str) -> list[MarketInfo]:
     products = answer.get("products") if isinstance(answer, dict) else None
     if not isinstance(products, list):
         raise VenuePayloadError(f"the product list from {exchange} has no 'products' list")
+    listed = [p for p in products if isinstance(p, dict) and isinstance(p.get("product_id"), str)]
+    books = {product["product_id"] for product in listed if not product.get("alias")}
     markets = []
-    for product in products:
-        symbol = product.get("product_id") if isinstance(product, dict) else None
-        if not isinstance(symbol, str):
-            continue
+    for product in listed:
+        symbol = product["product_id"]
         status = str(product.get("status") or "unknown")
         stopped = next((flag for flag in _STOPPED if product.get(flag) is True), None)
         label = TRADING if status == "online" and stopped is None else (stopped or status).upper()
         base = str(product.get("base_currency_id") or symbol.partition("-")[0])
         quote = str(product.get("quote_currency_id") or symbol.partition("-")[2])
-        markets.append(MarketInfo(exchange, symbol, label, base, quote))
+        named = product.get("alias")
+        alias = named if isinstance(named, str) and named != symbol and named in books else ""
+        markets.append(MarketInfo(exchange, symbol, label, base, quote, alias=alias))
     return markets

@@ -9,6 +9,12 @@ the error a read of it would give. Which markets trade the pair is each venue's 
 (:mod:`read_functions.tenancy.pairs`). Quote currencies are never equated unasked: a pair merges the
 books quoted in its own quote, and ``quotes=USD,USDT,USDC`` merges the books of every quote listed.
 
+One venue book may be listed under two names: Coinbase's BTC-USDC is an alias of its BTC-USD book
+(``MarketInfo.alias``). Of the books an answer would merge that are one venue book, only one goes
+in (the one the others name, when it is among them); the others are named in ``left_out`` with
+code ``alias`` and ``alias_of``, so that no liquidity is ever counted twice. An alias whose book
+is not merged (not held, not synced) is a book like any other.
+
 A book's snapshot is chosen per request, like a read of it; the merge and its rendering are kept
 per question and reused while every book still serves the same snapshot
 (:mod:`read_functions.books.consolidated`), so in steady state an answer costs no store round trip
@@ -17,7 +23,7 @@ and no merge, only its books' ``age_ms``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 import orjson
@@ -132,21 +138,35 @@ async def get_consolidated_tops(request: Request, deps: Deps) -> Response:
 
 LeftOut = dict[str, object]
 """A book an answer names but leaves out: ``exchange``, ``market`` (when the venue lists one),
-``code`` and ``message`` (the error a read of it would give), ``status`` when it is not synced."""
+``code`` and ``message`` (the error a read of it would give, or ``alias``), ``status`` when it is
+not synced, ``alias_of`` (the market merged in its place) when it is an alias."""
+
+ALIAS = "alias"
+"""The code of a book left out because another name of the same venue book is merged."""
 
 
-async def listed_books(deps: Deps, ask: Ask) -> tuple[list[Source], list[LeftOut]]:
+class Books(NamedTuple):
+    """The books an answer may merge, those it names but leaves out, and which of the books are
+    aliases (another name of a book of the same venue: book -> the book it names)."""
+
+    sources: list[Source]
+    left_out: list[LeftOut]
+    aliases: dict[BookKey, BookKey]
+
+
+async def listed_books(deps: Deps, ask: Ask) -> Books:
     """The books of ``ask``'s pair the catalogues list, and the venues asked that list none (or
     whose catalogue is not loaded: ``catalog_unavailable``); UnknownMarketError when no venue
     lists one, InvalidRequestError past :data:`MAX_BOOKS`."""
     pair, pairs = ask.pair, deps.pair_markets
     listed: list[Source] = []
     left_out: list[LeftOut] = []
+    aliases: dict[BookKey, BookKey] = {}
     unavailable: CatalogUnavailableError | None = None
     for exchange in ask.venues or await pairs.exchanges():
         try:
-            found = [
-                Source(BookKey(exchange, market.market), quote)
+            markets = [
+                (market, quote)
                 for quote in ask.quotes
                 for market in await pairs.markets(exchange, pair.base, quote)
             ]
@@ -154,6 +174,12 @@ async def listed_books(deps: Deps, ask: Ask) -> tuple[list[Source], list[LeftOut
             unavailable = error
             left_out.append(_left_out(exchange, None, error))
             continue
+        found = [Source(BookKey(exchange, market.market), quote) for market, quote in markets]
+        aliases.update(
+            (BookKey(exchange, market.market), BookKey(exchange, market.alias))
+            for market, _ in markets
+            if market.alias
+        )
         if not found and ask.venues is not None:
             none = UnknownMarketError(f"{exchange} lists no spot market of {pair.base} in {_in(ask)}")
             left_out.append(_left_out(exchange, None, none))
@@ -165,16 +191,16 @@ async def listed_books(deps: Deps, ask: Ask) -> tuple[list[Source], list[LeftOut
         raise UnknownMarketError(f"{venues} lists a spot market of {pair.base} in {_in(ask)}")
     if len(listed) > MAX_BOOKS:
         raise InvalidRequestError(f"that is {len(listed)} books; one answer merges at most {MAX_BOOKS}")
-    return listed, left_out
+    return Books(listed, left_out, aliases)
 
 
-async def books_of(deps: Deps, principal: Principal, ask: Ask) -> tuple[list[Source], list[LeftOut]]:
+async def books_of(deps: Deps, principal: Principal, ask: Ask) -> Books:
     """The books ``ask`` merges for ``principal`` (:func:`listed_books` it subscribes to), and those
     it names but leaves out; ForbiddenError when it named no venue and subscribes to no book of
     the pair (the operator reads every book)."""
-    listed, left_out = await listed_books(deps, ask)
+    listed, left_out, aliases = await listed_books(deps, ask)
     if principal.tenant_id is None:
-        return listed, left_out
+        return Books(listed, left_out, aliases)
     entitled = await deps.access.entitlements(principal.tenant_id)
     sources = [source for source in listed if source.book in entitled]
     if ask.venues is None and not sources:
@@ -188,39 +214,37 @@ async def books_of(deps: Deps, principal: Principal, ask: Ask) -> tuple[list[Sou
                 f"not subscribed to {book.exchange} {book.market}: POST /v1/subscriptions first"
             )
             left_out.append(_left_out(book.exchange, book.market, error))
-    return sources, left_out
+    return Books(sources, left_out, aliases)
 
 
 async def _answer(
     deps: Deps, principal: Principal, ask: Ask, depth: int, max_age_ms: int | None, *, top: bool
 ) -> bytes:
     """One consolidated answer: the books that may be served, merged; the others named."""
-    listed, left_out = await books_of(deps, principal, ask)
-    entries = await deps.books.entries([source.book for source in listed])
-    view, ages, left_out = merged(deps, ask, listed, entries, left_out, depth, max_age_ms, top=top)
+    books = await books_of(deps, principal, ask)
+    entries = await deps.books.entries([source.book for source in books.sources])
+    view, ages, left_out = merged(deps, ask, books, entries, depth, max_age_ms, top=top)
     return view.body(ages, orjson.dumps(left_out))
 
 
 def merged(
     deps: Deps,
     ask: Ask,
-    listed: Sequence[Source],
+    books: Books,
     entries: Sequence[Entry],
-    left_out: Sequence[LeftOut],
     depth: int,
     max_age_ms: int | None,
     *,
     top: bool,
 ) -> tuple[ConsolidatedView, list[int], list[LeftOut]]:
-    """The view of ``listed`` (their cache ``entries``, in order) that may be served now, each
-    merged book's ``age_ms``, and ``left_out`` with the books that may not be served."""
+    """The view of ``books`` (their cache ``entries``, in order) that may be served now, each
+    merged book's ``age_ms``, and ``left_out`` with the books that may not be served and the
+    aliases of a book merged."""
     now = now_ms()
     silence = deps.settings.max_silence_ms
-    named = list(left_out)
-    sources: list[Source] = []
-    snapshots: list[Snapshot] = []
-    ages: list[int] = []
-    for source, entry in zip(listed, entries, strict=True):
+    named = list(books.left_out)
+    servable: list[tuple[Source, Snapshot, int]] = []
+    for source, entry in zip(books.sources, entries, strict=True):
         book = source.book
         try:
             head = synced_replica(deps, entry, now)
@@ -238,11 +262,50 @@ def merged(
             )
             named.append(_left_out(book.exchange, book.market, too_old))
             continue
+        servable.append((source, snapshot, age))
+    chosen = one_per_venue_book([source.book for source, _, _ in servable], books.aliases)
+    sources: list[Source] = []
+    snapshots: list[Snapshot] = []
+    ages: list[int] = []
+    for source, snapshot, age in servable:
+        book = source.book
+        instead = chosen[book]
+        if instead != book:
+            named.append(_alias_left_out(book, instead))
+            continue
         sources.append(source)
         snapshots.append(snapshot)
         ages.append(age)
     question = Question(ask.pair.base, ask.pair.quote, ask.quotes, tuple(sources), depth, top)
     return deps.consolidated.view(question, tuple(snapshots)), ages, named
+
+
+def one_per_venue_book(
+    books: Sequence[BookKey], aliases: Mapping[BookKey, BookKey]
+) -> dict[BookKey, BookKey]:
+    """For each of ``books``, the one of them merged in its place: the names of one venue book (the
+    book and its aliases) go in once, as the book itself when it is among ``books``, else as the
+    first of its aliases. (An alias names a book that is no alias: the catalogue keeps no other.)"""
+    merged_as: dict[BookKey, BookKey] = {}
+    chosen: dict[BookKey, BookKey] = {}
+    for book in books:
+        unified = aliases.get(book, book)
+        chosen[book] = merged_as.setdefault(unified, unified if unified in books else book)
+    return chosen
+
+
+def _alias_left_out(book: BookKey, instead: BookKey) -> LeftOut:
+    message = (
+        f"{book.exchange} {book.market} is another name of the book of {instead.market}, "
+        "which this answer merges: it is counted once"
+    )
+    return {
+        "exchange": book.exchange,
+        "market": book.market,
+        "code": ALIAS,
+        "alias_of": instead.market,
+        "message": message,
+    }
 
 
 def _in(ask: Ask) -> str:

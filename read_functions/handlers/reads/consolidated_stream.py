@@ -26,14 +26,14 @@ from control_plane.errors import InvalidRequestError
 from control_plane.models import Principal
 from read_functions.app.messages import Request, Response
 from read_functions.app.params import int_param
-from read_functions.books.consolidated import ConsolidatedView, Source
+from read_functions.books.consolidated import ConsolidatedView
 from read_functions.books.entry import Entry
 from read_functions.deps import Deps
 from read_functions.handlers.reads.books import MAX_AGE_LIMIT_MS
 from read_functions.handlers.reads.consolidated import (
     MAX_DEPTH,
     Ask,
-    LeftOut,
+    Books,
     ask_of,
     books_of,
     merged,
@@ -69,10 +69,10 @@ async def open_consolidated_stream(request: Request, deps: Deps) -> Response:
         raise InvalidRequestError("pair is a required query parameter (BASE-QUOTE, such as 'BTC-USDT')")
     ask = ask_of(pair_param(query.get("pair")), query.get("quotes"), query.get("venues"))
     assert request.principal is not None
-    listed, left_out = await books_of(deps, request.principal, ask)
+    books = await books_of(deps, request.principal, ask)
     key = upgrade_key(request)
     plan = ConsolidatedPlan(ask, depth, max_age_ms, top, request.principal, key, request.peer)
-    return Response(101, b"", None, {}, stream=ConsolidatedStream(deps, plan, listed, left_out))
+    return Response(101, b"", None, {}, stream=ConsolidatedStream(deps, plan, books))
 
 
 class ConsolidatedStream(ConflatingStream):
@@ -82,15 +82,13 @@ class ConsolidatedStream(ConflatingStream):
         self,
         deps: Deps,
         plan: ConsolidatedPlan,
-        listed: list[Source],
-        left_out: list[LeftOut],
+        books: Books,
         *,
         recheck_s: float = 1.0,
     ) -> None:
         super().__init__(deps, plan.principal, plan.key, plan.source, recheck_s)
         self._plan = plan
-        self._listed = listed
-        self._left_out = left_out
+        self._books = books
         self._watched: list[BookKey] = []
         self._sent: tuple[ConsolidatedView, bytes] | None = None
 
@@ -98,7 +96,7 @@ class ConsolidatedStream(ConflatingStream):
         """Nothing to keep: every message renders every book from the cache, a dict look-up each."""
 
     def _watch(self) -> None:
-        books = [source.book for source in self._listed]
+        books = [source.book for source in self._books.sources]
         for book in books:
             if book not in self._watched:
                 self._deps.books.watch(book, self)
@@ -116,7 +114,7 @@ class ConsolidatedStream(ConflatingStream):
         plan, deps = self._plan, self._deps
         entries = await deps.books.entries(self._watched)
         view, ages, left_out = merged(
-            deps, plan.ask, self._listed, entries, self._left_out, plan.depth, plan.max_age_ms, top=plan.top
+            deps, plan.ask, self._books, entries, plan.depth, plan.max_age_ms, top=plan.top
         )
         left = orjson.dumps(left_out)
         sent = self._sent
@@ -126,8 +124,8 @@ class ConsolidatedStream(ConflatingStream):
         return view.body(ages, left)
 
     async def _authorize(self) -> None:
-        listed, left_out = await books_of(self._deps, self._plan.principal, self._plan.ask)
-        if listed != self._listed or left_out != self._left_out:
-            self._listed, self._left_out = listed, left_out
+        books = await books_of(self._deps, self._plan.principal, self._plan.ask)
+        if books != self._books:
+            self._books = books
             self._watch()
             self._wake()

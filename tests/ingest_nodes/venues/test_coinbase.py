@@ -147,6 +147,31 @@ def test_the_product_list() -> None:
     ]
 
 
+def test_a_usdc_product_that_is_an_alias_of_a_usd_book_says_so() -> None:
+    """``alias`` is kept when it names another product of the list that is no alias itself; an
+    empty one, the product's own id, one not listed, an alias or not a string is no alias."""
+    body = orjson.dumps({"products": [
+        {"product_id": "BTC-USD", "base_currency_id": "BTC", "quote_currency_id": "USD", "status": "online",
+         "alias": "", "alias_to": ["BTC-USDC"]},
+        {"product_id": "BTC-USDC", "base_currency_id": "BTC", "quote_currency_id": "USDC", "status": "online",
+         "alias": "BTC-USD", "alias_to": []},
+        {"product_id": "ETH-USDC", "status": "online", "alias": "ETH-USD"},  # ETH-USD not listed
+        {"product_id": "SOL-USDC", "status": "online", "alias": "SOL-USDC"},
+        {"product_id": "XRP-USDC", "status": "online", "alias": ["BTC-USD"]},
+        {"product_id": "BTC-USDX", "status": "online", "alias": "BTC-USDC"},  # an alias's alias
+    ], "num_products": 6})  # fmt: skip
+    markets = parse_products(body, "coinbase")
+    assert {m.market: m.alias for m in markets} == {
+        "BTC-USD": "",
+        "BTC-USDC": "BTC-USD",
+        "ETH-USDC": "",
+        "SOL-USDC": "",
+        "XRP-USDC": "",
+        "BTC-USDX": "",
+    }
+    assert markets[1] == MarketInfo("coinbase", "BTC-USDC", TRADING, "BTC", "USDC", alias="BTC-USD")
+
+
 @pytest.mark.parametrize("body", [b"<html>", b'{"products":{}}'])
 def test_an_unreadable_product_list_is_a_payload_error(body: bytes) -> None:
     with pytest.raises(VenuePayloadError):

@@ -24,7 +24,13 @@ from book_store.catalog import PERPETUAL, CatalogState, MarketCatalog, MarketInf
 from book_store.codec import DEEP, MORE_ASKS, MORE_BIDS, BookStatus
 from book_store.schema import BookKey
 from ladder_process.clock import now_ms
-from read_functions.handlers.reads.consolidated import MAX_BOOKS, MAX_DEPTH, MAX_PAIRS, MAX_VENUES
+from read_functions.handlers.reads.consolidated import (
+    MAX_BOOKS,
+    MAX_DEPTH,
+    MAX_PAIRS,
+    MAX_VENUES,
+    one_per_venue_book,
+)
 from tests.read_functions.handlers.test_bulk_reads import hgetalls
 from tests.read_functions.helpers import ALPACA, MARKETS, Stack, snapshot, validate
 from tests.read_functions.wire import Reply, connect, read_reply
@@ -114,11 +120,11 @@ def random_levels(rng: random.Random, mid: int, bids: bool) -> list[bytes]:
 
 
 async def settled(
-    stack: Stack, me: dict[str, str], want: dict[BookKey, int], **params: Any
+    stack: Stack, me: dict[str, str], want: dict[BookKey, int], pair: str = "BTC-USDT", **params: Any
 ) -> dict[str, Any]:
     """The answer once every book of ``want`` is served at its update id (the feed is asynchronous)."""
     for _ in range(250):
-        status, answer = await get(stack, "/v1/consolidated/BTC-USDT", me, **params)
+        status, answer = await get(stack, f"/v1/consolidated/{pair}", me, **params)
         assert status == 200, answer
         named = {BookKey(b["exchange"], b["market"]): b["update_id"] for b in answer["books"]}
         if all(named.get(book) == uid for book, uid in want.items()):
@@ -213,6 +219,81 @@ async def test_quote_currencies_and_instrument_kinds_stay_apart_unless_asked(ven
     status, error = await get(stack, "/v1/consolidated/BTC-USD", me, quotes="USDT,USDC")
     assert (status, error["error"]["code"]) == (400, "invalid_request")
     assert "own quote USD" in error["error"]["message"]
+
+
+COINBASE_USD = BookKey("coinbase", "BTC-USD")
+COINBASE_USDC = BookKey("coinbase", "BTC-USDC")
+COINBASE = [
+    MarketInfo("coinbase", "BTC-USD", "TRADING", "BTC", "USD"),
+    MarketInfo("coinbase", "BTC-USDC", "TRADING", "BTC", "USDC", alias="BTC-USD"),
+]
+
+
+async def test_an_alias_of_a_book_merged_is_named_and_never_counted_twice(venues: Stack) -> None:
+    """Coinbase's BTC-USDC is its BTC-USD book under another name: a tenant holding both, asking
+    USD and USDC together, gets Coinbase's liquidity once, on the read, the tops and the stream."""
+    stack = venues
+    await MarketCatalog(stack.store).replace("coinbase", COINBASE)
+    me = await stack.subscriber(ALPACA, COINBASE_USD, COINBASE_USDC)
+    published = Published(stack)
+    await published.book(ALPACA, 1, side(["100"], "2"), side(["101"], "2"))
+    for book in (COINBASE_USD, COINBASE_USDC):  # one venue book, sent under each name
+        await published.book(book, 7, side(["100", "99"], "0.5"), side(["100.5"], "0.5"))
+    want = {ALPACA: 1, COINBASE_USD: 7}
+    answer = await settled(stack, me, want, "BTC-USD", quotes="USD,USDC")
+    validate(answer, "ConsolidatedBook")
+    assert [b["id"] for b in answer["books"]] == ["alpaca-crypto:BTC/USD", "coinbase:BTC-USD"]
+    assert [(b["market"], b["code"], b["alias_of"]) for b in answer["left_out"]] == [
+        ("BTC-USDC", "alias", "BTC-USD")
+    ]
+    assert answer["bids"][0] == ["100", "2.5", {"alpaca-crypto:BTC/USD": "2", "coinbase:BTC-USD": "0.5"}]
+    assert {k: answer[k] for k in ("bids", "asks")} == published.expected(answer, 100)
+    # Asked from the USDC side, the book the alias names is still the one merged.
+    usdc = await settled(stack, me, want, "BTC-USDC", quotes="USDC,USD")
+    assert [b["id"] for b in usdc["books"]] == ["alpaca-crypto:BTC/USD", "coinbase:BTC-USD"]
+    assert [b["market"] for b in usdc["left_out"]] == ["BTC-USDC"]
+    status, tops = await get(stack, "/v1/consolidated/tops", me, pairs="BTC-USD", quotes="USD,USDC")
+    assert status == 200, tops
+    validate(tops, "ConsolidatedTops")
+    (top,) = tops["tops"]
+    assert top["bid"] == answer["bids"][0] and [b["code"] for b in top["left_out"]] == ["alias"]
+    url = f"{stack.url}/v1/stream/consolidated?pair=BTC-USD&quotes=USD,USDC"
+    async with stack.http.ws_connect(url, headers=me) as socket:
+        streamed = await next_until(socket, at(want))
+        assert (streamed["bids"], streamed["left_out"]) == (answer["bids"], answer["left_out"])
+
+
+async def test_an_alias_whose_book_is_not_merged_is_a_book_like_any_other(venues: Stack) -> None:
+    stack = venues
+    await MarketCatalog(stack.store).replace("coinbase", COINBASE)
+    only_usdc = await stack.subscriber(COINBASE_USDC)
+    published = Published(stack)
+    await published.book(COINBASE_USD, 3, side(["99"]), side(["101"]))
+    await published.book(COINBASE_USDC, 3, side(["99"]), side(["101"]))
+    answer = await settled(stack, only_usdc, {COINBASE_USDC: 3}, "BTC-USDC")
+    assert answer["left_out"] == [] and answer["bids"] == [["99", "1", {"coinbase:BTC-USDC": "1"}]]
+    # A tenant holding both, whose BTC-USD book is not synced: the alias serves the venue book.
+    both = await stack.subscriber(COINBASE_USD, COINBASE_USDC)
+    await published.book(COINBASE_USD, 4, side(["99"]), side(["101"]), status=BookStatus.RESYNCING)
+    answer = await settled(stack, both, {COINBASE_USDC: 3}, "BTC-USD", quotes="USD,USDC")
+    assert [b["id"] for b in answer["books"]] == ["coinbase:BTC-USDC"]
+    assert [(b["market"], b["code"]) for b in answer["left_out"]] == [("BTC-USD", "book_not_synced")]
+    await published.book(COINBASE_USD, 5, side(["99"]), side(["101"]))
+    answer = await settled(stack, both, {COINBASE_USD: 5}, "BTC-USD", quotes="USD,USDC")
+    assert [b["id"] for b in answer["books"]] == ["coinbase:BTC-USD"]
+    assert [(b["market"], b["alias_of"]) for b in answer["left_out"]] == [("BTC-USDC", "BTC-USD")]
+
+
+def test_the_names_of_one_venue_book_are_merged_once() -> None:
+    """The book the aliases name when it is there, else the first alias; other books untouched."""
+    usdc, usdx, other = COINBASE_USDC, BookKey("coinbase", "BTC-USDX"), BookKey("coinbase", "ETH-USD")
+    aliases = {usdc: COINBASE_USD, usdx: COINBASE_USD}
+    assert one_per_venue_book([usdc, other, COINBASE_USD, usdx], aliases) == {
+        usdc: COINBASE_USD, other: other, COINBASE_USD: COINBASE_USD, usdx: COINBASE_USD
+    }  # fmt: skip
+    assert one_per_venue_book([usdx, usdc], aliases) == {usdx: usdx, usdc: usdx}
+    assert one_per_venue_book([usdc], aliases) == {usdc: usdc}
+    assert one_per_venue_book([COINBASE_USD, other], {}) == {COINBASE_USD: COINBASE_USD, other: other}
 
 
 async def test_a_crossed_consolidated_book_is_information_not_an_error(venues: Stack) -> None:
