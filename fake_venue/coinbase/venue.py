@@ -13,7 +13,14 @@ again with its original number::
         "new_quantity":"0.5"}]}]}
 
 Prices and sizes are strings at the product's precision; ``"0"`` removes a level. A snapshot is the
-whole book (``level2`` has no depth limit). ``timestamp`` is the update's time, at least a
+whole book (``level2`` has no depth limit).
+
+Coinbase lists its USDC products as aliases of its USD books: ``BTC-USDC`` has ``"alias":
+"BTC-USD"`` and ``BTC-USD`` has ``"alias_to": ["BTC-USDC"]``, one book under two product ids. So
+does this venue (:data:`USDC_ALIASES`): a client subscribed to ``BTC-USDC`` gets ``BTC-USD``'s book,
+every snapshot and update of it, named ``BTC-USDC``. (The real venue is reported to name an
+alias's events by the book's own product id, ``BTC-USD``; here each product subscribed is named
+as subscribed.) ``timestamp`` is the update's time, at least a
 millisecond after the product's previous one, so the truth can be asked for by the millisecond a
 client saw; a snapshot carries the time of the book's latest update.
 """
@@ -23,7 +30,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
-from typing import Any
+from typing import Any, Final
 
 import orjson
 from aiohttp import web
@@ -40,6 +47,8 @@ from fake_venue.server.ws_frames import text_frame
 Numbered = tuple[bytes, bytes]
 """A message's bytes before and after its ``sequence_num``."""
 EPOCH = "1970-01-01T00:00:00Z"
+USDC_ALIASES: Final = {"BTC-USDC": "BTC-USD"}
+"""Products listed as another name of a USD book (when that book is listed), after every book."""
 
 
 def rfc3339_ns(t_ns: int) -> str:
@@ -113,7 +122,16 @@ class CoinbaseVenue(BookStreamVenue[CoinbaseConnection, Numbered]):
             "coinbase", coinbase_catalogue(config.coinbase_symbols), Sequence(), style_for, config,
             self._activated, time_step_ns=1_000_000,
         )  # fmt: skip
+        self.aliases = {alias: book for alias, book in USDC_ALIASES.items() if book in self.markets.specs}
+        """Alias product -> the product whose book it is."""
+        self._aliases_of: dict[str, list[str]] = {}
+        for alias, book in self.aliases.items():
+            self._aliases_of.setdefault(book, []).append(alias)
         scheduler.every(config.heartbeat_s, self._heartbeats)
+
+    def market_of(self, product: str) -> Market | None:
+        """The market whose book ``product`` is (an alias's: the book it names); None: not listed."""
+        return self.markets.get(self.aliases.get(product, product))
 
     # -- subscriptions
 
@@ -127,16 +145,17 @@ class CoinbaseVenue(BookStreamVenue[CoinbaseConnection, Numbered]):
             subscriptions["heartbeats"] = ["heartbeats"]
         conn.send_numbered(numbered("subscriptions", time.time_ns(), [{"subscriptions": subscriptions}]))
 
-    def add_books(self, conn: CoinbaseConnection, markets: list[Market]) -> None:
-        """Listen to ``markets`` (answered already): each one's snapshot goes out now."""
-        for market in markets:
-            conn.products.append(market.name)
-            self.listen(conn, market.name)
+    def add_books(self, conn: CoinbaseConnection, products: list[tuple[str, Market]]) -> None:
+        """Listen to ``products`` (answered already; each with the market whose book it is): each
+        one's snapshot goes out now."""
+        for product, market in products:
+            conn.products.append(product)
+            self.listen(conn, product)
             book = market.book
             levels = [*self._levels(market, book.bids.levels(), "bid", EPOCH),
                       *self._levels(market, book.asks.levels(), "offer", EPOCH)]  # fmt: skip
-            event = {"type": "snapshot", "product_id": market.name, "updates": levels}
-            conn.send_numbered(numbered("l2_data", market.last_t_ns, [event]), market.name)
+            event = {"type": "snapshot", "product_id": product, "updates": levels}
+            conn.send_numbered(numbered("l2_data", market.last_t_ns, [event]), product)
 
     def drop_books(self, conn: CoinbaseConnection, names: list[str]) -> None:
         for name in names:
@@ -157,16 +176,24 @@ class CoinbaseVenue(BookStreamVenue[CoinbaseConnection, Numbered]):
         )
 
     def deliver(self, market: Market, out: Numbered, conns: list[CoinbaseConnection]) -> int:
+        """To ``conns`` (the book's listeners), and to its aliases' listeners under their names."""
+        sent = self._deliver(market.name, out, conns)
+        for alias in self._aliases_of.get(market.name, ()):
+            sent += self._deliver(alias, _renamed(out, market.name, alias), self.listeners_of(alias))
+        return sent
+
+    def _deliver(self, product: str, out: Numbered, conns: list[CoinbaseConnection]) -> int:
         sent = 0
         for conn in conns:
-            if conn.skip and conn.take_skip(market.name):
+            if conn.skip and conn.take_skip(product):
                 conn.sequence += 1  # lost on the way: the number is gone with it
             else:
-                sent += conn.send_numbered(out, market.name)
+                sent += conn.send_numbered(out, product)
         return sent
 
     def lose(self, market: Market, out: Numbered, conns: list[CoinbaseConnection]) -> None:
-        for conn in conns:
+        aliases = self._aliases_of.get(market.name, ())
+        for conn in [*conns, *(c for alias in aliases for c in self.listeners_of(alias))]:
             conn.sequence += 1
 
     def duplicate(self, market: Market, only: CoinbaseConnection | None, back: int = 0) -> int:
@@ -182,18 +209,24 @@ class CoinbaseVenue(BookStreamVenue[CoinbaseConnection, Numbered]):
     # -- REST
 
     def products(self) -> dict[str, Any]:
-        """``GET /api/v3/brokerage/market/products``: every spot product."""
-        listed = []
-        for name, spec in self.markets.specs.items():
-            trading = self.markets.statuses[name] == "TRADING"
-            listed.append({
-                "product_id": name, "base_currency_id": spec.base, "quote_currency_id": spec.quote,
-                "status": "online" if trading else "delisted", "trading_disabled": not trading,
-                "is_disabled": False, "cancel_only": False, "product_type": "SPOT",
-                "price_increment": fixed(spec.tick_mult, spec.price_decimals),
-                "base_increment": fixed(1, spec.qty_decimals),
-            })  # fmt: skip
+        """``GET /api/v3/brokerage/market/products``: every spot product, the aliases last."""
+        listed = [self._product(name, name) for name in self.markets.specs]
+        listed += [self._product(alias, book) for alias, book in self.aliases.items()]
         return {"products": listed, "num_products": len(listed)}
+
+    def _product(self, product: str, book: str) -> dict[str, Any]:
+        """``product``'s row; an alias (``product`` is not ``book``) has its own quote, ``USDC``."""
+        spec = self.markets.specs[book]
+        trading = self.markets.statuses[book] == "TRADING"
+        return {
+            "product_id": product, "base_currency_id": spec.base,
+            "quote_currency_id": product.rpartition("-")[2] if product != book else spec.quote,
+            "status": "online" if trading else "delisted", "trading_disabled": not trading,
+            "is_disabled": False, "cancel_only": False, "product_type": "SPOT",
+            "price_increment": fixed(spec.tick_mult, spec.price_decimals),
+            "base_increment": fixed(1, spec.qty_decimals),
+            "alias": book if product != book else "", "alias_to": self._aliases_of.get(product, []),
+        }  # fmt: skip
 
     def tend(self, now: float) -> None:
         timeout = self.config.coinbase_subscribe_timeout_s
@@ -224,3 +257,10 @@ class CoinbaseVenue(BookStreamVenue[CoinbaseConnection, Numbered]):
                 conn.heartbeat_counter += 1
                 event = {"current_time": rfc3339_ns(now_ns), "heartbeat_counter": str(conn.heartbeat_counter)}
                 conn.send_numbered(numbered("heartbeats", now_ns, [event]))
+
+
+def _renamed(out: Numbered, product: str, alias: str) -> Numbered:
+    """``out`` (one product's message, encoded once) named ``alias`` instead: its one event's
+    ``product_id`` is the only place a message names its product."""
+    before, after = b'"product_id":"%b"' % product.encode(), b'"product_id":"%b"' % alias.encode()
+    return out[0], out[1].replace(before, after, 1)

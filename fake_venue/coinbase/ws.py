@@ -74,17 +74,17 @@ def _level2(venue: CoinbaseVenue, conn: CoinbaseConnection, request: dict[str, A
     if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
         conn.send_error("Failed to subscribe", "product_ids must be a list of products")
         return
-    markets: list[Market] = []
+    products: list[tuple[str, Market]] = []
     for name in dict.fromkeys(names):
-        market = venue.markets.get(name)
+        market = venue.market_of(name)
         if market is None:
             conn.send_error(f"Failed to {request['type']}", f"{name} is not a valid product")
             return
-        markets.append(market)
+        products.append((name, market))
     if subscribe:
-        added = [market for market in markets if market.name not in conn.products]
-        venue.answer(conn, adding=[market.name for market in added])
+        added = [(name, market) for name, market in products if name not in conn.products]
+        venue.answer(conn, adding=[name for name, _ in added])
         venue.add_books(conn, added)
     else:
-        venue.drop_books(conn, [market.name for market in markets])
+        venue.drop_books(conn, [name for name, _ in products])
         venue.answer(conn)

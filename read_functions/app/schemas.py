@@ -263,7 +263,10 @@ _CONSOLIDATED = {
     "books": {**array_of(_CONSOLIDATED_BOOK), "description": "the books merged, each at its own update_id"},
     "left_out": {
         **array_of(_LEFT_OUT),
-        "description": "books named but not merged, with the error a read of each alone would give",
+        "description": (
+            "books named but not merged, with the error a read of each alone would give, or code "
+            "alias and alias_of: another name of a venue book merged"
+        ),
     },
     "crossed": {
         "type": "boolean",
@@ -343,7 +346,8 @@ COMPONENTS: dict[str, Schema] = {
             "base": STR,
             "quote": STR,
             "kind": {"type": "string", "enum": ["spot", "perpetual", "future", "option", "unknown"]},
-        }
+        },
+        {"alias": {**STR, "description": "the market of the same exchange whose book this one is"}},
     ),
     "ConsolidatedLevel": _CONSOLIDATED_LEVEL,
     "ConsolidatedBook": obj(

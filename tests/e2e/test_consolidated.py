@@ -222,3 +222,44 @@ def test_kraken_and_coinbase_books_join_a_consolidated_book(stack: Stack, key: s
     assert compared == ids, f"never caught {ids - compared} at one update id twice"
     both = consolidated(stack, key, "BTC-USD", quotes="USD,USDT")
     assert {b["id"] for b in both["books"]} == ids | {"binance.com:BTCUSDT", "okx:BTC-USDT", "bybit:BTCUSDT"}
+
+
+def test_coinbases_usdc_alias_of_its_usd_book_is_counted_once(stack: Stack) -> None:
+    """The fake lists BTC-USDC as an alias of Coinbase's BTC-USD book (``alias``, ``alias_to``), as
+    Coinbase does: a tenant holding both, asking USD and USDC together, gets the book once, the alias
+    named in ``left_out``, and each level's total is the BTC-USD book's own quantity."""
+    key = stack.tenant_key("alias", max_markets=5, rate_limit_rps=100_000, burst=100_000)
+    eventually(lambda: listed(stack, key, "coinbase"), "coinbase's catalogue", 30)
+    markets = stack.call(key, "GET", "/v1/markets", params={"exchange": "coinbase"}).json()["markets"]
+    assert {m["market"]: m.get("alias") for m in markets if m["base"] == "BTC"} == {
+        "BTC-USD": None,
+        "BTC-USDC": "BTC-USD",
+    }
+    for market in ("BTC-USD", "BTC-USDC"):
+        response = stack.call(
+            key, "POST", "/v1/subscriptions", json={"exchange": "coinbase", "market": market}
+        )
+        assert response.status_code == 201, response.text
+        stack.wait_synced(key, "coinbase", market, 30)  # each name is a served book of its own
+    compared = False
+    deadline = time.monotonic() + 10
+    while not compared and time.monotonic() < deadline:
+        merged = consolidated(stack, key, "BTC-USD", quotes="USD,USDC")
+        assert [b["id"] for b in merged["books"]] == ["coinbase:BTC-USD"]
+        assert [(b["market"], b["code"], b["alias_of"]) for b in merged["left_out"]] == [
+            ("BTC-USDC", "alias", "BTC-USD")
+        ]
+        alone = stack.call(key, "GET", path("coinbase", "BTC-USD"), params={"depth": DEPTH})
+        if alone.status_code != 200 or alone.json()["update_id"] != merged["books"][0]["update_id"]:
+            continue  # it moved on in between: another round
+        for side in ("bids", "asks"):
+            totals = [(level[0], level[1]) for level in merged[side]]
+            book = [
+                (format(Decimal(p).normalize(), "f"), format(Decimal(q).normalize(), "f"))
+                for p, q in alone.json()[side]
+            ]
+            assert totals == book[: len(totals)] and totals, side
+        compared = True
+    assert compared, "never caught the merged book and BTC-USD at one update id"
+    usdc = consolidated(stack, key, "BTC-USDC")  # its own quote only: the alias is the one book asked
+    assert [b["id"] for b in usdc["books"]] == ["coinbase:BTC-USDC"] and usdc["left_out"] == []

@@ -103,6 +103,36 @@ async def test_losses_take_their_numbers_and_a_duplicate_keeps_its_own(
     await client.ws.close()
 
 
+async def test_a_usdc_alias_is_the_usd_book_under_another_name(
+    venue: FakeVenue, http: aiohttp.ClientSession
+) -> None:
+    """Listed with ``alias`` (and its book with ``alias_to``), BTC-USDC's snapshot and updates are
+    BTC-USD's, named BTC-USDC; a loss of the book takes its numbers from both names' listeners."""
+    _, _, body = await get_json(http, f"{venue.url}/api/v3/brokerage/market/products?product_type=SPOT")
+    rows = {p["product_id"]: p for p in body["products"]}
+    assert (rows["BTC-USDC"]["alias"], rows["BTC-USDC"]["quote_currency_id"]) == ("BTC-USD", "USDC")
+    assert (rows["BTC-USD"]["alias"], rows["BTC-USD"]["alias_to"]) == ("", ["BTC-USDC"])
+    assert rows["ETH-USD"]["alias_to"] == [] and body["products"][-1]["product_id"] == "BTC-USDC"
+    client = await subscribed(http, venue, "BTC-USD", "BTC-USDC")
+    books: dict[str, DecimalBook] = {}
+    while len(books) < 2 or client.last is None or client.last < 30:
+        message = await client.next("l2_data")
+        [event] = message["events"]
+        product = event["product_id"]
+        if event["type"] == "snapshot":
+            books[product] = DecimalBook(*book_of(event))
+        else:
+            books[product].apply(*book_of(event))
+        truth_now = await truth(http, venue, "BTC-USD", rfc3339_to_ms(message["timestamp"]))
+        assert books[product].same_as(truth_now), product
+    assert client.breaks == []
+    await control(http, venue, action="gap", venue="coinbase", symbol="BTC-USD")
+    await client.next("l2_data")
+    await client.next("l2_data")
+    assert len(client.breaks) == 1 and client.breaks[0][1] - client.breaks[0][0] == 2  # both names lost it
+    await client.ws.close()
+
+
 async def test_a_socket_that_subscribes_nothing_is_closed() -> None:
     fake = FakeVenue(small_config(coinbase_subscribe_timeout_s=0.3))
     await fake.start()
@@ -140,6 +170,6 @@ async def test_errors_and_unsubscribe(venue: FakeVenue, http: aiohttp.ClientSess
 
 async def test_the_product_list(venue: FakeVenue, http: aiohttp.ClientSession) -> None:
     status, _, body = await get_json(http, f"{venue.url}/api/v3/brokerage/market/products?product_type=SPOT")
-    assert status == 200 and body["num_products"] == 10
+    assert status == 200 and body["num_products"] == 11  # ten books and BTC-USDC, an alias
     btc = body["products"][0]
     assert btc["product_id"] == "BTC-USD" and btc["status"] == "online" and btc["trading_disabled"] is False
