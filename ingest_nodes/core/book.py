@@ -56,8 +56,6 @@ _NOTHING_TRUSTED: Final = float("-inf")
 SCALE: Final = 24
 """Decimal places a price key keeps (a price with more is refused as unreadable)."""
 _POWERS: Final[list[int]] = [10**k for k in range(SCALE + 1)]
-_KEYS_KEPT: Final = 4096
-"""Price strings a side remembers the keys of (forgotten all at once when there are more)."""
 
 REPLACE: Final = 0
 INSERT: Final = 1
@@ -132,16 +130,13 @@ class SideWindow(NamedTuple):
 class _Side:
     """One side of the book; bids are keyed by the negated price so the best price sorts first."""
 
-    __slots__ = ("cap", "journal", "journal_cap", "keys", "known", "levels", "negate", "watermark")
+    __slots__ = ("cap", "journal", "journal_cap", "keys", "levels", "negate", "watermark")
 
     def __init__(self, *, negate: bool) -> None:
         self.negate = negate
         self.levels: dict[int, bytes] = {}
         self.keys: list[int] = []
         """The keys of ``levels``, ascending (best first)."""
-        self.known: dict[str, tuple[int, bytes | None]] = {}
-        """Price strings seen lately, their keys and (when plain) their bytes: a frame mostly names
-        prices seen before, and a dict look-up of the string costs a tenth of reading it again."""
         self.watermark: int | float | None = None
         self.journal: list[Change] | None = None
         self.journal_cap = 0
@@ -160,28 +155,27 @@ class _Side:
             self.watermark = self.keys[-1] if self.keys else _NOTHING_TRUSTED
 
     def apply(self, levels: Iterable[Level]) -> None:
-        """Set or delete each level; the ingest hot path, so one loop and no calls of our own."""
+        """Set or delete each level; the ingest hot path, so one loop and no calls of our own.
+
+        A plain decimal (what venues send) is read inline, the fast path of ``price_key`` and
+        ``_nonzero``; anything else goes through those functions. Memory, not instructions, is
+        what a level costs once a node holds hundreds of books: every look-up lands on a line no
+        cache holds, so the loop touches as few objects as it can (no per-price cache: reading a
+        price again is cheaper than finding it in one)."""
         book, keys, negate, journal, cap = self.levels, self.keys, self.negate, self.journal, self.journal_cap
-        known = self.known
         price = quantity = ""
         try:
             for price, quantity in levels:
-                seen = known.get(price)
-                if seen is None:
-                    if len(known) >= _KEYS_KEPT:
-                        known.clear()
-                    seen = known[price] = (
-                        -price_key(price) if negate else price_key(price),
-                        price.encode() if _plain(price) else None,
-                    )
-                key, price_bytes = seen
-                # A plain quantity (what venues send) inline; anything else through the functions.
-                q_whole, _, q_places = quantity.partition(".")
-                q_digits = q_whole + q_places
-                plain = q_digits.isdigit()
-                if q_digits.strip("0") != "" if plain else _nonzero(quantity):
-                    if plain and price_bytes is not None:
-                        encoded = b'["%b","%b"]' % (price_bytes, quantity.encode())
+                whole, _, places = price.partition(".")
+                digits = whole + places
+                plain = len(places) <= SCALE and digits.isdigit()
+                key = int(digits) * _POWERS[SCALE - len(places)] if plain else price_key(price)
+                if negate:
+                    key = -key
+                plain_quantity = quantity.replace(".", "", 1).isdigit()
+                if quantity.strip("0.") != "" if plain_quantity else _nonzero(quantity):
+                    if plain and plain_quantity:
+                        encoded = b'["%b","%b"]' % (price.encode(), quantity.encode())
                     else:
                         encoded = _encoded(price, quantity)
                     held = book.get(key)
