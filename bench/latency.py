@@ -42,9 +42,14 @@ read worker serves the node's 100-level books on its multiplexed stream (``ladde
 socket follows every book, in ``snapshot`` mode (the book on every publish, today's message),
 then in ``diff`` mode (the levels that changed, with a checksum), under the smooth and burst
 loads: frame received by the node -> client has the message, and the bytes per book per second of
-each mode, as JSON and as the server deflates them (:mod:`bench.stream_clients`). Then ``--stalled``
-sockets follow every book in diff mode and never read, while the books keep moving: the read
-worker's memory per socket, and its growth while they stay stalled. Its report is
+each mode, as JSON and as the server deflates them (:mod:`bench.stream_clients`). Then, while the
+diff-mode client still follows every book (so the books' shared diff feeds and resume windows are
+already full), ``--stalled`` sockets follow every book in diff mode and never read, the books moving
+all along. The kernel takes the server's writes until each socket's send buffer is full (up to
+``net.ipv4.tcp_wmem``'s maximum, 4 MB on Linux, at the diffs' rate); only then do the server's own
+buffers fill and its sender pause. Once the kernel takes no more: the read worker's memory per such
+socket, its growth over ``--stalled-seconds`` more (a bounded socket: none), and the kernel's send
+queue per socket, which is not the worker's memory but the host's. Its report is
 ``latency-clients``, whatever other cases run beside it.
 
 ``ingest_time`` is a whole millisecond (the node stamps epoch milliseconds), so every figure
@@ -82,6 +87,7 @@ from book_store.codec import BookStatus, decode_message
 from book_store.delta import read_change
 from book_store.schema import BookKey
 from ladder_process.cli import HelpFormatter
+from read_functions.books.diffs.diff_feed import RESUME_WINDOW_S
 
 EXCHANGE = "binance.com"
 ALPACA = "alpaca-crypto"
@@ -104,9 +110,16 @@ OTHER_VENUES = {
 """``--venue`` values besides binance: their case, and their name in the report."""
 TITLE = "Ingest -> publish latency (frame received -> subscriber has the snapshot)"
 CLIENTS = "latency-clients"
-"""The report of the to-clients cases, with its own title."""
-TITLES = {CLIENTS: "Ingest -> client latency and bytes, snapshot and diff mode"}
+"""The report of the to-clients cases, with its own title; with ``--runs 0``, ``CLIENTS_MEMORY``."""
+CLIENTS_MEMORY = "latency-clients-memory"
+TITLES = {
+    CLIENTS: "Ingest -> client latency and bytes, snapshot and diff mode",
+    CLIENTS_MEMORY: "Read worker memory per stream socket that never reads (diff mode)",
+}
 BURST = 5
+STALL_POLL_S = 1.0
+STALL_FILL_LIMIT_S = 30.0
+"""Seconds the stalled sockets' kernel send buffers are given to fill (~4 MB each at ~200 kB/s)."""
 DEEP_LEVELS = 6000
 DEEP_DEPTH = 5000
 DEEP_SHARE = 0.3
@@ -371,7 +384,7 @@ async def measure(args: argparse.Namespace, reports: dict[str, list[str]]) -> No
         await client.aclose()
     for name, cases in reports.items():
         shown = argparse.Namespace(**{**vars(args), "cases": cases})
-        if name == CLIENTS:
+        if name in (CLIENTS, CLIENTS_MEMORY):
             _write_clients(written[name], clients, shown)
             print(f"report: {written[name].write()}")
             continue
@@ -429,6 +442,10 @@ async def _to_clients(
                 runs.setdefault(scenario, []).append(measured)
                 shown = " ".join(f"{k}={v:.2f}" for k, v in measured.items())
                 print(f"to clients {mode:>8} run {run + 1} {scenario:<8} {shown}", flush=True)
+        if mode == "diff":
+            subscribe = stream_clients.subscribe_message(exchange, venue.pairs, mode, depth)
+            figures["stalled", "memory"] = await _stalled_memory(url, key, subscribe, venue, reader_pid, args)
+            print(f"to clients stalled {figures['stalled', 'memory']}", flush=True)
         await client.stop()
         if client.refused:
             raise RuntimeError(f"the read worker refused books: {client.refused[:3]}")
@@ -437,25 +454,48 @@ async def _to_clients(
             figures[mode, scenario] = {
                 key: median([m[key] for m in measured_runs if key in m]) or 0.0 for key in keys
             }
-    subscribe = stream_clients.subscribe_message(exchange, venue.pairs, "diff", depth)
+    return figures
+
+
+async def _stalled_memory(
+    url: str, key: str, subscribe: bytes, venue: Venue, reader_pid: int, args: argparse.Namespace
+) -> dict[str, float]:
+    """The read worker's RSS under the smooth load (see the module's doc): once the books' resume
+    windows are full; once ``--stalled`` sockets that send ``subscribe`` and never read are open and
+    the kernel's send buffers behind them are full (the server's own buffers fill only then); and
+    ``--stalled-seconds`` later. With the kernel's send queue per socket at the end."""
+    port = int(url.rsplit(":", 1)[1])
+    load = asyncio.create_task(venue.smooth(RESUME_WINDOW_S + STALL_FILL_LIMIT_S + args.stalled_seconds))
+    await asyncio.sleep(RESUME_WINDOW_S)  # the books' resume windows are full, whatever ran before
     idle = rss_kib(reader_pid)[0]
     sockets = [await stream_clients.stalled(url, key, subscribe) for _ in range(args.stalled)]
-    load = asyncio.create_task(venue.smooth(args.seconds + 3.0))
-    await asyncio.sleep(3.0)  # the snapshots are sent (or stuck), the books move
-    stalled_at = rss_kib(reader_pid)[0]
-    await load
+    opened = time.monotonic()
+    queued = 0
+    while time.monotonic() - opened < STALL_FILL_LIMIT_S:
+        await asyncio.sleep(STALL_POLL_S)
+        before, queued = queued, sum(stream_clients.send_queues(port))
+        if before and queued <= before * 1.01:
+            break  # the kernel takes no more: the server's writes back up into its own buffers
+    filled_s = time.monotonic() - opened
+    await asyncio.sleep(STALL_POLL_S)
+    full = rss_kib(reader_pid)[0]
+    await asyncio.sleep(args.stalled_seconds)
     after = rss_kib(reader_pid)[0]
+    queues = sorted(stream_clients.send_queues(port))[-args.stalled :]  # the stalled ones: the fullest
+    load.cancel()
+    await asyncio.gather(load, return_exceptions=True)
+    await venue.control(action="reset")
     for writer in sockets:
         writer.close()
-    figures["stalled", "memory"] = {
+    return {
         "sockets": args.stalled,
-        "kb_per_socket": (stalled_at - idle) / max(1, args.stalled),
-        "kb_growth_while_stalled": after - stalled_at,
-        "seconds_stalled": args.seconds,
+        "kb_per_socket": (full - idle) / max(1, args.stalled),
+        "kb_growth_while_stalled": after - full,
+        "seconds_stalled": args.stalled_seconds,
+        "seconds_to_fill": filled_s,
+        "kernel_kb_per_socket": sum(queues) / max(1, len(queues)) / 1024,
         "rss_kb": after,
     }
-    print(f"to clients stalled {figures['stalled', 'memory']}")
-    return figures
 
 
 async def _client_window(
@@ -503,6 +543,21 @@ CLIENT_COLUMNS = (
 def _write_clients(
     report: Report, figures: dict[tuple[str, str], dict[str, float]], args: argparse.Namespace
 ) -> None:
+    """The to-clients report: the timing and bytes of each mode (none with ``--runs 0``), then the
+    stalled sockets' memory."""
+    report.note(
+        f"{args.pairs} pairs, ~{args.events_per_s:.0f} events/s in total "
+        f"({args.events_per_s / args.pairs:g} a book a second), venue books of {args.levels} levels a side, "
+        "the node publishing 100 (its default); one read worker."
+    )
+    if args.runs:
+        _write_client_timing(report, figures, args)
+    _write_client_memory(report, figures["stalled", "memory"], args)
+
+
+def _write_client_timing(
+    report: Report, figures: dict[tuple[str, str], dict[str, float]], args: argparse.Namespace
+) -> None:
     for mode in MODES:
         for scenario in ("smooth", "bursts"):
             measured = figures[mode, scenario]
@@ -528,18 +583,6 @@ def _write_clients(
                 "x",
                 at_least(10.0, "x") if kind == "json" and scenario == "smooth" else None,
             )
-    memory = figures["stalled", "memory"]
-    report.figure(
-        f"read worker memory per socket following {args.pairs} books in diff mode, never reading",
-        memory["kb_per_socket"],
-        "kB",
-    )
-    report.figure(
-        f"read worker memory growth while {memory['sockets']:.0f} such sockets stay stalled "
-        f"{memory['seconds_stalled']:.0f} s under load",
-        memory["kb_growth_while_stalled"],
-        "kB",
-    )
     report.table(
         f"To a client of the read API, 100 levels, {args.pairs} books on one socket (median of "
         f"{args.runs} runs of {args.seconds:.0f} s per load and mode)",
@@ -551,19 +594,41 @@ def _write_clients(
         ],
     )
     report.note(
-        f"{args.pairs} pairs, ~{args.events_per_s:.0f} events/s in total "
-        f"({args.events_per_s / args.pairs:g} a book a second), venue books of {args.levels} levels a side, "
-        "the node publishing 100 (its default). "
-        "One read worker; one client socket per mode following every book at depth 100; the client asks "
+        "One client socket per mode following every book at depth 100; the client asks "
         "for no compression, and the deflated figures are each message deflated on its own as the server "
         "sends it when compression is agreed. Bytes count every book message, the keepalives of quiet "
         "books included; latency counts messages with a new update id."
     )
+
+
+def _write_client_memory(report: Report, memory: dict[str, float], args: argparse.Namespace) -> None:
+    report.figure(
+        f"read worker memory per socket following {args.pairs} books in diff mode, never reading",
+        memory["kb_per_socket"],
+        "kB",
+    )
+    report.figure(
+        f"read worker memory growth while {memory['sockets']:.0f} such sockets stay stalled "
+        f"{memory['seconds_stalled']:.0f} s more under load",
+        memory["kb_growth_while_stalled"],
+        "kB",
+    )
+    report.figure(
+        "the kernel's send queue per such socket (the host's memory, not the worker's)",
+        memory["kernel_kb_per_socket"],
+        "kB",
+    )
+    report.figure("seconds until the kernel took no more", memory["seconds_to_fill"], "s")
     report.note(
-        f"Memory: {memory['sockets']:.0f} raw sockets subscribe every book in diff mode and never read again "
-        "(the client's buffer is 4 KiB, so the server's writes back up into its socket buffers and its "
-        f"transport's); the read worker's RSS is read before they open, 3 s after, and {args.seconds:.0f} s "
-        f"later with the books moving all along (RSS at the end: {memory['rss_kb']:.0f} kB)."
+        f"Memory: {memory['sockets']:.0f} raw sockets subscribe every book in diff mode and never read "
+        "again (the client's buffer is 4 KiB), while a diff-mode client that reads still follows every book "
+        "(the books' diff feeds and resume windows, shared by every socket, are already in memory). The "
+        "read worker's RSS is read before they open, once the kernel's send queues behind them stop "
+        f"growing (after {memory['seconds_to_fill']:.0f} s), and {memory['seconds_stalled']:.0f} s later "
+        f"with the books moving all along (RSS at the end: {memory['rss_kb']:.0f} kB); per socket may read "
+        "a little low where the sockets took memory the worker had freed. The kernel's send queue of each "
+        "(/proc/net/tcp) is bounded by net.ipv4.tcp_wmem's maximum; the server drops a socket whose "
+        "buffer sends nothing for its write timeout (30 s)."
     )
 
 
@@ -823,17 +888,32 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--deep-rate", type=float, default=10.0, help="updates per second of each deep book")
     parser.add_argument("--seconds", type=float, default=10.0, help="measured seconds per scenario and run")
     parser.add_argument("--warmup", type=float, default=2.0, help="seconds of load before measuring")
-    parser.add_argument("--runs", type=int, default=3, help="runs of each case")
+    parser.add_argument(
+        "--runs", type=int, default=3, help="runs of each case (0 with the to-clients case: its memory alone)"
+    )
     parser.add_argument("--settle", type=float, default=5.0, help="seconds of smooth load after the sync")
     parser.add_argument(
-        "--stalled", type=int, default=20, help="sockets that never read (the to-clients memory figure)"
+        "--stalled",
+        type=int,
+        default=20,
+        help="sockets that never read (the to-clients memory figure)",
+    )
+    parser.add_argument(
+        "--stalled-seconds",
+        type=float,
+        default=10.0,
+        help="seconds the stalled sockets stay open under load once the kernel takes no more (at most "
+        "~25: the server drops a socket that sends nothing for its write timeout, 30 s)",
     )
     args = parser.parse_args(argv)
     args.cases = args.cases or CASES_OF_VENUE[args.venue]
     unknown = [case for case in args.cases if case not in CASES]
     if unknown:
         parser.error(f"unknown cases {unknown}: the cases are {', '.join(CASES)}")
-    harness.run(measure(args, report_cases(args.venue, args.cases)))
+    reports = report_cases(args.venue, args.cases)
+    if args.runs == 0 and CLIENTS in reports:  # the to-clients memory alone: not the timed report
+        reports[CLIENTS_MEMORY] = reports.pop(CLIENTS)
+    harness.run(measure(args, reports))
 
 
 if __name__ == "__main__":

@@ -12,7 +12,8 @@ costs the timing nothing). The client asks for no compression, so what it reads 
 
 :func:`stalled` opens sockets that subscribe every book in diff mode and never read: the read
 worker's memory with them open, and while its books keep moving, is the bounded memory per socket
-(a slow consumer holds one pending flag per book and the transport's buffer, never a backlog).
+(a slow consumer holds one pending flag per book and the transport's buffer, never a backlog);
+:func:`send_queues` reads what the kernel holds for them, before the server's buffers fill.
 """
 
 from __future__ import annotations
@@ -136,3 +137,18 @@ async def stalled(url: str, key: str, subscribe: bytes) -> asyncio.StreamWriter:
     writer.write(header + b"\0\0\0\0" + subscribe)
     await writer.drain()
     return writer
+
+
+def send_queues(port: int) -> list[int]:
+    """The kernel's send queue (bytes written, not yet taken by the peer) of every established
+    IPv4 connection of the local ``port`` (Linux ``/proc/net/tcp``; none elsewhere)."""
+    try:
+        with open("/proc/net/tcp") as table:
+            rows = [line.split() for line in table.readlines()[1:]]
+    except OSError:
+        return []
+    return [
+        int(row[4].split(":")[0], 16)
+        for row in rows
+        if row[3] == "01" and int(row[1].split(":")[1], 16) == port
+    ]
