@@ -49,7 +49,8 @@ from __future__ import annotations
 import struct
 import sys
 from array import array
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from itertools import islice
 from typing import Final
 
 from book_store.codec import (
@@ -58,6 +59,7 @@ from book_store.codec import (
     BookStatus,
     Snapshot,
     SnapshotMeta,
+    decode_message,
     known_time,
     level_ends,
 )
@@ -71,27 +73,38 @@ TRUNCATE: Final = 3
 _HEADER = struct.Struct("<BBBHHHHHHQQqqqqQI")
 _LITTLE_ENDIAN: Final = sys.byteorder == "little"
 _STATUS_BY_CODE = {int(status): status for status in BookStatus}
+_REPLICA_SIZE: Final = 2
+"""Bytes of the replica a change message starts with (:func:`book_store.codec.encode_message`)."""
 
 Op = tuple[int, int, bytes]
 """``(kind, index, level)``: a level is its JSON array item (``b'["1.5","2"]'``), ``b""`` for a
 delete or a truncate."""
 
 
-class Delta:
-    """A decoded delta: what it follows and what it says of the replica (its header's fields, named
-    as a snapshot's), read at once; its operations are read from the columns they arrived in only
-    when its levels are needed (a book followed but not read costs no level per change)."""
+class Delta(Snapshot):
+    """A decoded delta, and the head it makes once applied (:func:`apply_delta`): what it follows,
+    and the header of the replica after it, read at once as a snapshot's plain attributes.
 
-    __slots__ = ("_ops", "_raw", "ask_count", "bid_count", "cap", "confirmed_time", "event_time", "flags",
-                 "ingest_time", "known_time", "n_bids", "n_ops", "node", "prev_update_id", "publish_time",
-                 "replica", "status", "update_id")  # fmt: skip
+    A head made by a delta is kept as the head it was applied to (``_prev``) and this delta: its
+    levels are worked out only when a read or a stream first asks for them, by applying in one
+    pass every delta since the last head whose levels are known (a book followed but not read
+    costs no level per change, and one read once every ten changes applies its ten deltas at once).
+    Deltas that do not fit their head (which no writer of ours sends) make that a StoreError, and
+    the reader drops the book and loads it again."""
 
-    def __init__(self, raw: bytes) -> None:
-        """Read the header of ``raw`` (a StoreError when it is no delta, or not whole)."""
+    __slots__ = ("_at", "_prev", "_raw", "_waiting", "_whole", "cap", "flags", "n_bids", "n_ops",
+                 "prev_update_id")  # fmt: skip
+
+    _LIMIT = 16
+    """Deltas a head waits with at most (past them, its levels are worked out at once)."""
+
+    def __init__(self, raw: bytes, at: int = 0) -> None:
+        """Read the header of the delta at ``at`` in ``raw`` (a StoreError when it is no delta, or
+        not whole)."""
         try:
             (version, code, flags, cap, replica, bid_count, ask_count, n_bids, n_asks, prev_update_id,
              update_id, event_time, ingest_time, publish_time, confirmed_time, node,
-             levels_len) = _HEADER.unpack_from(raw)  # fmt: skip
+             levels_len) = _HEADER.unpack_from(raw, at)  # fmt: skip
         except struct.error as exc:
             raise StoreError("delta is truncated") from exc
         if version != VERSION:
@@ -102,95 +115,153 @@ class Delta:
         if flags & ~(MORE_BIDS | MORE_ASKS):
             raise StoreError(f"delta has unknown flags {flags:#x}")
         n_ops = n_bids + n_asks
-        size = _HEADER.size + 3 * n_ops + levels_len
+        size = at + _HEADER.size + 3 * n_ops + levels_len
         if len(raw) != size:
-            raise StoreError(f"delta is {len(raw)} bytes, its header says {size}")
+            raise StoreError(f"delta is {len(raw) - at} bytes, its header says {size - at}")
         self._raw = raw
+        self._at = at + _HEADER.size
+        self.raw = b""  # no stored bytes: the levels are the deltas' (see parts)
         self.prev_update_id: int = prev_update_id
-        self.update_id: int = update_id
-        self.event_time: int | None = None if event_time < 0 else event_time
-        self.ingest_time: int | None = None if ingest_time < 0 else ingest_time
-        self.publish_time: int = publish_time
-        self.confirmed_time: int | None = None if confirmed_time < 0 else confirmed_time
-        self.known_time: int = known_time(ingest_time, confirmed_time, publish_time)
-        """As a snapshot's (:class:`book_store.codec.Snapshot`)."""
-        self.replica: int = replica
-        self.status: BookStatus = status
-        self.node: int = node
+        self.update_id = update_id
+        self.event_time = None if event_time < 0 else event_time
+        self.ingest_time = None if ingest_time < 0 else ingest_time
+        self.publish_time = publish_time
+        self.confirmed_time = None if confirmed_time < 0 else confirmed_time
+        self.known_time = known_time(ingest_time, confirmed_time, publish_time)
+        self.replica = replica
+        self.status = status
+        self.node = node
         self.flags: int = flags
+        self.more_bids = flags & MORE_BIDS != 0
+        self.more_asks = flags & MORE_ASKS != 0
+        self.deep = False
         self.cap: int = cap
-        self.bid_count: int = bid_count
-        self.ask_count: int = ask_count
+        self.bid_count = bid_count
+        self.ask_count = ask_count
+        self.depth = bid_count if bid_count > ask_count else ask_count
         self.n_bids: int = n_bids
         """Operations of the bids (the first ones) ..."""
         self.n_ops: int = n_ops
         """... and of both sides."""
-        self._ops: tuple[bytes, array[int], list[bytes]] | None = None
+        self.recency = (publish_time, update_id)
+        self._meta = None
+        self._parts = None
+        self._whole: list[bytes | None] = [None, None]
+        """Each side's levels joined whole, once asked for (the views of a head, its streams'
+        diffs and its top ask for the same bytes)."""
+        self._prev: Snapshot | None = None
+        """The head this delta was applied to, until this head's levels are worked out."""
+        self._waiting = 0
+        """Deltas whose levels are not worked out, back to a head whose are (this one included)."""
 
     @property
-    def meta(self) -> SnapshotMeta:
-        """The header's fields as a snapshot's (built on use: logs and tests)."""
-        return SnapshotMeta(
-            self.update_id,
-            self.event_time,
-            self.ingest_time,
-            self.publish_time,
-            self.replica,
-            self.status,
-            self.confirmed_time,
-            self.node,
-        )
+    def waiting(self) -> bool:
+        """Whether this head's levels are still to be worked out (see :meth:`parts`)."""
+        return self._parts is None
 
     @property
     def bid_ops(self) -> list[Op]:
-        kinds, indices, levels = self._read()
-        n = self.n_bids
-        return list(zip(kinds[:n], indices[:n], levels[:n], strict=True))
+        return self._ops()[: self.n_bids]
 
     @property
     def ask_ops(self) -> list[Op]:
+        return self._ops()[self.n_bids :]
+
+    def _ops(self) -> list[Op]:
+        """Every operation, bids first (a StoreError when one is of no kind known)."""
         kinds, indices, levels = self._read()
-        n = self.n_bids
-        return list(zip(kinds[n:], indices[n:], levels[n:], strict=True))
+        if kinds and max(kinds) > TRUNCATE:
+            raise StoreError(f"delta has an unknown operation {max(kinds)}")
+        return list(zip(kinds, indices, levels, strict=True))
 
     def _read(self) -> tuple[bytes, array[int], list[bytes]]:
-        """The operations' kinds, indices and levels (a StoreError when they are not what the
-        header says)."""
-        ops = self._ops
-        if ops is None:
-            raw, count, at = self._raw, self.n_ops, _HEADER.size
-            kinds = raw[at : at + count]
-            if kinds and max(kinds) > TRUNCATE:
-                raise StoreError(f"delta has an unknown operation {max(kinds)}")
-            indices = array("H")
-            indices.frombytes(raw[at + count : at + 3 * count])
-            if not _LITTLE_ENDIAN:  # pragma: no cover - the layout is little-endian, hosts mostly are too
-                indices.byteswap()
-            levels = raw[at + 3 * count :].split(b"\n") if count else []
-            if len(levels) != count:
-                raise StoreError(f"delta has {len(levels)} levels for {count} operations")
-            ops = self._ops = (kinds, indices, levels)
-        return ops
+        """The operations' kinds, indices and levels (a StoreError when there are not as many levels
+        as operations; an unknown kind is found when applied)."""
+        raw, count, at = self._raw, self.n_ops, self._at
+        indices = array("H", raw[at + count : at + 3 * count])
+        if not _LITTLE_ENDIAN:  # pragma: no cover - the layout is little-endian, hosts mostly are too
+            indices.byteswap()
+        levels = raw[at + 3 * count :].split(b"\n") if count else []
+        if len(levels) != count:
+            raise StoreError(f"delta has {len(levels)} levels for {count} operations")
+        return raw[at : at + count], indices, levels
+
+    def after(self, head: Snapshot) -> Delta:
+        """This delta as the head it makes of ``head`` (which it must follow); a delta already
+        applied elsewhere is read again, so that each head has its own."""
+        delta = self
+        if self._prev is not None or self._parts is not None:
+            delta = Delta(self._raw, self._at - _HEADER.size)
+        delta._prev = head
+        waiting = 1
+        if type(head) is Delta and head._parts is None:
+            waiting += head._waiting
+        delta._waiting = waiting
+        if waiting >= self._LIMIT:
+            delta.parts()
+        return delta
 
     def apply(self, bids: list[bytes], asks: list[bytes]) -> None:
         """Apply this delta's operations to both sides' levels, in place; a StoreError when they do
-        not fit (an index out of range, a side that does not end at its count), the sides then
-        half changed (the caller's copies, dropped)."""
-        kinds, indices, levels = self._read()
-        n, cap = self.n_bids, self.cap
-        _apply(bids, zip(kinds[:n], indices[:n], levels[:n], strict=True), cap)
-        _apply(asks, zip(kinds[n:], indices[n:], levels[n:], strict=True), cap)
+        not fit (an index out of range, an unknown operation, a side that does not end at its
+        count), the sides then half changed (the caller's copies, dropped)."""
+        ops = zip(*self._read(), strict=False)  # as many of each: _read
+        cap = self.cap
+        _apply(bids, islice(ops, self.n_bids), cap)  # the bids' operations come first ...
+        _apply(asks, ops, cap)  # ... the asks' are the rest
         if len(bids) != self.bid_count or len(asks) != self.ask_count:
             raise StoreError(
                 f"a delta leaves {len(bids)}/{len(asks)} levels a side where it says "
                 f"{self.bid_count}/{self.ask_count}"
             )
 
+    def parts(self) -> tuple[list[bytes], list[bytes]]:
+        parts = self._parts
+        if parts is None:
+            waiting: list[Delta] = []
+            head: Snapshot = self
+            while type(head) is Delta and head._parts is None:
+                waiting.append(head)
+                if head._prev is None:
+                    raise StoreError("a delta's levels were asked for before it was applied to a head")
+                head = head._prev
+            bids, asks = head.parts()
+            bids, asks = bids[:], asks[:]  # copied once for all the deltas waiting
+            for delta in reversed(waiting):
+                delta.apply(bids, asks)
+            parts = self._parts = (bids, asks)
+            self._prev = None
+        return parts
 
-def _apply(side: list[bytes], ops: zip[tuple[int, int, bytes]], cap: int) -> None:
-    """Apply ``ops`` to ``side``: the read side's hot loop, so the kinds are
-    literals (REPLACE 0, INSERT 1, DELETE 2, TRUNCATE 3) and an index out of range is the list's
-    own IndexError."""
+    @property
+    def bid_ends(self) -> memoryview:
+        return memoryview(level_ends(self.parts()[0]))
+
+    @property
+    def ask_ends(self) -> memoryview:
+        return memoryview(level_ends(self.parts()[1]))
+
+    def bids(self, depth: int) -> bytes:
+        return self._joined(0, depth)
+
+    def asks(self, depth: int) -> bytes:
+        return self._joined(1, depth)
+
+    def _joined(self, side: int, depth: int) -> bytes:
+        """The best ``depth`` levels of ``side`` (0: the bids, 1: the asks) joined (a whole side's
+        join is kept)."""
+        levels = self.parts()[side]
+        if depth < len(levels):
+            return b",".join(levels[:depth]) if depth > 0 else b""
+        whole = self._whole[side]
+        if whole is None:
+            whole = self._whole[side] = b",".join(levels)
+        return whole
+
+
+def _apply(side: list[bytes], ops: Iterator[tuple[int, int, bytes]], cap: int) -> None:
+    """Apply ``ops`` to ``side``: the read side's hot loop, so the kinds are literals (REPLACE 0,
+    INSERT 1, DELETE 2, TRUNCATE 3) and an index out of range is the list's own IndexError."""
     kind = index = 0
     try:
         for kind, index, level in ops:
@@ -204,93 +275,29 @@ def _apply(side: list[bytes], ops: zip[tuple[int, int, bytes]], cap: int) -> Non
                     side.pop()
             elif kind == 2:
                 del side[index]
-            elif index > len(side):
-                raise IndexError
-            else:
+            elif kind == 3 and index <= len(side):
                 del side[index:]
+            else:
+                raise IndexError
     except IndexError:
-        raise StoreError(f"a delta's operation {kind} at {index} is past the head") from None
-
-
-class LevelsSnapshot(Snapshot):
-    """A head snapshot a reader made by applying deltas (:func:`apply_delta`): the same header and
-    reads as a stored one. Its levels are worked out when first asked for (a book followed but not
-    read costs no level per change): the deltas since the last head whose levels are known, applied
-    in order to that head's. Deltas that do not fit it (which no writer of ours sends) make that a
-    StoreError, and the reader drops the book and loads it again."""
-
-    __slots__ = ("_base", "_pending")
-
-    _LIMIT = 16
-    """Deltas a snapshot waits with at most (past them, its levels are worked out at once)."""
-
-    def __init__(self, delta: Delta, base: Snapshot, pending: tuple[Delta, ...]) -> None:
-        self.raw = b""
-        self._header = 0
-        self.node = delta.node
-        self.update_id = update_id = delta.update_id
-        self.event_time = delta.event_time
-        self.ingest_time = delta.ingest_time
-        self.publish_time = publish_time = delta.publish_time
-        self.confirmed_time = delta.confirmed_time
-        self.known_time = delta.known_time
-        self.replica = delta.replica
-        self.status = delta.status
-        self.bid_count = bid_count = delta.bid_count
-        self.ask_count = ask_count = delta.ask_count
-        self.depth = bid_count if bid_count > ask_count else ask_count
-        flags = delta.flags
-        self.more_bids = bool(flags & MORE_BIDS)
-        self.more_asks = bool(flags & MORE_ASKS)
-        self.deep = False
-        self._meta = None
-        self._parts = None
-        self._base: Snapshot | None = base
-        self._pending = pending
-        self._bids_len = self._asks_len = 0
-        self.recency = (publish_time, update_id)
-        if len(pending) >= self._LIMIT:
-            self.parts()
-
-    def after(self, delta: Delta) -> LevelsSnapshot:
-        """The snapshot ``delta`` makes of this one (which it must follow and fit)."""
-        if self._parts is None and self._base is not None:
-            return LevelsSnapshot(delta, self._base, (*self._pending, delta))
-        return LevelsSnapshot(delta, self, (delta,))
-
-    def parts(self) -> tuple[list[bytes], list[bytes]]:
-        parts = self._parts
-        if parts is None:
-            assert self._base is not None  # set until the levels are worked out
-            bids, asks = self._base.parts()
-            bids, asks = bids[:], asks[:]  # copied once for all the deltas waiting
-            for delta in self._pending:
-                delta.apply(bids, asks)
-            parts = self._parts = (bids, asks)
-            self._base, self._pending = None, ()
-        return parts
-
-    @property
-    def bid_ends(self) -> memoryview:
-        return memoryview(level_ends(self.parts()[0]))
-
-    @property
-    def ask_ends(self) -> memoryview:
-        return memoryview(level_ends(self.parts()[1]))
-
-    def bids(self, depth: int) -> bytes:
-        levels = self.parts()[0]
-        return b",".join(levels if depth >= len(levels) else levels[: max(depth, 0)])
-
-    def asks(self, depth: int) -> bytes:
-        levels = self.parts()[1]
-        return b",".join(levels if depth >= len(levels) else levels[: max(depth, 0)])
+        raise StoreError(f"a delta's operation {kind} at {index} does not fit the head") from None
 
 
 def read_change(payload: bytes | memoryview) -> Snapshot | Delta:
     """A change message's payload (past its replica): a whole snapshot or a delta (a StoreError if
     it is neither)."""
     return read_delta(payload) if len(payload) > 0 and payload[0] == VERSION else Snapshot(payload)
+
+
+def read_message(message: bytes | memoryview) -> tuple[int, Snapshot | Delta]:
+    """:func:`~book_store.codec.decode_message` and :func:`read_change` in one: a reader's every
+    change message comes through here, and a delta's header is read where it lies in the message
+    (copied once, with it)."""
+    if len(message) > _REPLICA_SIZE and message[_REPLICA_SIZE] == VERSION:
+        delta = Delta(message if type(message) is bytes else bytes(message), _REPLICA_SIZE)
+        return delta.replica, delta
+    replica, payload = decode_message(message)
+    return replica, Snapshot(payload)
 
 
 def encode_delta(
@@ -337,7 +344,7 @@ def encode_delta(
 def read_delta(payload: bytes | memoryview) -> Delta:
     """Inverse of :func:`encode_delta`: its header at once, its operations when first needed; a
     payload that is not a valid delta is a StoreError (of its operations: then)."""
-    return Delta(bytes(payload))
+    return Delta(payload if type(payload) is bytes else bytes(payload))
 
 
 def follows(head: Snapshot, delta: Delta) -> bool | None:
@@ -354,9 +361,7 @@ def follows(head: Snapshot, delta: Delta) -> bool | None:
     return True
 
 
-def apply_delta(head: Snapshot, delta: Delta) -> LevelsSnapshot:
+def apply_delta(head: Snapshot, delta: Delta) -> Delta:
     """The head ``delta`` makes of ``head`` (which it must :func:`follow <follows>`); its levels are
-    worked out when first asked for (:class:`LevelsSnapshot`)."""
-    if isinstance(head, LevelsSnapshot):
-        return head.after(delta)
-    return LevelsSnapshot(delta, head, (delta,))
+    worked out when first asked for (:class:`Delta`)."""
+    return delta.after(head)

@@ -26,7 +26,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from book_store.codec import BookStatus, Snapshot
 from book_store.connect import StoreClient
-from book_store.delta import LevelsSnapshot, apply_delta, follows, read_delta
+from book_store.delta import Delta, apply_delta, follows, read_delta
 from book_store.liveness import Heartbeats
 from book_store.schema import NODES_ALIVE, BookKey
 from ladder_process.errors import StoreError, StoreUnavailableError
@@ -78,7 +78,7 @@ def decode_stored(raw: Mapping[bytes, bytes]) -> StoredBook:
                 if verdict is None:
                     raise StoreError(f"update id {delta.update_id} after {delta.prev_update_id}")
                 head = apply_delta(head, delta)
-            if isinstance(head, LevelsSnapshot):
+            if isinstance(head, Delta):
                 head.parts()  # the levels, worked out now: a reader loading cold serves them at once
         except StoreError as exc:
             log.error("replica %d: its stored deltas do not continue its head (%s); left out", replica, exc)

@@ -55,9 +55,9 @@ from typing import Any, cast
 
 from redis.asyncio.cluster import RedisCluster
 
-from book_store.codec import Snapshot, decode_message
+from book_store.codec import Snapshot
 from book_store.connect import StoreClient
-from book_store.delta import Delta, read_change
+from book_store.delta import Delta, read_message
 from book_store.liveness import Heartbeats, decode_heartbeat
 from book_store.reader import BookReader, StoredBook
 from book_store.schema import NODES_ALIVE, BookKey
@@ -323,12 +323,11 @@ class BookCache:
             return
         self.messages += 1
         try:  # only the header is decoded here: most snapshots are replaced before anyone reads them
-            replica, raw = decode_message(data)
-            change = read_change(raw)
+            replica, change = read_message(data)
         except StoreError as exc:
             log.warning("ignoring an undecodable change message for %s: %s", entry.book, exc)
             return
-        if isinstance(change, Snapshot):
+        if not isinstance(change, Delta):
             if not entry.apply(replica, change):
                 return
         elif not entry.live:

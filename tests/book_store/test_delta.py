@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from book_store.codec import DEEP, MORE_ASKS, MORE_BIDS, BookStatus, Snapshot, SnapshotMeta, encode_snapshot
+from book_store.codec import (
+    DEEP,
+    MORE_ASKS,
+    MORE_BIDS,
+    BookStatus,
+    Snapshot,
+    SnapshotMeta,
+    encode_message,
+    encode_snapshot,
+)
 from book_store.delta import (
     DELETE,
     INSERT,
@@ -17,6 +26,7 @@ from book_store.delta import (
     follows,
     read_change,
     read_delta,
+    read_message,
 )
 from ladder_process.errors import StoreError
 
@@ -67,7 +77,7 @@ def test_a_delta_reads_back_as_it_was_written() -> None:
 
 
 def test_a_snapshot_and_a_delta_are_told_apart() -> None:
-    assert isinstance(read_change(encode_snapshot(meta(1), [], [])), Snapshot)
+    assert type(read_change(encode_snapshot(meta(1), [], []))) is Snapshot
 
 
 def test_a_delta_turns_the_head_into_the_next_one_level_by_level() -> None:
@@ -144,3 +154,105 @@ def test_malformed_deltas_are_store_errors_and_a_followed_book_reads_only_their_
     for raw in bad:
         with pytest.raises(StoreError):
             assert read_delta(raw).bid_ops  # the header at once, the operations when they are read
+
+
+# -- a head made by deltas: the chain worked out in one pass, rule by rule ----------------------------
+
+
+def chain(base: Snapshot, *deltas: Delta) -> Snapshot:
+    for each in deltas:
+        assert follows(base, each) is True
+        base = apply_delta(base, each)
+    return base
+
+
+@pytest.mark.parametrize(
+    ("ops", "after"),
+    [
+        ([(REPLACE, 0, level(100, "7"))], [level(100, "7"), level(99), level(98)]),  # at the top
+        ([(REPLACE, 2, level(98, "7"))], [level(100), level(99), level(98, "7")]),  # at the bottom
+        ([(INSERT, 0, level(101))], [level(101), level(100), level(99)]),  # past the cap: 98 falls out
+        ([(INSERT, 3, level(97))], [level(100), level(99), level(98)]),  # at the cap: it falls out at once
+        ([(DELETE, 0, b"")], [level(99), level(98)]),
+        ([(DELETE, 2, b"")], [level(100), level(99)]),
+        (
+            [(DELETE, 1, b""), (INSERT, 2, level(97))],
+            [level(100), level(98), level(97)],
+        ),  # moved up into view
+        ([(TRUNCATE, 1, b"")], [level(100)]),
+        ([(TRUNCATE, 0, b"")], []),
+        ([(TRUNCATE, 3, b"")], [level(100), level(99), level(98)]),  # keeps all: nothing cut
+    ],
+)
+def test_each_operation_edits_the_side_as_its_rule_says(ops: list[Op], after: list[bytes]) -> None:
+    base = head(10, [100, 99, 98], [101])
+    made = chain(base, delta(10, 11, ops, [], (len(after), 1), cap=3))
+    assert made.parts() == (after, [level(101)])
+    assert bytes(made.bids(3)) == b",".join(after)
+    assert [bytes(made.bids(d)) for d in range(-1, 5)] == [
+        b",".join(after[: max(d, 0)]) for d in range(-1, 5)
+    ]
+
+
+def test_deltas_wait_until_their_levels_are_asked_for_then_apply_in_order_in_one_pass() -> None:
+    base = head(10, [100, 99], [101, 102])
+    first = delta(10, 11, [(REPLACE, 0, level(100, "2"))], [(DELETE, 0, b"")], (2, 1))
+    second = delta(11, 12, [(INSERT, 0, level(101))], [(INSERT, 0, level(100, "9"))], (3, 2))
+    third = delta(12, 13, [(DELETE, 2, b"")], [(REPLACE, 1, level(102, "5"))], (2, 2))
+    made = chain(base, first, second, third)
+    assert isinstance(made, Delta) and made.waiting and first.waiting and second.waiting
+    assert made.parts() == ([level(101), level(100, "2")], [level(100, "9"), level(102, "5")])
+    assert not made.waiting
+    assert second.waiting  # a head between is worked out only if someone asks for it ...
+    assert second.parts() == ([level(101), level(100, "2"), level(99)], [level(100, "9"), level(102)])
+    assert base.parts() == ([level(100), level(99)], [level(101), level(102)])  # ... and no head is edited
+
+
+def test_a_long_chain_is_worked_out_at_its_limit() -> None:
+    made: Snapshot = head(0, [100], [101])
+    for update_id in range(1, Delta._LIMIT + 1):
+        made = chain(
+            made, delta(update_id - 1, update_id, [(REPLACE, 0, level(100, str(update_id)))], [], (1, 1))
+        )
+        assert isinstance(made, Delta) and made.waiting is (update_id < Delta._LIMIT)
+    assert made.parts() == ([level(100, str(Delta._LIMIT))], [level(101)])
+
+
+def test_a_delta_applied_to_two_heads_makes_two_heads() -> None:
+    one, other = head(10, [100], [101]), head(10, [200], [201])
+    edit = delta(10, 11, [(REPLACE, 0, level(100, "3"))], [], (1, 1))
+    made_one, made_other = apply_delta(one, edit), apply_delta(other, edit)
+    assert made_one is not made_other
+    assert made_other.parts() == ([level(100, "3")], [level(201)])
+    assert made_one.parts() == ([level(100, "3")], [level(101)])
+
+
+def test_a_delta_applied_to_no_head_has_no_levels() -> None:
+    with pytest.raises(StoreError):
+        delta(10, 11, [], [], (0, 0)).parts()
+
+
+def test_an_unknown_operation_is_refused_when_applied() -> None:
+    raw = bytearray(encode_delta(meta(11), 10, 0, 5, (1, 1), [(REPLACE, 0, level(1))], []))
+    raw[75] = 9  # the first kind, past the header
+    made = apply_delta(head(10, [100], [101]), read_delta(bytes(raw)))
+    with pytest.raises(StoreError):
+        made.parts()
+
+
+def test_a_gap_in_the_chain_is_never_applied() -> None:
+    base = head(10, [100], [101])
+    made = chain(base, delta(10, 11, [], [], (1, 1), publish_time=1001))
+    assert follows(made, delta(12, 13, [], [], (1, 1), publish_time=1002)) is None  # 12 never came
+    assert follows(made, delta(10, 11, [], [], (1, 1), publish_time=1001)) is False  # already in it
+
+
+def test_a_change_message_is_read_with_its_replica() -> None:
+    edit = encode_delta(meta(11), 10, 0, 5, (1, 0), [(INSERT, 0, level(1))], [])
+    replica, read = read_message(memoryview(encode_message(1, edit)))
+    assert replica == 1 and isinstance(read, Delta) and read.bid_ops == [(INSERT, 0, level(1))]
+    whole = encode_snapshot(meta(11), [level(1)], [])
+    replica, read = read_message(encode_message(1, whole))
+    assert replica == 1 and type(read) is Snapshot and read.update_id == 11
+    with pytest.raises(StoreError):
+        read_message(encode_message(1, edit)[:-1])
