@@ -161,18 +161,19 @@ class Delta(Snapshot):
 
     @property
     def bid_ops(self) -> list[Op]:
-        return self._ops()[: self.n_bids]
+        return self.operations()[0]
 
     @property
     def ask_ops(self) -> list[Op]:
-        return self._ops()[self.n_bids :]
+        return self.operations()[1]
 
-    def _ops(self) -> list[Op]:
-        """Every operation, bids first (a StoreError when one is of no kind known)."""
+    def operations(self) -> tuple[list[Op], list[Op]]:
+        """The bids' operations and the asks' (a StoreError when one is of no kind known)."""
         kinds, indices, levels = self._read()
         if kinds and max(kinds) > TRUNCATE:
             raise StoreError(f"delta has an unknown operation {max(kinds)}")
-        return list(zip(kinds, indices, levels, strict=True))
+        ops = list(zip(kinds, indices, levels, strict=True))
+        return ops[: self.n_bids], ops[self.n_bids :]
 
     def _read(self) -> tuple[bytes, array[int], list[bytes]]:
         """The operations' kinds, indices and levels (a StoreError when there are not as many levels

@@ -6,9 +6,15 @@ that book from one head to the next: every level of the new top ``depth`` that i
 one with the same quantity (a new price, or a new quantity), and every price of the old top
 ``depth`` that is not in the new one, with quantity ``"0"`` (deleted, or fallen out of the depth
 the client follows). Applying it (set each price's quantity, drop the zeros, keep the best
-``depth``) gives exactly the new top ``depth``, whatever happened in between: a diff compares two
-whole heads, so one computed across messages this reader never saw is as exact as one between
-consecutive messages, and diffs compose by "the last one to name a price wins" (:func:`merge`).
+``depth``) gives exactly the new top ``depth``, and diffs compose by "the last one to name a price
+wins" (:func:`merge`), so a merged diff across messages a client missed is as exact.
+
+When the new head is one delta of the old (the publish path's own change message,
+:mod:`book_store.delta`), the diff is read off the delta's operations (:func:`side_changes`): the
+work is the levels that changed, not the two tops compared. Such a diff may name a level again at
+the quantity it had, or a price the client never held with ``"0"`` (a level that came and went
+within the change), which changes nothing. The operations replayed on the client's view must give
+the new top, else (and for any other new head: a whole snapshot, a gap) the tops are compared.
 
 Levels are handled as the snapshot stores them, the bytes of each ``["price","qty"]`` JSON item
 (here without its brackets, ``"price","qty"``): never parsed, never re-encoded, so a price
@@ -28,9 +34,16 @@ from typing import NamedTuple
 import orjson
 
 from book_store.codec import Snapshot
+from book_store.delta import DELETE, INSERT, REPLACE, TRUNCATE, Delta, Op, follows
+from ladder_process.errors import StoreError
 
 CHECKSUM_LEVELS = 10
 """Levels a side the checksum covers."""
+_ZERO = b',"0"'
+"""What follows a price whose level goes."""
+_UNSEEN = b""
+"""A place in a client's view whose level came up from below it (see :func:`side_changes`): no
+item is empty."""
 
 
 class Diff(NamedTuple):
@@ -79,8 +92,103 @@ def diff_side(old: Sequence[bytes], new: Sequence[bytes]) -> list[bytes]:
     gone = [item for item in old if item not in after]
     if gone:
         kept = {_price(item) for item in changed}
-        changed += [price + b',"0"' for price in map(_price, gone) if price not in kept]
+        changed += [price + _ZERO for price in map(_price, gone) if price not in kept]
     return changed
+
+
+def delta_changes(
+    old: Snapshot,
+    old_top: tuple[list[bytes], list[bytes]],
+    new: Snapshot,
+    new_top: tuple[list[bytes], list[bytes]],
+    depth: int,
+) -> tuple[tuple[bytes, ...], tuple[bytes, ...]] | None:
+    """The diff's levels of each side, from the publish path's own change message: when ``new`` is
+    the head one delta made of ``old`` (:mod:`book_store.delta`), its operations say what changed,
+    so the work is the levels that changed, not the two tops compared. None when ``new`` is not
+    such a head, or its operations do not account for ``new_top`` (the caller compares the tops)."""
+    if not isinstance(new, Delta) or follows(old, new) is not True:
+        return None
+    try:
+        bid_ops, ask_ops = new.operations()
+    except StoreError:
+        return None
+    limit = min(depth, new.cap)
+    bids = side_changes(old_top[0], bid_ops, new_top[0], limit)
+    if bids is None:
+        return None
+    asks = side_changes(old_top[1], ask_ops, new_top[1], limit)
+    return None if asks is None else (bids, asks)
+
+
+def side_changes(
+    old: list[bytes], ops: Sequence[Op], new: list[bytes], limit: int
+) -> tuple[bytes, ...] | None:
+    """What turns ``old`` (a client's levels of one side, ``"price","qty"`` items, best first) into
+    ``new``, from the operations that turned the head's side into the new one (see
+    :mod:`book_store.delta`), applied to the client's view of at most ``limit`` levels:
+
+    - ``REPLACE``/``INSERT`` at i inside the view: that level's price is set to its quantity;
+    - ``DELETE`` at i inside the view, a ``TRUNCATE``, or an ``INSERT`` pushing the view's last
+      level past ``limit``: the level leaves the view, its price goes to ``"0"``;
+    - a ``DELETE`` inside the view pulls a level up from below it: that place is set from ``new``
+      at the end, as is any place the view still lacks then;
+    - an operation past the view changes nothing in it.
+
+    The last word on a price wins. The view, completed, must then equal ``new`` (else None: the
+    caller compares the tops instead), so what is sent is exact whatever the operations were."""
+    view = old[:]
+    out: dict[bytes, bytes] = {}
+    try:
+        for kind, index, level in ops:
+            if index >= limit and kind != TRUNCATE:
+                continue  # past the view
+            if kind == REPLACE:
+                item = level[1:-1]
+                price = item[: item.index(b",")]
+                gone = view[index]
+                view[index] = out[price] = item
+                if not gone.startswith(price) and gone is not _UNSEEN:  # (a price ends with its quote)
+                    _leave(out, gone)
+            elif kind == INSERT:
+                if index > len(view):
+                    return None
+                item = level[1:-1]
+                view.insert(index, item)
+                out[item[: item.index(b",")]] = item
+                if len(view) > limit:
+                    _leave(out, view.pop())
+            elif kind == DELETE:
+                _leave(out, view.pop(index))
+                view.append(_UNSEEN)
+            elif index < len(view):  # TRUNCATE
+                for gone in view[index:]:
+                    _leave(out, gone)
+                del view[index:]
+    except (IndexError, ValueError):  # an index past the view, a level that is no item
+        return None
+    size = len(new)
+    if len(view) < size:
+        view += [_UNSEEN] * (size - len(view))
+    elif len(view) > size:
+        if any(gone is not _UNSEEN for gone in view[size:]):
+            return None
+        del view[size:]
+    if _UNSEEN in view:
+        for at in range(view.index(_UNSEEN), size):
+            if view[at] is _UNSEEN:
+                item = view[at] = new[at]
+                out[item[: item.index(b",")]] = item
+    if view != new:
+        return None
+    return tuple(out.values())
+
+
+def _leave(out: dict[bytes, bytes], gone: bytes) -> None:
+    """``gone`` left the client's view: its price goes to ``"0"`` (unless the client never had it)."""
+    if gone is not _UNSEEN:
+        price = gone[: gone.index(b",")]
+        out[price] = price + _ZERO
 
 
 def checksum(bids: Sequence[bytes], asks: Sequence[bytes]) -> int:
@@ -102,14 +210,19 @@ def truncated(snapshot: Snapshot, depth: int) -> bool:
 def diff(
     old: Snapshot, old_top: tuple[list[bytes], list[bytes]], new: Snapshot, depth: int
 ) -> tuple[Diff, tuple[list[bytes], list[bytes]]]:
-    """The diff from ``old`` (whose :func:`top` is ``old_top``) to ``new`` at ``depth``, and ``new``'s top."""
+    """The diff from ``old`` (whose :func:`top` is ``old_top``) to ``new`` at ``depth``, and ``new``'s top:
+    from the delta that made ``new`` of ``old`` when there is one (:func:`delta_changes`), else by
+    comparing the two tops."""
     new_top = bids, asks = top(new, depth)
+    changed = delta_changes(old, old_top, new, new_top, depth)
+    if changed is None:
+        changed = tuple(diff_side(old_top[0], bids)), tuple(diff_side(old_top[1], asks))
     changes = Diff(
         new.replica,
         old.update_id,
         new.update_id,
-        tuple(diff_side(old_top[0], bids)),
-        tuple(diff_side(old_top[1], asks)),
+        changed[0],
+        changed[1],
         checksum(bids, asks),
         truncated(new, depth),
         new.event_time,

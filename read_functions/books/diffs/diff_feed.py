@@ -7,12 +7,14 @@ A :class:`BookFeed` is the one cache watcher of a book for all the stream's clie
 process. On every change of the book (and once a second, since silence alone can disqualify a
 replica) it asks its entry which head a read would serve. When that head is a new one it takes one
 *step*: for each depth a client follows in diff mode (a :class:`Chain`), it diffs the new head's
-best levels against the last head's and renders the ``diff`` message once; then it tells each
-follower that the book moved. A follower (one client's subscription) only remembers the last step
-it sent (``seq``), so telling it costs nothing and a client that reads slowly never makes a queue:
-when it is ready it asks :meth:`BookFeed.catch_up`, and gets the step's shared message if it missed
-nothing, one merged diff (still exact) if it missed a few steps the chain still holds, or None,
-meaning "send a snapshot", when it missed more than :data:`MAX_MERGE` or the chain broke.
+best levels against the last head's (from the delta that made the new head of the last, when one
+did: :func:`~read_functions.books.diffs.book_diffs.diff`) and renders the ``diff`` message once;
+then it tells each follower that the book moved. A follower (one client's subscription) only
+remembers the last step it sent (``seq``), so telling it costs nothing and a client that reads
+slowly never makes a queue: when it is ready it asks :meth:`BookFeed.catch_up`, and gets the step's
+shared message if it missed nothing, one merged diff (still exact) if it missed a few steps the
+chain still holds, or None, meaning "send a snapshot", when it missed more than :data:`MAX_MERGE`
+or the chain broke.
 
 The chain breaks (a new *epoch*: every follower gets a snapshot) when the head served is another
 replica's, goes back in update id, or no head may be served (the book stopped being synced: the

@@ -20,8 +20,11 @@ from ladder_sdk._client.stream import StreamSession
 from ladder_sdk._client.watch import WatchSession
 
 from book_store.catalog import MarketInfo
-from book_store.codec import BookStatus
+from book_store.codec import BookStatus, SnapshotMeta, encode_snapshot
+from book_store.delta import encode_delta
 from book_store.schema import BookKey
+from ingest_nodes.core.book import OrderBook
+from ladder_process.clock import now_ms
 from read_functions.handlers.reads.multiplex import MultiStream
 from tests.read_functions.helpers import Stack, open_stack, snapshot
 from tests.waiting import wait_until
@@ -272,6 +275,73 @@ async def test_fifty_books_in_diff_mode_on_one_socket_equal_the_truth_throughout
     assert {r["result"] for r in client.acks[-1]["results"]} == {"resumed"}
     assert client.kinds["snapshot"] == snapshots, "resumed books get the diffs they missed, not snapshots"
     print(f"50 books: {client.checked} messages checked, {client.kinds}, merged {stream.merged}")
+    reader.cancel()
+    await socket.close()
+
+
+async def test_books_published_as_deltas_are_diffed_from_them_and_stay_equal_to_the_truth(
+    stack50: Stack,
+) -> None:
+    """As an ingest node publishes: a whole head, then deltas of it (its journal's positional
+    operations); the stream's diffs are made from them and every client book equals the truth."""
+    stack, books, rng = stack50, BOOKS[:10], random.Random(36)
+    venue = Venue(stack)
+    kept: dict[BookKey, tuple[OrderBook, list[int]]] = {}
+
+    def meta(update_id: int) -> SnapshotMeta:
+        published = now_ms()
+        return SnapshotMeta(update_id, published - 2, published - 1, published, 0, BookStatus.SYNCED)
+
+    def record(book: BookKey, order_book: OrderBook) -> None:
+        update_id = venue.update_ids[book]
+        rows = (
+            [list(level) for level in order_book.bids()[:DEPTH]],
+            [list(level) for level in order_book.asks()[:DEPTH]],
+        )
+        venue.truth[book, 0, update_id] = rows
+
+    for book in books:
+        order_book = OrderBook()
+        order_book.load([(str(1000 - i), "1") for i in range(60)], [(str(1001 + i), "1") for i in range(60)],
+                        bids_complete=True, asks_complete=True)  # fmt: skip
+        order_book.open_journal(LEVELS)
+        shown = [LEVELS, LEVELS]
+        venue.update_ids[book] = 1
+        head = encode_snapshot(meta(1), order_book.first_bids(LEVELS), order_book.first_asks(LEVELS))
+        stack.writer.put(book, 0, head)
+        kept[book] = (order_book, shown)
+        record(book, order_book)
+    await venue.drain()
+    headers = await _subscribe_tenant(stack)
+    client = Client(venue)
+    socket = await _connect(stack, headers)
+    await socket.send_str(_text(_subscribe(books)))
+    reader = asyncio.create_task(_read(socket, client))
+    await wait_until(lambda: _caught_up(client, venue, books), 10, "every book's snapshot")
+    for _ in range(15):
+        for book in books:
+            order_book, shown = kept[book]
+            for _event in range(rng.randint(1, 3)):  # near the touch, across the depth, past the head
+                order_book.apply(
+                    [(str(rng.randint(930, 1005)), str(rng.choice([0, 0, 1, 2, 3]))) for _ in range(8)],
+                    [(str(rng.randint(996, 1070)), str(rng.choice([0, 0, 1, 2, 3]))) for _ in range(8)],
+                )
+            journal = order_book.take_journal()
+            assert journal is not None
+            counts = min(LEVELS, len(order_book.bids())), min(LEVELS, len(order_book.asks()))
+            changes = (order_book.bid_changes(journal[0], shown[0], counts[0]),
+                       order_book.ask_changes(journal[1], shown[1], counts[1]))  # fmt: skip
+            update_id = venue.update_ids[book] = venue.update_ids[book] + 1
+            stack.writer.put_delta(
+                book, 0, encode_delta(meta(update_id), update_id - 1, 0, LEVELS, counts, *changes)
+            )
+            shown[:] = counts
+            record(book, order_book)
+        await venue.drain()
+        await asyncio.sleep(0.01)
+    await wait_until(lambda: _caught_up(client, venue, books), 10, "the deltas")
+    assert client.kinds["snapshot"] == len(books) and client.kinds["diff"] >= 10 * len(books)
+    assert stack.deps.books.doubts == 0
     reader.cancel()
     await socket.close()
 
