@@ -12,6 +12,14 @@ and retried later. Frames are parsed at the edge and routed by symbol to the one
 replica) this connection carries for that symbol; two replicas of one book never share a
 connection, so one connection's fault never takes every replica of a book down.
 
+A market may be another name of a venue book (the catalogue's ``MarketInfo.alias``: Coinbase's
+BTC-USDC is BTC-USD's book, and the venue labels the events of either subscription ``BTC-USD``).
+Such a route is carried under the venue book's name (``venue_name``): the connection subscribes
+that name and hands the route each of its events renamed to the route's own symbol. Two names of
+one venue book never ride one connection (the feed places them apart, as it does two replicas), so
+every event the venue labels has one route, and the venue is never asked for one book twice on a
+socket (Coinbase would then send the same stream twice, interleaved as it pleases).
+
 A venue that refuses the session itself (bad credentials, a connection limit) is not hammered:
 the connection remembers the refusal (``refused``, for the books' status), tells its routes, and
 waits ``REFUSED_RETRY_S`` before it tries again.
@@ -33,6 +41,7 @@ import random
 import time
 from collections import deque
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Final, Protocol
 
 import websockets
@@ -150,6 +159,10 @@ class StreamConnection:
         self._requests: deque[float] = deque()
         """When this socket sent its recent requests (a venue may allow so many an hour)."""
         self._routes: dict[str, Route] = {}
+        self._names: dict[str, str] = {}
+        """Each route's venue book name, by symbol (module docstring)."""
+        self._by_name: dict[str, tuple[str, Route]] = {}
+        """Each route with its symbol, by the venue book name its events carry."""
         self._subscribed: set[str] = set()
         self._again: set[str] = set()
         self._pending: dict[int, tuple[str, list[str]]] = {}
@@ -164,8 +177,9 @@ class StreamConnection:
 
     # -- routes ---------------------------------------------------------------------------------
 
-    def carries(self, symbol: str) -> bool:
-        return symbol in self._routes
+    def carries(self, venue_name: str) -> bool:
+        """True when a route of the venue book ``venue_name`` (under any of its names) rides here."""
+        return venue_name in self._by_name
 
     @property
     def has_room(self) -> bool:
@@ -183,15 +197,27 @@ class StreamConnection:
         """The routes carried now (a copy: handing over changes them)."""
         return list(self._routes.items())
 
-    def add(self, symbol: str, route: Route) -> None:
-        """Carry ``symbol``'s stream to ``route`` (subscribed with the next paced batch)."""
+    def add(self, symbol: str, route: Route, venue_name: str | None = None) -> None:
+        """Carry ``symbol``'s stream to ``route`` (subscribed with the next paced batch) under the
+        venue book's name ``venue_name`` (None: its own); another name of that book may not ride here."""
+        name = symbol if venue_name is None else venue_name
+        held = self._by_name.get(name)
+        if held is not None and held[0] != symbol:
+            raise ValueError(f"{self.name}: {held[0]} already carries the venue book {name}, not {symbol}")
         self._routes[symbol] = route
+        self._names[symbol] = name
+        self._by_name[name] = (symbol, route)
         self._emptied.clear()
         self._changed.set()
+
+    def venue_name(self, symbol: str) -> str:
+        """The name the venue gives the book ``symbol`` rides under here (its own, unless an alias)."""
+        return self._names.get(symbol, symbol)
 
     def remove(self, symbol: str) -> None:
         """Stop carrying ``symbol`` (a retiring connection keeps its subscription until it closes)."""
         self._routes.pop(symbol, None)
+        self._by_name.pop(self._names.pop(symbol, symbol), None)
         if not self._routes:
             self._emptied.set()
         if not self.retiring:
@@ -202,7 +228,7 @@ class StreamConnection:
         Kraken, Coinbase) sends the whole book on a subscribe, so this is how such a book is rebuilt."""
         route = self._routes.get(symbol)
         if route is not None and not self.retiring:
-            self._again.add(self.venue.topic(symbol, route.depth))
+            self._again.add(self.venue.topic(self._names[symbol], route.depth))
             self._changed.set()
 
     def depth_changed(self) -> None:
@@ -311,9 +337,10 @@ class StreamConnection:
             return
         for event in events:
             if type(event) is DepthUpdate:
-                route = self._routes.get(event.symbol)
-                if route is not None:
-                    route.on_update(event, self)
+                routed = self._by_name.get(event.symbol)
+                if routed is not None:
+                    symbol, route = routed
+                    route.on_update(event if symbol == event.symbol else replace(event, symbol=symbol), self)
             elif isinstance(event, Acked):
                 if event.request_id is not None:
                     self._pending.pop(event.request_id, None)
@@ -395,7 +422,8 @@ class StreamConnection:
             self._changed.clear()
             if self.retiring:
                 continue
-            wanted = {self.venue.topic(symbol, route.depth) for symbol, route in self._routes.items()}
+            names = self._names
+            wanted = {self.venue.topic(names[symbol], route.depth) for symbol, route in self._routes.items()}
             again, self._again = self._again & self._subscribed & wanted, set()
             gone = (self._subscribed - wanted) | again
             await self._send_batches(ws, subscribe=False, topics=gone, pause=pause)

@@ -1,7 +1,10 @@
 """All venue connections of one exchange on this node: which replica rides on which, and rollovers.
 
-Placement: a replica goes on the first connection with room that does not carry its symbol yet
-(so two replicas of one book on one node always ride on different sockets), else on a new one.
+Placement: a replica goes on the first connection with room that does not carry its venue book
+yet (so two replicas of one book on one node always ride on different sockets), else on a new one.
+A market the catalogue lists as another name of a venue book (``aliases``: Coinbase's BTC-USDC is
+BTC-USD's book) rides under that book's name, so it is placed apart from the book's own replicas
+too (``connection.py`` says why).
 
 Rollover (make-before-break): a connection that reaches its age limit, or hears ``serverShutdown``,
 asks the feed to replace it. The feed opens a successor in its place, adds every route of the old
@@ -70,15 +73,22 @@ class ExchangeFeed:
         self._opened = 0
         self._credentials = None if credentials is None else list(credentials)
         self._waiting: dict[BookReplica, None] = {}
+        self.aliases: dict[str, str] = {}
+        """Market -> the market whose venue book it is, from the catalogue (the node keeps it current)."""
 
     @property
     def connections(self) -> list[StreamConnection]:
         """Every open connection, retiring ones included."""
         return [*self._active, *self._retiring]
 
+    def venue_name(self, symbol: str) -> str:
+        """The name the venue gives ``symbol``'s book: the book it is an alias of, or its own."""
+        return self.aliases.get(symbol, symbol)
+
     def attach(self, replica: BookReplica) -> None:
+        name = self.venue_name(replica.symbol)
         for connection in self._active:
-            if connection.has_room and not connection.carries(replica.symbol):
+            if connection.has_room and not connection.carries(name):
                 break
         else:
             credential = self._free_credential()
@@ -89,7 +99,7 @@ class ExchangeFeed:
             connection = self._new_connection(credential)
             self._active.append(connection)
             connection.start()
-        connection.add(replica.symbol, replica)
+        connection.add(replica.symbol, replica, name)
         replica.source = connection
 
     def set_credentials(self, credentials: Sequence[Credential]) -> None:
@@ -154,7 +164,7 @@ class ExchangeFeed:
         log.info("%s: handing %d books over to %s (%s)", old.name, len(old), successor.name, reason)
         routes = old.routes()
         for symbol, route in routes:
-            successor.add(symbol, route)
+            successor.add(symbol, route, old.venue_name(symbol))
         successor.start()
         for _symbol, route in routes:
             route.begin_handover(old, successor)

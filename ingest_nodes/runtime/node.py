@@ -57,7 +57,7 @@ from ingest_nodes.runtime.exchange import ExchangeRuntime, build_exchange
 from ingest_nodes.runtime.publisher import Publisher
 from ingest_nodes.runtime.replica import BookReplica
 from ingest_nodes.settings import IngestSettings
-from ingest_nodes.venues.catalog import CatalogRefresher
+from ingest_nodes.venues.catalog import CatalogAliases, CatalogRefresher
 from ingest_nodes.venues.registry import exchange_specs
 from ladder_process.clock import now_ms
 from ladder_process.errors import StoreError
@@ -167,6 +167,9 @@ class IngestNode:
         stats_ttl_s = max(30, int(10 * settings.stats_interval_s))
         self._reporter = StatsReporter(client, self.node_id, ttl_s=stats_ttl_s)
         self.replicas: dict[ReplicaId, BookReplica] = {}
+        self._aliases = CatalogAliases(client)
+        self._changing = asyncio.Lock()
+        """Held while the running replicas change (assignments applied, aliases followed)."""
         self.retired: dict[str, ReplicaStats] = {}
         """Per exchange, the summed stats of the replicas that stopped here (telemetry's counters)."""
         self._emptied = asyncio.Event()
@@ -356,25 +359,26 @@ class IngestNode:
 
     async def _apply(self, assigned: list[ReplicaAssignment]) -> None:
         """Start what we were assigned and do not run; stop what we run and were not assigned."""
-        wanted = {
-            (BookKey(a.exchange, a.market), a.replica): a.depth
-            for a in assigned
-            if a.exchange in self.exchanges
-        }
-        for key in self.replicas.keys() - wanted.keys():
-            await self._stop_replica(key)
-        for exchange in self._leases:
-            # One key per connection, and two replicas of a book never share one.
-            per_book = Counter(book.market for book, _replica in wanted if book.exchange == exchange)
-            self._keys_needed[exchange] = max(per_book.values(), default=0)
-        await self._hold_credentials()
-        for key, runner in self.replicas.items():
-            runner.set_depth(wanted[key])
-        for key in sorted(
-            wanted.keys() - self.replicas.keys(), key=lambda k: (k[0].exchange, k[0].market, k[1])
-        ):
-            self._start_replica(*key, depth=wanted[key])
-        self._assignments_read = True
+        async with self._changing:  # the catalogue's aliases restart replicas too
+            wanted = {
+                (BookKey(a.exchange, a.market), a.replica): a.depth
+                for a in assigned
+                if a.exchange in self.exchanges
+            }
+            for key in self.replicas.keys() - wanted.keys():
+                await self._stop_replica(key)
+            for exchange in self._leases:
+                # One key per connection, and two replicas of a book never share one.
+                per_book = Counter(book.market for book, _replica in wanted if book.exchange == exchange)
+                self._keys_needed[exchange] = max(per_book.values(), default=0)
+            await self._hold_credentials()
+            for key, runner in self.replicas.items():
+                runner.set_depth(wanted[key])
+            new = wanted.keys() - self.replicas.keys()
+            await self._follow_aliases({book.exchange for book, _replica in new})  # before they subscribe
+            for key in sorted(new, key=lambda k: (k[0].exchange, k[0].market, k[1])):
+                self._start_replica(*key, depth=wanted[key])
+            self._assignments_read = True
 
     async def _hold_credentials(self) -> None:
         """Lease (and renew) the venue credentials the assigned replicas need; hand them to the feeds."""
@@ -573,6 +577,32 @@ class IngestNode:
 
     # -- market catalog -------------------------------------------------------------------------
 
+    async def _follow_aliases(self, exchanges: Iterable[str]) -> None:
+        """Give each feed its catalogue's aliases (a market subscribed under the name of the venue
+        book it is, ``feed.py``); a running replica whose venue book name changed starts over.
+        A store out of reach keeps the aliases as they were."""
+        for exchange_id in exchanges:
+            try:
+                aliases = await self._aliases.changed(exchange_id)
+            except (RedisError, StoreError, OSError) as exc:
+                log.warning("%s: aliases not read: store unreachable (%s)", exchange_id, type(exc).__name__)
+                continue
+            feed = self.exchanges[exchange_id].feed
+            if aliases is None or aliases == feed.aliases:
+                continue
+            before, feed.aliases = feed.aliases, aliases
+            renamed = [
+                key
+                for key in self.replicas
+                if key[0].exchange == exchange_id and before.get(key[0].market) != aliases.get(key[0].market)
+            ]
+            for key in renamed:
+                depth = self.replicas[key].depth
+                await self._stop_replica(key)
+                self._start_replica(*key, depth=depth)
+            if renamed:
+                log.info("%s: %d replicas start over under a new venue book name", exchange_id, len(renamed))
+
     async def _catalog_loop(self) -> None:
         refresher = CatalogRefresher(self._client, self.node_id, refresh_s=self.settings.catalog_refresh_s)
         while True:
@@ -584,6 +614,8 @@ class IngestNode:
                         await refresher.refresh(exchange_id, exchange.rest.markets)
             except (RedisError, OSError) as exc:
                 log.warning("market catalog not refreshed: store unreachable (%s)", type(exc).__name__)
+            async with self._changing:
+                await self._follow_aliases(self.exchanges)
             # A catalog another node refreshed within the interval costs one SET NX to skip, and a
             # book store that restarted empty gets its catalog back within seconds, not an interval.
             await asyncio.sleep(min(self.settings.catalog_refresh_s, CATALOG_CHECK_S))

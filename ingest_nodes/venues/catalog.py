@@ -14,12 +14,17 @@ Each attempt's outcome is recorded as the exchange's :class:`~book_store.catalog
 next attempt's time), which the read API reports in ``/readyz`` and in its answer to a subscription
 the catalog cannot check yet. The log says each change once, for the whole cluster: the node whose
 attempt changes the phase or the reason logs it; repeating the same failure logs nothing.
+
+Every node also follows each catalog's aliases (:class:`CatalogAliases`): a market that is another
+name of a venue book (Coinbase's BTC-USDC of BTC-USD) is subscribed under that book's name, so the
+node must know it before its replicas subscribe. The stored digest says when a catalog changed, so
+following costs one read per exchange until it does.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 
 from book_store.catalog import CatalogState, MarketCatalog, MarketInfo
 from book_store.connect import StoreClient
@@ -128,3 +133,26 @@ class CatalogRefresher:
             )  # fmt: skip
         else:
             log.debug("%s: market catalog still unavailable (%d failures)", state.exchange, state.failures)
+
+
+def aliases_of(markets: Iterable[MarketInfo]) -> dict[str, str]:
+    """Market -> the market whose venue book it is, for each market listed as an alias."""
+    return {m.market: m.alias for m in markets if m.alias}
+
+
+class CatalogAliases:
+    """Each exchange's aliases as its stored catalog lists them (read again only once it changed)."""
+
+    def __init__(self, client: StoreClient) -> None:
+        self._catalog = MarketCatalog(client)
+        self._digests: dict[str, bytes | None] = {}
+
+    async def changed(self, exchange: str) -> dict[str, str] | None:
+        """The exchange's aliases if its catalog changed since the last call (the first call: always);
+        None when it did not. No catalog yet: no aliases."""
+        digest = await self._catalog.digest(exchange)
+        if exchange in self._digests and self._digests[exchange] == digest:
+            return None
+        markets = [] if digest is None else await self._catalog.markets(exchange)
+        self._digests[exchange] = digest
+        return aliases_of(markets)

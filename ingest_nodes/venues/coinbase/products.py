@@ -15,7 +15,9 @@ unified book" (BTC-USDC's is ``BTC-USD``), and that product's ``alias_to`` names
 (``["BTC-USDC"]``); a product that is no alias has ``"alias": ""``. The alias is kept in the
 market's row (``MarketInfo.alias``) when it names another product of the same list that is no
 alias itself (the unified book), so a consolidated book that holds both never counts the book
-twice. ``alias_to`` says the same from the other side and is not needed.
+twice, and the node subscribes the alias under the book's name (the WebSocket labels an alias's
+events with the book's product id; ``runtime/connection.py``). ``alias_to`` says the same from the
+other side and is not needed.
 """
 
 from __future__ import annotations

@@ -15,6 +15,9 @@ dropped and every book of the connection resubscribed. A heartbeat in an unbroke
 every book of the connection is current (``Heartbeat``), so a quiet book stays served. A frame
 that cannot be read broke the numbering just as surely, so it costs every book at once
 (``sequenced`` False).
+
+A USDC alias (BTC-USDC of BTC-USD) is subscribed as the book it names, whose product id labels its
+events whichever name was subscribed: the runtime does the renaming (``runtime/connection.py``).
 """
 
 from __future__ import annotations

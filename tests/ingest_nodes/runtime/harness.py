@@ -23,6 +23,7 @@ from ingest_nodes.core.engine import BookEngine
 from ingest_nodes.ops.checkpoints import CheckpointLog
 from ingest_nodes.ops.telemetry import IngestTelemetry
 from ingest_nodes.runtime.exchange import ExchangeRuntime, build_exchange
+from ingest_nodes.runtime.node import IngestNode
 from ingest_nodes.runtime.publisher import Publisher
 from ingest_nodes.runtime.replica import BookReplica
 from ingest_nodes.settings import IngestSettings
@@ -163,12 +164,16 @@ class Harness:
         await self.writer.close()
         await self.checkpoints.drain()
 
-    async def truth(self, replica: BookReplica) -> tuple[int, list[list[str]], list[list[str]]]:
-        """The venue's book at the replica's current update id, or for a venue without ids at the
-        time of the last message it applied (taken at once, no await before)."""
+    async def truth(
+        self, replica: BookReplica, book: str | None = None
+    ) -> tuple[int, list[list[str]], list[list[str]]]:
+        """The venue's book (``book``: the one the replica's market is an alias of) at the replica's
+        current update id, or for a venue without ids at the time of the last message it applied
+        (taken at once, no await before)."""
         update_id = replica.engine.update_id
         assert update_id is not None, "the replica is not synced"
-        params: dict[str, str | int] = {"venue": VENUE_OF[replica.book.exchange], "symbol": replica.symbol}
+        venue, symbol = VENUE_OF[replica.book.exchange], book or replica.symbol
+        params: dict[str, str | int] = {"venue": venue, "symbol": symbol}
         if replica.book.exchange in NO_IDS:
             assert replica.engine.event_time is not None
             params["at_ms"] = replica.engine.event_time
@@ -233,3 +238,18 @@ async def running(config: VenueConfig, client: StoreClient, **settings: Any) -> 
                 await harness.close()
     finally:
         await venue.stop()
+
+
+@asynccontextmanager
+async def running_node(
+    settings: IngestSettings, client: StoreClient, session: aiohttp.ClientSession
+) -> AsyncIterator[IngestNode]:
+    """A whole ingest node running on ``client`` (leaving without a drain when the block ends)."""
+    stop = asyncio.Event()
+    node = IngestNode(settings, client, session)
+    task = asyncio.create_task(node.run(stop, drain=lambda: False))
+    try:
+        yield node
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 15)

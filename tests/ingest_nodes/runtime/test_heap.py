@@ -9,7 +9,6 @@ heap it would have had to reclaim.
 
 from __future__ import annotations
 
-import asyncio
 import gc
 from collections import Counter
 
@@ -19,10 +18,9 @@ import redis.asyncio as redis
 from control_plane.models import ReplicaAssignment
 from control_plane.stores.redis import RedisControlStore
 from fake_venue import FakeVenue
-from ingest_nodes.runtime.node import IngestNode
 from tests.fake_venue.conftest import small_config
 from tests.heap import cyclic_garbage_of
-from tests.ingest_nodes.runtime.harness import spot_node_settings
+from tests.ingest_nodes.runtime.harness import running_node, spot_node_settings
 from tests.waiting import wait_until
 
 NODE = "heap-node"
@@ -45,11 +43,8 @@ async def test_stopped_replicas_replaced_lanes_and_resyncs_leave_no_cyclic_garba
     assigned = [ReplicaAssignment("binance.com", name, r, NODE) for name in names for r in (1, 2)]
     control = RedisControlStore(redis_client)
     await control.replace_assignments(NODE, assigned)
-    stop = asyncio.Event()
     try:
-        async with aiohttp.ClientSession() as session:
-            node = IngestNode(settings, redis_client, session)
-            task = asyncio.create_task(node.run(stop, drain=lambda: False))
+        async with aiohttp.ClientSession() as session, running_node(settings, redis_client, session) as node:
             try:
                 await wait_until(
                     lambda: (
@@ -79,7 +74,5 @@ async def test_stopped_replicas_replaced_lanes_and_resyncs_leave_no_cyclic_garba
                 assert cyclic_garbage_of(frozen, OURS) == Counter()
             finally:
                 gc.unfreeze()
-                stop.set()
-                await asyncio.wait_for(task, 15)
     finally:
         await venue.stop()

@@ -98,6 +98,27 @@ async def test_coinbase_books_are_true_while_the_venue_moves(redis_client: redis
             assert replica.engine.checksum is None, "Coinbase sends no checksum: none is shown"
 
 
+async def test_a_coinbase_alias_syncs_from_its_books_stream_apart_from_the_book(
+    redis_client: redis.Redis,
+) -> None:
+    """BTC-USDC, the catalogue's alias of BTC-USD, rides under BTC-USD's name (the venue labels the
+    events of either subscription ``BTC-USD``): each of the two books syncs on a connection of its
+    own and equals the venue's BTC-USD book at every message."""
+    async with running(CONFIG, redis_client, exchanges=COINBASE) as harness:
+        feed = harness.exchanges[COINBASE].feed
+        feed.aliases = {"BTC-USDC": "BTC-USD"}
+        alias, book = harness.replica(COINBASE, "BTC-USDC"), harness.replica(COINBASE, "BTC-USD")
+        await wait_synced([alias, book])
+        assert alias.source is not None and book.source is not None and alias.source is not book.source
+        assert alias.source.venue_name("BTC-USDC") == "BTC-USD" and alias.source.carries("BTC-USD")
+        for _ in range(5):
+            for replica in (alias, book):
+                assert replica.engine.synced
+                await harness.truth(replica, "BTC-USD")
+            await asyncio.sleep(0.05)
+        assert alias.stats.events > 5 and not alias.stats.resyncs
+
+
 async def test_heartbeats_keep_a_quiet_book_served_and_confirmed(redis_client: redis.Redis) -> None:
     config = venue_config(kraken_symbols=4, coinbase_symbols=4, heartbeat_s=0.2)
     async with running(config, redis_client, exchanges="kraken,coinbase", stale_after_ms=400) as harness:
