@@ -18,9 +18,11 @@ whole book (``level2`` has no depth limit).
 Coinbase lists its USDC products as aliases of its USD books: ``BTC-USDC`` has ``"alias":
 "BTC-USD"`` and ``BTC-USD`` has ``"alias_to": ["BTC-USDC"]``, one book under two product ids. So
 does this venue (:data:`USDC_ALIASES`): a client subscribed to ``BTC-USDC`` gets ``BTC-USD``'s book,
-every snapshot and update of it, named ``BTC-USDC``. (The real venue is reported to name an
-alias's events by the book's own product id, ``BTC-USD``; here each product subscribed is named
-as subscribed.) ``timestamp`` is the update's time, at least a
+every snapshot and update of it, labelled as the real venue labels them: by the book's own product
+id, ``BTC-USD`` (the Advanced Trade docs: "-USDC product IDs other than USDT-USDC and EURC-USDC
+return the same data as the matching -USD product"). A connection subscribed to both names gets
+every message twice, once for each subscription, each with its own number, as the real venue is
+reported to send "the same BTC-USD stream twice". ``timestamp`` is the update's time, at least a
 millisecond after the product's previous one, so the truth can be asked for by the millisecond a
 client saw; a snapshot carries the time of the book's latest update.
 """
@@ -154,7 +156,7 @@ class CoinbaseVenue(BookStreamVenue[CoinbaseConnection, Numbered]):
             book = market.book
             levels = [*self._levels(market, book.bids.levels(), "bid", EPOCH),
                       *self._levels(market, book.asks.levels(), "offer", EPOCH)]  # fmt: skip
-            event = {"type": "snapshot", "product_id": product, "updates": levels}
+            event = {"type": "snapshot", "product_id": market.name, "updates": levels}
             conn.send_numbered(numbered("l2_data", market.last_t_ns, [event]), product)
 
     def drop_books(self, conn: CoinbaseConnection, names: list[str]) -> None:
@@ -176,10 +178,11 @@ class CoinbaseVenue(BookStreamVenue[CoinbaseConnection, Numbered]):
         )
 
     def deliver(self, market: Market, out: Numbered, conns: list[CoinbaseConnection]) -> int:
-        """To ``conns`` (the book's listeners), and to its aliases' listeners under their names."""
+        """To ``conns`` (the book's listeners), and as it is, labelled with the book's product id, to
+        its aliases' listeners."""
         sent = self._deliver(market.name, out, conns)
         for alias in self._aliases_of.get(market.name, ()):
-            sent += self._deliver(alias, _renamed(out, market.name, alias), self.listeners_of(alias))
+            sent += self._deliver(alias, out, self.listeners_of(alias))
         return sent
 
     def _deliver(self, product: str, out: Numbered, conns: list[CoinbaseConnection]) -> int:
@@ -257,10 +260,3 @@ class CoinbaseVenue(BookStreamVenue[CoinbaseConnection, Numbered]):
                 conn.heartbeat_counter += 1
                 event = {"current_time": rfc3339_ns(now_ns), "heartbeat_counter": str(conn.heartbeat_counter)}
                 conn.send_numbered(numbered("heartbeats", now_ns, [event]))
-
-
-def _renamed(out: Numbered, product: str, alias: str) -> Numbered:
-    """``out`` (one product's message, encoded once) named ``alias`` instead: its one event's
-    ``product_id`` is the only place a message names its product."""
-    before, after = b'"product_id":"%b"' % product.encode(), b'"product_id":"%b"' % alias.encode()
-    return out[0], out[1].replace(before, after, 1)

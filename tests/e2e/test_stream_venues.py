@@ -62,15 +62,18 @@ def store(stack: Stack) -> Iterator[SyncClient]:
 # -- helpers ---------------------------------------------------------------------------------------
 
 
-def read(stack: Stack, key: str, exchange: str, market: str, checked: int = DEPTH) -> dict[str, Any]:
-    """One read; a synced answer is checked against the truth as of its ``event_time``, ``checked``
-    levels deep (a side shorter than that and not ``truncated`` must be the venue's whole side)."""
+def read(
+    stack: Stack, key: str, exchange: str, market: str, checked: int = DEPTH, book_of: str | None = None
+) -> dict[str, Any]:
+    """One read; a synced answer is checked against the truth (of ``book_of``, the venue book the
+    market is an alias of, if given) as of its ``event_time``, ``checked`` levels deep (a side
+    shorter than that and not ``truncated`` must be the venue's whole side)."""
     response = stack.call(key, "GET", path(exchange, market), params={"depth": DEPTH})
     if response.status_code != 200:
         return {"http": response.status_code, "status": response.json()["error"]["code"]}
     book = response.json()
     assert book["status"] == "synced", book
-    params = {"venue": exchange, "symbol": market, "at_ms": book["event_time"]}
+    params = {"venue": exchange, "symbol": book_of or market, "at_ms": book["event_time"]}
     truth = stack.http.get(f"{stack.venue}/_fake/book", params=params)
     assert truth.status_code == 200, truth.text
     true_book = truth.json()
@@ -86,12 +89,18 @@ def read(stack: Stack, key: str, exchange: str, market: str, checked: int = DEPT
 
 
 def watch(
-    stack: Stack, key: str, exchange: str, market: str, seconds: float, checked: int = DEPTH
+    stack: Stack,
+    key: str,
+    exchange: str,
+    market: str,
+    seconds: float,
+    checked: int = DEPTH,
+    book_of: str | None = None,
 ) -> list[dict[str, Any]]:
     answers = []
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        answers.append(read(stack, key, exchange, market, checked))
+        answers.append(read(stack, key, exchange, market, checked, book_of))
         time.sleep(0.01)
     return answers
 
@@ -308,3 +317,31 @@ def test_every_route_a_binance_book_has(stack: Stack, key: str, exchange: str, m
         key, "GET", "/get_asks", params={"exchange": exchange, "market": markets[0], "limit_count": 3}
     )
     assert raw.status_code == 200 and raw.json()["result"] == "OK" and len(raw.json()["asks"]) == 3
+
+
+# -- Coinbase's USDC aliases (run last: they put more connections on BTC-USD) -----------------------
+
+
+def test_a_coinbase_usdc_alias_alone_is_served_from_its_usd_books_stream(
+    stack: Stack, store: SyncClient
+) -> None:
+    """The fake labels the events of a BTC-USDC subscription ``BTC-USD``, as the real venue does: a
+    tenant holding only BTC-USDC gets a synced book equal to the venue's BTC-USD book at every
+    answer's ``event_time``."""
+    alone = stack.tenant_key(
+        "usdc-alone", max_markets=1, max_replicas=2, rate_limit_rps=100_000, burst=100_000
+    )
+    start_book(stack, alone, store, COINBASE, "BTC-USDC")
+    answers = watch(stack, alone, COINBASE, "BTC-USDC", 1.5, book_of="BTC-USD")
+    assert len(answers) > 10 and all(a["http"] == 200 for a in answers)
+    assert len({a["event_time"] for a in answers}) > 1, "the book moved while it was read"
+    assert connections(stack, COINBASE, "BTC-USDC") == [], "subscribed as the venue book, BTC-USD"
+
+
+def test_a_tenant_holding_both_names_gets_both_books_synced_and_true(stack: Stack, store: SyncClient) -> None:
+    both = stack.tenant_key("usdc-both", max_markets=2, max_replicas=2, rate_limit_rps=100_000, burst=100_000)
+    for market in ("BTC-USD", "BTC-USDC"):
+        start_book(stack, both, store, COINBASE, market)
+    for market in ("BTC-USD", "BTC-USDC"):
+        answers = watch(stack, both, COINBASE, market, 0.75, book_of="BTC-USD")
+        assert all(a["http"] == 200 for a in answers), market

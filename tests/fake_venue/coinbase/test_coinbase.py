@@ -103,28 +103,48 @@ async def test_losses_take_their_numbers_and_a_duplicate_keeps_its_own(
     await client.ws.close()
 
 
-async def test_a_usdc_alias_is_the_usd_book_under_another_name(
+async def test_a_usdc_alias_is_the_usd_book_labelled_with_its_product_id(
     venue: FakeVenue, http: aiohttp.ClientSession
 ) -> None:
     """Listed with ``alias`` (and its book with ``alias_to``), BTC-USDC's snapshot and updates are
-    BTC-USD's, named BTC-USDC; a loss of the book takes its numbers from both names' listeners."""
+    BTC-USD's, labelled ``BTC-USD`` as the real venue labels them."""
     _, _, body = await get_json(http, f"{venue.url}/api/v3/brokerage/market/products?product_type=SPOT")
     rows = {p["product_id"]: p for p in body["products"]}
     assert (rows["BTC-USDC"]["alias"], rows["BTC-USDC"]["quote_currency_id"]) == ("BTC-USD", "USDC")
     assert (rows["BTC-USD"]["alias"], rows["BTC-USD"]["alias_to"]) == ("", ["BTC-USDC"])
     assert rows["ETH-USD"]["alias_to"] == [] and body["products"][-1]["product_id"] == "BTC-USDC"
-    client = await subscribed(http, venue, "BTC-USD", "BTC-USDC")
-    books: dict[str, DecimalBook] = {}
-    while len(books) < 2 or client.last is None or client.last < 30:
+    client = await subscribed(http, venue, "BTC-USDC")
+    book: DecimalBook | None = None
+    while book is None or client.last is None or client.last < 30:
         message = await client.next("l2_data")
         [event] = message["events"]
-        product = event["product_id"]
+        assert event["product_id"] == "BTC-USD"
         if event["type"] == "snapshot":
-            books[product] = DecimalBook(*book_of(event))
+            book = DecimalBook(*book_of(event))
         else:
-            books[product].apply(*book_of(event))
-        truth_now = await truth(http, venue, "BTC-USD", rfc3339_to_ms(message["timestamp"]))
-        assert books[product].same_as(truth_now), product
+            assert book is not None
+            book.apply(*book_of(event))
+        assert book.same_as(await truth(http, venue, "BTC-USD", rfc3339_to_ms(message["timestamp"])))
+    assert client.breaks == []
+    await client.ws.close()
+
+
+async def test_both_names_on_one_socket_get_the_book_twice(
+    venue: FakeVenue, http: aiohttp.ClientSession
+) -> None:
+    """Subscribed under both names, a connection gets two snapshots and every update twice, each
+    message labelled ``BTC-USD`` and numbered; a loss of the book takes both numbers."""
+    client = await subscribed(http, venue, "BTC-USD", "BTC-USDC")
+    snapshots, updates = 0, list[tuple[str, Any]]()
+    while snapshots < 2 or len(updates) < 20:
+        message = await client.next("l2_data")
+        [event] = message["events"]
+        assert event["product_id"] == "BTC-USD"
+        if event["type"] == "snapshot":
+            snapshots += 1
+        else:
+            updates.append((message["timestamp"], event["updates"]))
+    assert updates[0::2][:9] == updates[1::2][:9]  # each update, then the same again
     assert client.breaks == []
     await control(http, venue, action="gap", venue="coinbase", symbol="BTC-USD")
     await client.next("l2_data")
