@@ -165,7 +165,14 @@ CONSOLIDATED = {
             "code": "book_not_synced",
             "message": "no",
             "status": "resyncing",
-        }
+        },
+        {
+            "exchange": "coinbase",
+            "market": "BTC-USDC",
+            "code": "alias",
+            "message": "another name of coinbase BTC-USD, merged once",
+            "alias_of": "BTC-USD",
+        },
     ],
     "crossed": False,
     "truncated": False,
@@ -405,8 +412,9 @@ def test_consolidated_answers_are_read_in_full_and_price_a_fill_exactly(server: 
         top, missing = client.consolidated_tops(["BTC-USDT", "LTC-USDT"])
         pair = client.subscribe_pair("BTC-USDT", ["okx", "alpaca-crypto"])
     assert [b.id for b in merged.books] == ["binance.com:BTCUSDT", "okx:BTC-USDT"]
-    assert [(b.exchange, b.code, b.status) for b in merged.left_out] == [
-        ("bybit", "book_not_synced", "resyncing")
+    assert [(b.exchange, b.code, b.status, b.alias_of) for b in merged.left_out] == [
+        ("bybit", "book_not_synced", "resyncing", None),
+        ("coinbase", "alias", None, "BTC-USD"),
     ]
     best = merged.best_bid
     assert best is not None and best.quantity == Decimal("1.5")

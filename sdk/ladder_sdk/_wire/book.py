@@ -206,13 +206,16 @@ class MergedBook:
 @dataclass(frozen=True, slots=True)
 class LeftOut:
     """A book (or a venue, `market` None: it lists no such market) named but not merged, and why:
-    the `code` and `message` a read of it alone would have got, its `status` when it is not synced."""
+    the `code` and `message` a read of it alone would have got, its `status` when it is not synced,
+    and `alias_of` (code `alias`) the market merged in its place when it is another name of that
+    venue book (Coinbase's USDC products are its USD books)."""
 
     exchange: str
     market: str | None
     code: str
     message: str
     status: str | None = None
+    alias_of: str | None = None
 
 
 @dataclass(frozen=True)

@@ -404,6 +404,7 @@ def _left_out(fields: _Fields) -> tuple[LeftOut, ...]:
                 code=entry.text("code"),
                 message=entry.text("message"),
                 status=entry.optional_text("status"),
+                alias_of=entry.optional_text("alias_of"),
             )
         )
     return tuple(left)
