@@ -96,20 +96,7 @@ class Pipeline:
         """Bytes of the change messages the writer was handed (what the change channel carries)."""
         self._count_changes()
         s = self.settings
-        self.publisher = Publisher(
-            self.writer,
-            telemetry=self.telemetry,
-            head_levels=s.head_levels,
-            deep_levels_per_s=s.deep_levels_per_s,
-            publish_interval_ms=s.publish_interval_ms,
-            keepalive_ms=s.keepalive_ms,
-            stale_after_ms=s.stale_after_ms,
-            resyncing_keepalive_ms=s.resyncing_keepalive_ms,
-            quiet_keepalive_ms=s.quiet_keepalive_ms,
-            node=1,
-            lag_stale_ms=s.lag_stale_ms,
-            shed_lag_ms=s.shed_lag_ms,
-        )
+        self.publisher = Publisher.from_settings(self.writer, telemetry=self.telemetry, settings=s, node=1)
         self.spec = exchange_specs(s)[EXCHANGE]
         self.venue = self.spec.stream(None)
         self.checkpoints = CheckpointLog(self.client, every=s.checkpoint_every, levels=s.checkpoint_levels)

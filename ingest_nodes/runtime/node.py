@@ -126,20 +126,8 @@ class IngestNode:
             node=self.node_tag,
             on_flush=self.telemetry.flushed,
         )
-        self.publisher = Publisher(
-            self._writer,
-            telemetry=self.telemetry,
-            head_levels=settings.head_levels,
-            deep_levels_per_s=settings.deep_levels_per_s,
-            publish_interval_ms=settings.publish_interval_ms,
-            keepalive_ms=settings.keepalive_ms,
-            stale_after_ms=settings.stale_after_ms,
-            resyncing_keepalive_ms=settings.resyncing_keepalive_ms,
-            quiet_keepalive_ms=settings.quiet_keepalive_ms,
-            node=self.node_tag,
-            lag_stale_ms=settings.lag_stale_ms,
-            shed_lag_ms=settings.shed_lag_ms,
-            shed_publish_ms=settings.shed_publish_ms,
+        self.publisher = Publisher.from_settings(
+            self._writer, telemetry=self.telemetry, settings=settings, node=self.node_tag
         )
         self._shedding = False
         specs = exchange_specs(settings)

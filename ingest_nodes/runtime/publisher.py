@@ -88,6 +88,7 @@ from ingest_nodes.core.engine import BookEngine
 from ingest_nodes.core.lag import LagWatch
 from ingest_nodes.core.stall_watch import Rhythm
 from ingest_nodes.ops.telemetry import IngestTelemetry
+from ingest_nodes.settings import IngestSettings
 from ladder_process.clock import now_ms
 from ladder_process.sweeps import in_slices
 
@@ -173,6 +174,28 @@ class _DeepEncode:
 
 class Publisher:
     """Encodes and writes the snapshots of every replica on this node."""
+
+    @classmethod
+    def from_settings(
+        cls, writer: BookWriter, *, telemetry: IngestTelemetry, settings: IngestSettings, node: int
+    ) -> Publisher:
+        """The publisher a node with ``settings`` runs (the node and the benchmarks build it here, so
+        a new setting reaches both)."""
+        return cls(
+            writer,
+            telemetry=telemetry,
+            head_levels=settings.head_levels,
+            deep_levels_per_s=settings.deep_levels_per_s,
+            publish_interval_ms=settings.publish_interval_ms,
+            keepalive_ms=settings.keepalive_ms,
+            stale_after_ms=settings.stale_after_ms,
+            resyncing_keepalive_ms=settings.resyncing_keepalive_ms,
+            quiet_keepalive_ms=settings.quiet_keepalive_ms,
+            node=node,
+            lag_stale_ms=settings.lag_stale_ms,
+            shed_lag_ms=settings.shed_lag_ms,
+            shed_publish_ms=settings.shed_publish_ms,
+        )
 
     def __init__(
         self,
