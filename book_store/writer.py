@@ -151,6 +151,7 @@ class BookWriter:
         self._names: dict[BookKey, tuple[bytes, bytes]] = {}  # a book's hash and channel, encoded
         self._map_stale = False
         self._fenced = False
+        self._closing = False
         self.heads_ready = asyncio.Event()
         """Set while a head recorded now would be sent at once: no pipeline of heads waits for the
         store and the writer is not fenced."""
@@ -244,7 +245,9 @@ class BookWriter:
                 await asyncio.shield(queue.flusher)
 
     async def close(self) -> None:
-        """Write what is pending, then stop."""
+        """Write what is pending, then stop. A write that fails now is not retried: a node closing
+        its writer is leaving, and a store that does not answer must not keep it."""
+        self._closing = True
         await self.drain()
         for client in self._shards.values():
             await client.aclose()
@@ -282,6 +285,10 @@ class BookWriter:
                 queue.sending = False
                 if not queue.deep and not self._fenced:
                     self.heads_ready.set()
+            if failure is not None and self._closing:
+                log.warning("book store write failed (%s) while closing: %d replicas not written",
+                            failure, len(batch))  # fmt: skip
+                return
             if failure is not None:
                 # Send the failed writes again, before what was recorded since, unless that
                 # replaces them (a whole snapshot, or a removal).

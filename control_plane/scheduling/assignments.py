@@ -30,6 +30,7 @@ from redis.exceptions import RedisError
 from book_store.connect import StoreClient
 from control_plane.errors import InvalidRequestError, NotFoundError
 from control_plane.models import NodeInfo, ReplicaAssignment
+from control_plane.scheduling.runtime import SCHEDULER_LEASE
 from control_plane.stores.base import ControlStore
 from control_plane.stores.redis import RedisControlStore
 from ladder_process.clock import Clock, now_ms
@@ -98,6 +99,10 @@ class AssignmentClient:
         await self._store.set_draining(node_id, True)
         if node_id in self.registrations:
             self.registrations[node_id] = dataclasses.replace(self.registrations[node_id], draining=True)
+
+    async def scheduler_running(self) -> bool:
+        """Whether a control process holds the scheduler lease: only then is a drain carried out."""
+        return await self._store.lease_held(SCHEDULER_LEASE, self._clock())
 
     async def deregister(self, node_id: str) -> None:
         """Leave the registry; whatever the node still had is reassigned on the next round."""

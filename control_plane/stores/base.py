@@ -190,5 +190,9 @@ class ControlStore(Protocol):
     async def release_lease(self, name: str, owner: str) -> None:
         """Give the lease up if ``owner`` holds it, so another process need not wait for expiry."""
 
+    async def lease_held(self, name: str, now_ms: int) -> bool:
+        """Whether anyone holds the lease ``name`` at ``now_ms`` (a draining node asks whether a
+        control process runs to move its replicas)."""
+
     async def close(self) -> None:
         """Release what the store opened itself (a client passed in is left to its owner)."""

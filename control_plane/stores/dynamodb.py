@@ -795,6 +795,11 @@ class DynamoControlStore:
             ExpressionAttributeValues={":owner": str_attr(owner)},
         )
 
+    @_translated
+    async def lease_held(self, name: str, now_ms: int) -> bool:
+        item = await self._run(self._get, f"LEASE#{name}", "LEASE")
+        return item is not None and int(item["until"]["N"]) >= now_ms
+
     async def close(self) -> None:
         await self._run(self._client.close)
 

@@ -581,6 +581,10 @@ class RedisControlStore:
     async def release_lease(self, name: str, owner: str) -> None:
         await self._release_lease(keys=[self._k("lease", name)], args=[owner])
 
+    @_translated
+    async def lease_held(self, name: str, now_ms: int) -> bool:
+        return bool(await self._client.exists(self._k("lease", name)))  # expired: gone (PX)
+
     # -- pepper -----------------------------------------------------------------------------
     @_translated
     async def ensure_pepper(self, candidate: bytes) -> bytes:

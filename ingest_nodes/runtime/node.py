@@ -14,7 +14,9 @@ store for half a node timeout (it may be declared dead and its replicas moved) f
 writer: it keeps its books but publishes nothing until a heartbeat gets through and it has re-read
 its assignments, so a node that comes back never republishes a replica that was taken from it. On
 SIGTERM the node asks to be drained: the scheduler moves its replicas away make-before-break, the
-node keeps serving them until they are gone (or ``drain_timeout_s``), then leaves.
+node keeps serving them until they are gone (or ``drain_timeout_s``, or at once when no control
+process runs to move them), then leaves within ``SHUTDOWN_S``, whatever of its stores, control
+plane and venues still answers: what cannot be written or deregistered by then ages out.
 
 Per exchange the node runs one snapshot scheduler (every snapshot inside the weight budget shared
 through the store) and one feed (the venue connections and their rollovers). Alongside: the
@@ -32,7 +34,7 @@ import secrets
 import time
 import zlib
 from collections import Counter
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import Any
 
 import aiohttp
@@ -67,7 +69,15 @@ from ladder_process.telemetry.setup import Telemetry
 
 log = logging.getLogger(__name__)
 
-SHUTDOWN_STEP_S = 5.0
+SHUTDOWN_S = 5.0
+"""What leaving may take at most, the drain aside: background work stopped, venue connections
+closed, the last writes, the heartbeat removed, the node deregistered. What has not answered by
+then (a store gone or cut off) is left behind, to age out: an orchestrator kills a node that
+outlives its stop timeout, and nothing is gained by waiting for a dependency that is gone."""
+DRAIN_CHECK_S = 1.0
+"""While draining, how often the node looks whether a control process still runs to move its
+replicas; it gives up after two looks find none (one that stops hands its lease over within a
+scheduling interval)."""
 HEARTBEATS_KEPT_MS = 3_600_000
 """A starting node removes heartbeats older than this (of nodes that crashed: ids are per process)."""
 CATALOG_CHECK_S = 5.0
@@ -213,36 +223,63 @@ class IngestNode:
         return False
 
     async def _shut_down(self, background: list[asyncio.Task[None]]) -> None:
-        """Stop everything, each step bounded: a cancellation that meets a completing store call can
-        be lost (Python 3.11), so no step may wait for a task forever."""
+        """Stop everything within ``SHUTDOWN_S`` in all, whatever does not answer: each step gets
+        what is left of it, and fails at once against a store that refuses connections (nothing
+        is retried now). Not even a cancelled task is waited for longer: a cancellation that meets
+        a completing store call can be lost (Python 3.11)."""
         self._closing.set()
+        deadline = time.monotonic() + SHUTDOWN_S
+
+        def left() -> float:
+            return max(0.0, deadline - time.monotonic())
+
+        async def step(work: Awaitable[object]) -> None:
+            with contextlib.suppress(TimeoutError, RedisError, StoreError):
+                await asyncio.wait_for(work, left())
+
         for task in background:
             task.cancel()
-        await asyncio.wait(background, timeout=SHUTDOWN_STEP_S)
-        feeds = asyncio.gather(*(exchange.feed.close() for exchange in self.exchanges.values()))
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(feeds, SHUTDOWN_STEP_S)
-        for key in list(self.replicas):
-            await self._stop_replica(key)
-        with contextlib.suppress(TimeoutError, RedisError):
-            for leases in self._leases.values():
-                await asyncio.wait_for(leases.release(), SHUTDOWN_STEP_S)
-        with contextlib.suppress(TimeoutError, StoreError):
-            await asyncio.wait_for(self._writer.close(), SHUTDOWN_STEP_S)
-            await asyncio.wait_for(self._writer.forget_node(), SHUTDOWN_STEP_S)
-            if self.checkpoints is not None:
-                await asyncio.wait_for(self.checkpoints.drain(), SHUTDOWN_STEP_S)
-            await asyncio.wait_for(self._assignments.deregister(self.node_id), SHUTDOWN_STEP_S)
+        await asyncio.wait(background, timeout=left())
+        await step(asyncio.gather(*(exchange.feed.close() for exchange in self.exchanges.values())))
+        await step(self._stop_replicas())
+        for leases in self._leases.values():
+            await step(leases.release())
+        await step(self._writer.close())
+        await step(self._writer.forget_node())
+        if self.checkpoints is not None:
+            await step(self.checkpoints.drain())
+        await step(self._assignments.deregister(self.node_id))
 
     async def _drain(self) -> None:
-        """Ask the scheduler to move our replicas away, keep serving them until they are gone."""
-        if not self.replicas:
+        """Ask the scheduler to move our replicas away and keep serving them until they are gone,
+        for ``drain_timeout_s`` at most, and only while a control process runs to move them: with
+        none (or the control store out of reach) nothing would, so the node leaves at once and its
+        replicas are placed again when one runs."""
+        if not self.replicas or self.settings.drain_timeout_s <= 0:
             return
         log.info("draining %d replicas", len(self.replicas))
-        await self._assignments.set_draining(self.node_id)
-        self._emptied.clear()
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._emptied.wait(), self.settings.drain_timeout_s)
+        deadline = time.monotonic() + self.settings.drain_timeout_s
+
+        def bound(most_s: float) -> float:
+            return max(0.0, min(most_s, deadline - time.monotonic()))
+
+        call_s = self.settings.node_timeout_ms / 1000
+        try:
+            await asyncio.wait_for(self._assignments.set_draining(self.node_id), bound(call_s))
+            self._emptied.clear()
+            missed = 0
+            while self.replicas and bound(DRAIN_CHECK_S) > 0:
+                running = await asyncio.wait_for(self._assignments.scheduler_running(), bound(call_s))
+                missed = 0 if running else missed + 1
+                if missed == 2:
+                    log.warning("no control process runs to move %d replicas: leaving undrained",
+                                len(self.replicas))  # fmt: skip
+                    return
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._emptied.wait(), bound(DRAIN_CHECK_S))
+        except (StoreError, TimeoutError) as exc:
+            log.warning("the control store does not answer (%s): leaving with %d replicas undrained",
+                        type(exc).__name__, len(self.replicas))  # fmt: skip
 
     async def _pause(self, period_s: float) -> bool:
         """Sleep ``period_s``; False once the node is shutting down (loops then end by themselves)."""
@@ -418,6 +455,10 @@ class IngestNode:
         if spec.ids_comparable:  # a REST id or the venue's heartbeat can judge a silence; Alpaca's none
             exchange.stall_checker.watch(runner)
         log.debug("started %s/%s replica %d", book.exchange, book.market, replica)
+
+    async def _stop_replicas(self) -> None:
+        for key in list(self.replicas):
+            await self._stop_replica(key)
 
     async def _stop_replica(self, key: ReplicaId) -> None:
         runner = self.replicas.pop(key)

@@ -30,7 +30,7 @@ from pydantic_settings import BaseSettings
 
 from control_plane.errors import ApiError
 from control_plane.settings import ControlSettings
-from ingest_nodes.runtime.node import SHUTDOWN_STEP_S
+from ingest_nodes.runtime.node import SHUTDOWN_S
 from ingest_nodes.settings import IngestSettings
 from ladder_process.embedded_valkey import free_port, valkey_binary
 from ladder_process.metrics_server import ROUTES as OPS_ROUTES
@@ -64,8 +64,6 @@ SETTINGS: dict[str, tuple[type[BaseSettings], ...]] = {
     "control": (ControlSettings, MetricsSettings),
 }
 """Which settings classes read the environment of each process (``ladder <command>``)."""
-SHUTDOWN_STEPS = 8
-"""The bounded steps of ``IngestNode._shut_down`` after the drain, each at most SHUTDOWN_STEP_S."""
 SECRET_ENV = frozenset(
     f"LADDER_{name.upper()}"
     for settings in (ReadSettings, IngestSettings, ControlSettings)
@@ -291,7 +289,7 @@ def test_an_ingest_node_may_drain_as_long_as_it_is_told_and_then_shut_down(chart
         if process == "ingest":
             drain_s = int(environment(chart, container)["LADDER_DRAIN_TIMEOUT_S"].value or 0)
             grace_s = workload["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
-            assert drain_s > 0 and grace_s >= drain_s + SHUTDOWN_STEPS * SHUTDOWN_STEP_S
+            assert drain_s > 0 and grace_s >= drain_s + SHUTDOWN_S
 
 
 @pytest.mark.parametrize(

@@ -650,16 +650,20 @@ async def test_audit_pages_by_cursor_over_every_scope_or_one(store: ControlStore
 
 async def test_lease_is_exclusive_until_released_or_expired(store: ControlStore) -> None:
     now = now_ms()
+    assert not await store.lease_held("scheduler", now)
     assert await store.try_lease("scheduler", "a", now, ttl_ms=200)
+    assert await store.lease_held("scheduler", now)
     assert not await store.try_lease("scheduler", "b", now, ttl_ms=200)
     assert await store.try_lease("scheduler", "a", now, ttl_ms=200)  # the holder extends
 
     await store.release_lease("scheduler", "b")  # not the holder: no effect
     assert not await store.try_lease("scheduler", "b", now, ttl_ms=200)
     await store.release_lease("scheduler", "a")
+    assert not await store.lease_held("scheduler", now)
     assert await store.try_lease("scheduler", "b", now, ttl_ms=100)
 
     await asyncio.sleep(0.25)
+    assert not await store.lease_held("scheduler", now_ms())
     assert await store.try_lease("scheduler", "a", now_ms(), ttl_ms=100)
 
 
