@@ -15,6 +15,7 @@ import trustme
 from book_store.catalog import MarketCatalog
 from book_store.connect import opened, store_client
 from book_store.writer import BookWriter
+from ladder_process.embedded_valkey import EmbeddedValkey
 from read_functions.server.huge_pages import TUNABLE
 from tests.read_functions.helpers import (
     ADMIN_KEY,
@@ -156,3 +157,22 @@ def test_huge_pages_can_be_turned_off(server_env: dict[str, str]) -> None:
         assert process_tunables(server.proc.pid) == []
     finally:
         assert server.stop() == 0
+
+
+def test_workers_whose_store_is_gone_leave_at_once() -> None:
+    """SIGTERM with the store stopped: what the workers would flush on the way out cannot be, and
+    the server still exits within seconds, with its normal status."""
+    store = EmbeddedValkey()
+    store.start()
+    server = ServerProcess(
+        ["--workers", "2"],
+        {"LADDER_REDIS_URL": store.url, "LADDER_ADMIN_KEY": ADMIN_KEY, "LADDER_PEPPER": PEPPER},
+    )
+    try:
+        store.stop()
+        assert server.stop(timeout_s=3.0) == 0
+    finally:
+        if server.proc.poll() is None:
+            server.proc.kill()
+            server.proc.wait()
+        store.stop()
