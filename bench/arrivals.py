@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import bisect
 import math
-import multiprocessing
 import random
 import resource
 import time
@@ -28,6 +27,7 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -39,6 +39,9 @@ TIMEOUT = 0
 SOCKET_ERROR = -1
 """``status`` of a request whose connection failed under it."""
 _PENDING = -2
+REPORT_S = 60.0
+"""What a generator may take beyond its stages to start, finish its last requests and send its
+outcome (millions of requests pickled)."""
 
 
 @dataclass(frozen=True)
@@ -341,6 +344,16 @@ def _generate(url: str, requests: Sequence[bytes], stages: list[Stage], connecti
     results.send(outcome)
 
 
+@dataclass(frozen=True)
+class Started:
+    """A generator process (:func:`start`), and how long it may take to send its outcome."""
+
+    process: BaseProcess
+    pipe: Connection
+    seconds: float
+    """Its stages, the last requests' timeout and its report (it is late past that)."""
+
+
 def start(
     url: str,
     requests: Sequence[bytes],
@@ -348,20 +361,19 @@ def start(
     *,
     connections: int = 2000,
     timeout_s: float = 5.0,
-) -> Any:
-    """Start the generator in its own process; returns a handle for :func:`collect`. ``requests``:
-    the raw requests to send, one drawn at random for each arrival."""
-    receiving, sending = multiprocessing.Pipe(duplex=False)
-    process = forked.fork(_generate, url, requests, stages, connections, timeout_s, sending)
-    process.start()
-    return process, receiving
+) -> Started:
+    """Start the generator in its own process, for :func:`collect`. ``requests``: the raw requests
+    to send, one drawn at random for each arrival."""
+    process, pipe = forked.start(_generate, url, requests, stages, connections, timeout_s)
+    return Started(process, pipe, sum(stage.seconds for stage in stages) + timeout_s + REPORT_S)
 
 
-async def collect(handle: Any) -> Outcome:
-    """Wait (without holding the event loop) for a started generator's outcome."""
-    process, receiving = handle
-    outcome: Outcome = await asyncio.to_thread(receiving.recv)
-    await asyncio.to_thread(process.join, 30)
+async def collect(started: Started) -> Outcome:
+    """Wait (without holding the event loop) for a started generator's outcome; RuntimeError if it
+    dies or is late instead (``forked.receive``)."""
+    outcome: Outcome = await asyncio.to_thread(
+        forked.receive, started.process, started.pipe, started.seconds, "the read generator"
+    )
     return outcome
 
 

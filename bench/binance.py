@@ -54,7 +54,6 @@ import argparse
 import asyncio
 import bisect
 import contextlib
-import multiprocessing
 import random
 import time
 from collections.abc import AsyncIterator
@@ -85,6 +84,10 @@ STEP = 1.2
 WARM_UP_S = 3.0
 """The sustained phase and each capacity step first run this long at their rate, uncounted (their
 generator is a new process, opening its connections)."""
+STREAMS_CLOSE_S = 15.0
+"""How long the streams' receiver waits for its WebSockets to close before it sends what it got."""
+TASKS_STOP_S = 10.0
+"""How long the truth checks and the sync watch may take to stop once cancelled."""
 
 
 StreamSample = tuple[float, float, float, float]
@@ -163,32 +166,34 @@ async def follow_stream(
 
 
 def _receive_streams(url: str, key: str, books: list[tuple[str, str]], control: Connection) -> None:
-    async def follow_all() -> list[StreamSample]:
+    async def follow_all() -> None:
         samples: list[StreamSample] = []
         async with aiohttp.ClientSession() as http:
             tasks = [asyncio.create_task(follow_stream(http, url, key, e, m, samples)) for e, m in books]
             await asyncio.to_thread(control.recv)  # the bench says stop
             for task in tasks:
                 task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-        return samples
+            if tasks:  # a stream that does not close in time keeps what it received
+                await asyncio.wait(tasks, timeout=STREAMS_CLOSE_S)
+            control.send(samples)
 
-    control.send(asyncio.run(follow_all()))
+    asyncio.run(follow_all())
 
 
 @contextlib.asynccontextmanager
 async def watch_streams(st: Stack, books: list[tuple[str, str]], live: Live) -> AsyncIterator[None]:
     """Follow ``books``' streams from a process of their own; on the way out, file what it
-    received under ``live``'s phases."""
-    control, child_end = multiprocessing.Pipe()
-    process = forked.fork(_receive_streams, st.read_url, st.key, books, child_end)
-    process.start()
+    received under ``live``'s phases (RuntimeError if that process died or does not answer)."""
+    process, control = forked.start(_receive_streams, st.read_url, st.key, books)
     try:
         yield
     finally:
-        control.send("stop")
-        samples: list[StreamSample] = await asyncio.to_thread(control.recv)
-        await asyncio.to_thread(process.join, 30)
+        with contextlib.suppress(OSError):  # gone already: receive says how
+            control.send("stop")
+        # It closes its streams (STREAMS_CLOSE_S at most), then sends what it received.
+        samples: list[StreamSample] = await asyncio.to_thread(
+            forked.receive, process, control, 2 * STREAMS_CLOSE_S, "the streams' receiver"
+        )
         live.sort_streams(samples)
 
 
@@ -315,8 +320,8 @@ async def measure(args: argparse.Namespace, report: Report) -> dict[str, Any]:
             await arrivals.run(st.read_url, requests, [arrivals.steady(1000, 5)])  # every book read once
             streams = [(e, m) for e, names in st.books.items() for m in names[:STREAMS_PER_EXCHANGE]]
             tasks = [
-                asyncio.create_task(check_forever(st, live)),
-                asyncio.create_task(watch_synced(st, live)),
+                asyncio.create_task(check_forever(st, live), name="the truth checks"),
+                asyncio.create_task(watch_synced(st, live), name="the sync watch"),
             ]
             try:
                 async with watch_streams(st, streams, live):
@@ -353,7 +358,10 @@ async def measure(args: argparse.Namespace, report: Report) -> dict[str, Any]:
             finally:
                 for task in tasks:
                     task.cancel()
-                await asyncio.gather(*tasks, return_exceptions=True)
+                _done, running = await asyncio.wait(tasks, timeout=TASKS_STOP_S)
+                if running:
+                    names = ", ".join(sorted(task.get_name() for task in running))
+                    raise RuntimeError(f"{names} still running {TASKS_STOP_S:g} s after it was cancelled")
         await st.redis.aclose()
     return {
         "subscribed_s": subscribed_s, "synced_s": synced_s, "progress": progress, "outcome": outcome,

@@ -24,6 +24,7 @@ from ladder_cli.supervisor import Child, child_env
 
 VENUE_OF = {"binance.com": "spot", "binance.com-futures": "futures"}
 """The fake venue's name (truth endpoint, stats) of each exchange the stack serves."""
+STORE_TIMEOUT_S = 10.0
 EXCHANGE_INFO = {"binance.com": "/api/v3/exchangeInfo", "binance.com-futures": "/fapi/v1/exchangeInfo"}
 
 
@@ -41,7 +42,8 @@ class Stack:
     redis: redis.Redis = field(init=False)
 
     def __post_init__(self) -> None:
-        self.redis = redis.Redis.from_url(self.bench.redis_url)
+        # A store that stops answering fails the benchmark's reads instead of holding them forever.
+        self.redis = redis.Redis.from_url(self.bench.redis_url, socket_timeout=STORE_TIMEOUT_S)
 
     def venue_pid(self) -> int:
         """The fake venue's process (not Ladder's: its CPU is reported apart)."""
