@@ -100,7 +100,7 @@ def _nonzero(quantity: str) -> bool:
 def _encoded(price: str, quantity: str) -> bytes:
     """The level as its JSON array, ``b'["price","qty"]'``."""
     if _plain(price) and _plain(quantity):
-        return b'["%b","%b"]' % (price.encode(), quantity.encode())
+        return f'["{price}","{quantity}"]'.encode()  # one format and one encode: the cheapest way
     # orjson hands back every result in a 4 KiB block; "%b" keeps an exact-size copy.
     return b"%b" % orjson.dumps((price, quantity))
 
@@ -175,7 +175,7 @@ class _Side:
                 plain_quantity = quantity.replace(".", "", 1).isdigit()
                 if quantity.strip("0.") != "" if plain_quantity else _nonzero(quantity):
                     if plain and plain_quantity:
-                        encoded = b'["%b","%b"]' % (price.encode(), quantity.encode())
+                        encoded = f'["{price}","{quantity}"]'.encode()
                     else:
                         encoded = _encoded(price, quantity)
                     held = book.get(key)
