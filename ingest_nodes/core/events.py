@@ -47,6 +47,22 @@ class DepthUpdate:
     checksum: int | None = None
     """Kraken: the venue's CRC32 of its top levels after this message (None: the venue sends none)."""
 
+    @classmethod
+    def unnumbered(
+        cls,
+        symbol: str,
+        event_time: int | None,
+        ingest_time: int,
+        bids: tuple[Level, ...],
+        asks: tuple[Level, ...],
+        *,
+        reset: bool,
+        checksum: int | None = None,
+    ) -> DepthUpdate:
+        """A message of a venue that numbers no book's messages (Alpaca, Kraken, Coinbase): its ids
+        stay 0, and its order on the connection is what sequences it."""
+        return cls(symbol, 0, 0, None, event_time, ingest_time, bids, asks, reset=reset, checksum=checksum)
+
 
 @dataclass(frozen=True, slots=True)
 class DepthSnapshot:

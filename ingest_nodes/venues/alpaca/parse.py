@@ -74,15 +74,12 @@ def _orderbook(message: OrderbookMessage, ingest_time: int) -> DepthUpdate:
     reset = message.get("r", False)
     if type(reset) is not bool:
         raise VenuePayloadError("orderbook 'r' is not a boolean")
-    return DepthUpdate(
-        symbol=str_field(message, "S"),
-        first_update_id=0,
-        final_update_id=0,
-        prev_final_update_id=None,
-        event_time=rfc3339_to_ms(str_field(message, "t")),
-        ingest_time=ingest_time,
-        bids=object_levels(message.get("b"), "b", "p", "s", _number),
-        asks=object_levels(message.get("a"), "a", "p", "s", _number),
+    return DepthUpdate.unnumbered(
+        str_field(message, "S"),
+        rfc3339_to_ms(str_field(message, "t")),
+        ingest_time,
+        object_levels(message.get("b"), "b", "p", "s", _number),
+        object_levels(message.get("a"), "a", "p", "s", _number),
         reset=reset,
     )
 

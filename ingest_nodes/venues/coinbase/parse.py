@@ -92,14 +92,6 @@ def _event(event: L2Event, event_time: int, ingest_time: int) -> DepthUpdate:
             asks.append((price, quantity))
         else:
             raise VenuePayloadError(f"l2_data update of unknown side {str(side)[:10]!r}")
-    return DepthUpdate(
-        symbol=product,
-        first_update_id=0,
-        final_update_id=0,
-        prev_final_update_id=None,
-        event_time=event_time,
-        ingest_time=ingest_time,
-        bids=tuple(bids),
-        asks=tuple(asks),
-        reset=kind == "snapshot",
+    return DepthUpdate.unnumbered(
+        product, event_time, ingest_time, tuple(bids), tuple(asks), reset=kind == "snapshot"
     )

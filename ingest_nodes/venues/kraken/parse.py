@@ -83,15 +83,12 @@ def _pair(item: object, ingest_time: int, *, snapshot: bool) -> DepthUpdate:
     timestamp = data.get("timestamp")
     if timestamp is not None and not isinstance(timestamp, str):
         raise VenuePayloadError("book 'timestamp' is not a string")
-    return DepthUpdate(
-        symbol=str_field(data, "symbol"),
-        first_update_id=0,
-        final_update_id=0,
-        prev_final_update_id=None,
-        event_time=None if timestamp is None else rfc3339_to_ms(timestamp),
-        ingest_time=ingest_time,
-        bids=object_levels(data.get("bids", []), "bids", "price", "qty", _number),
-        asks=object_levels(data.get("asks", []), "asks", "price", "qty", _number),
+    return DepthUpdate.unnumbered(
+        str_field(data, "symbol"),
+        None if timestamp is None else rfc3339_to_ms(timestamp),
+        ingest_time,
+        object_levels(data.get("bids", []), "bids", "price", "qty", _number),
+        object_levels(data.get("asks", []), "asks", "price", "qty", _number),
         reset=snapshot,
         checksum=checksum,
     )
