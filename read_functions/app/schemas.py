@@ -381,11 +381,24 @@ COMPONENTS: dict[str, Schema] = {
             "pair": _PAIR,
             "created": INT,
             "updated": INT,
+            "skipped": INT,
             "failed": INT,
             "results": array_of(
                 obj(
-                    {"exchange": STR, "result": {"type": "string", "enum": ["created", "updated", "failed"]}},
-                    {"market": STR, "subscription": obj(SUBSCRIPTION), "error": ERROR_DETAIL},
+                    {
+                        "exchange": STR,
+                        "result": {"type": "string", "enum": ["created", "updated", "skipped", "failed"]},
+                    },
+                    {
+                        "market": STR,
+                        "subscription": obj(SUBSCRIPTION),
+                        "changed": CHANGED,
+                        "error": {
+                            **ERROR_DETAIL,
+                            "description": "why it failed; skipped: code alias (another name of a book)",
+                        },
+                        "alias_of": {**STR, "description": "skipped: the market subscribed in its place"},
+                    },
                 )
             ),
         }

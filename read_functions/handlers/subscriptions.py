@@ -22,7 +22,13 @@ from ladder_process.clock import now_ms
 from read_functions.app.messages import Request, Response, empty_response, json_response
 from read_functions.app.params import json_object, require_fields
 from read_functions.deps import Deps
-from read_functions.handlers.reads.consolidated import ask_of, listed_books, pair_param
+from read_functions.handlers.reads.consolidated import (
+    ALIAS,
+    ask_of,
+    listed_books,
+    one_per_venue_book,
+    pair_param,
+)
 from read_functions.handlers.reads.rules import best_status
 from read_functions.tenancy.access import subscriptions_changed
 
@@ -116,7 +122,9 @@ async def subscribe_bulk(request: Request, deps: Deps) -> Response:
 async def subscribe_pair(request: Request, deps: Deps) -> Response:
     """``POST /v1/subscriptions/consolidated``: every spot book of a pair on the venues named (in
     the quotes named), what a consolidated read of them needs, in one atomic step of the limits;
-    a book held already changes only the fields named (``changed`` says how)."""
+    a book held already changes only the fields named (``changed`` says how). Of the names of one
+    venue book (Coinbase's BTC-USD and its alias BTC-USDC) only the one the read merges is
+    subscribed: the others are ``skipped``, so a venue book costs one market."""
     assert request.principal is not None
     tenant_id = require_tenant(request.principal)
     body = json_object(request)
@@ -125,20 +133,25 @@ async def subscribe_pair(request: Request, deps: Deps) -> Response:
     if body.get("venues") is None:
         raise InvalidRequestError("venues must name the exchanges to subscribe the pair on")
     ask = ask_of(pair_param(body.get("pair")), body.get("quotes"), body.get("venues"))
-    listed, missing, _aliases = await listed_books(deps, ask)
+    listed, missing, aliases = await listed_books(deps, ask)
+    chosen = one_per_venue_book([source.book for source in listed], aliases)
     outcomes = await deps.control.subscriptions.subscribe_books(
         tenant_id,
-        [source.book for source in listed],
+        [book for book, instead in chosen.items() if instead == book],
         body.get("replicas"),
         body.get("depth"),
         actor=request.principal,
     )
     await deps.announce(subscriptions_changed(tenant_id))
-    results = [{"exchange": o.exchange, **_result(o, "created", "updated")} for o in outcomes]
+    done = {BookKey(o.exchange, o.market): _result(o, "created", "updated") for o in outcomes}
+    results = [
+        {"exchange": book.exchange, **done[book]} if instead == book else _alias_skipped(book, instead)
+        for book, instead in chosen.items()
+    ]
     for venue in missing:  # a venue that lists no market of the pair
         error = {"code": venue["code"], "message": venue["message"]}
         results.append({"exchange": venue["exchange"], "result": "failed", "error": error})
-    return json_response({"pair": ask.pair.name, **_counted(results, "created", "updated")})
+    return json_response({"pair": ask.pair.name, **_counted(results, "created", "updated", "skipped")})
 
 
 async def unsubscribe_bulk(request: Request, deps: Deps) -> Response:
@@ -217,9 +230,27 @@ def _result(outcome: SubscriptionOutcome, created: str, updated: str) -> dict[st
     return result
 
 
-def _counted(results: list[dict[str, object]], created: str, updated: str) -> dict[str, object]:
-    """``results`` and how many of each kind: ``created``/``updated`` (or ``deleted``) and ``failed``."""
-    counts = {name: 0 for name in dict.fromkeys((created, updated, "failed"))}
+def _alias_skipped(book: BookKey, instead: BookKey) -> dict[str, object]:
+    """An alias not subscribed because the call subscribes its venue book by another name: one
+    venue book costs one market, and the consolidated read would leave the alias out anyway. It
+    is said the way the read's ``left_out`` says it (code ``alias``, ``alias_of``)."""
+    message = (
+        f"{book.exchange} {book.market} is another name of the book of {instead.market}, "
+        "which this call subscribes: it counts as one market"
+    )
+    return {
+        "exchange": book.exchange,
+        "market": book.market,
+        "result": "skipped",
+        "alias_of": instead.market,
+        "error": {"code": ALIAS, "message": message},
+    }
+
+
+def _counted(results: list[dict[str, object]], *kinds: str) -> dict[str, object]:
+    """``results`` and how many of each kind: those given (``created``/``updated``, ``deleted``,
+    ``skipped``) and ``failed``."""
+    counts = {name: 0 for name in dict.fromkeys((*kinds, "failed"))}
     for result in results:
         counts[str(result["result"])] += 1
     return {**counts, "results": results}

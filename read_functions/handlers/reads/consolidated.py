@@ -13,7 +13,9 @@ One venue book may be listed under two names: Coinbase's BTC-USDC is an alias of
 (``MarketInfo.alias``). Of the books an answer would merge that are one venue book, only one goes
 in (the one the others name, when it is among them); the others are named in ``left_out`` with
 code ``alias`` and ``alias_of``, so that no liquidity is ever counted twice. An alias whose book
-is not merged (not held, not synced) is a book like any other.
+is not merged (not held, not synced) is a book like any other. A pair subscription holds one name
+of each venue book, so a venue asked whose other names the tenant does not hold names them as
+``alias`` too, not ``forbidden``.
 
 A book's snapshot is chosen per request, like a read of it; the merge and its rendering are kept
 per question and reused while every book still serves the same snapshot
@@ -196,8 +198,9 @@ async def listed_books(deps: Deps, ask: Ask) -> Books:
 
 async def books_of(deps: Deps, principal: Principal, ask: Ask) -> Books:
     """The books ``ask`` merges for ``principal`` (:func:`listed_books` it subscribes to), and those
-    it names but leaves out; ForbiddenError when it named no venue and subscribes to no book of
-    the pair (the operator reads every book)."""
+    it names but leaves out (a name it does not hold of a venue book it holds by another name as an
+    alias, not forbidden: it reads that book already); ForbiddenError when it named no venue and
+    subscribes to no book of the pair (the operator reads every book)."""
     listed, left_out, aliases = await listed_books(deps, ask)
     if principal.tenant_id is None:
         return Books(listed, left_out, aliases)
@@ -207,13 +210,20 @@ async def books_of(deps: Deps, principal: Principal, ask: Ask) -> Books:
         raise ForbiddenError(
             f"not subscribed to any book of {ask.pair.name}: POST /v1/subscriptions/consolidated first"
         )
+    held = one_per_venue_book([source.book for source in sources], aliases)
+    held_as = {aliases.get(book, book): name for book, name in held.items()}
     for source in listed:
         book = source.book
-        if book not in entitled and ask.venues is not None:
-            error = ForbiddenError(
-                f"not subscribed to {book.exchange} {book.market}: POST /v1/subscriptions first"
-            )
-            left_out.append(_left_out(book.exchange, book.market, error))
+        if book in entitled or ask.venues is None:
+            continue
+        instead = held_as.get(aliases.get(book, book))
+        if instead is not None:  # its venue book is held by another name (what pair subscriptions do)
+            left_out.append(_alias_left_out(book, instead))
+            continue
+        error = ForbiddenError(
+            f"not subscribed to {book.exchange} {book.market}: POST /v1/subscriptions first"
+        )
+        left_out.append(_left_out(book.exchange, book.market, error))
     return Books(sources, left_out, aliases)
 
 
@@ -296,8 +306,8 @@ def one_per_venue_book(
 
 def _alias_left_out(book: BookKey, instead: BookKey) -> LeftOut:
     message = (
-        f"{book.exchange} {book.market} is another name of the book of {instead.market}, "
-        "which this answer merges: it is counted once"
+        f"{book.exchange} {book.market} is another name of the book of {instead.market}: "
+        f"this answer counts that book once, as {instead.market}"
     )
     return {
         "exchange": book.exchange,

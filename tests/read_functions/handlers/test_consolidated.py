@@ -284,6 +284,80 @@ async def test_an_alias_whose_book_is_not_merged_is_a_book_like_any_other(venues
     assert [(b["market"], b["alias_of"]) for b in answer["left_out"]] == [("BTC-USDC", "BTC-USD")]
 
 
+async def test_a_pair_subscription_holds_one_name_of_a_venue_book_and_costs_one_market(
+    venues: Stack,
+) -> None:
+    """Asked for USD and USDC on Coinbase, one call subscribes BTC-USD, the book the read merges,
+    and answers its alias BTC-USDC as skipped (code alias, alias_of): one venue book, one market
+    of max_markets, one set of replicas; the read names the alias the same way, never forbidden."""
+    stack = venues
+    await MarketCatalog(stack.store).replace("coinbase", COINBASE)
+    _, key = await stack.tenant(max_markets=2)
+    me = {"X-API-Key": key}
+    url = f"{stack.url}/v1/subscriptions/consolidated"
+    body = {"pair": "BTC-USD", "venues": ["coinbase"], "quotes": ["USD", "USDC"], "depth": 50}
+    async with stack.http.post(url, json=body, headers=me) as r:
+        assert r.status == 200, await r.text()
+        answer = await r.json()
+    async with stack.http.get(f"{stack.url}/v1/subscriptions", headers=me) as r:
+        assert [(s["exchange"], s["market"]) for s in (await r.json())["subscriptions"]] == [
+            ("coinbase", "BTC-USD")
+        ]
+    async with stack.http.get(f"{stack.url}/v1/usage", headers=me) as r:
+        assert (await r.json())["markets"] == 1
+    validate(answer, "PairSubscriptionResult")
+    counts = tuple(answer[k] for k in ("created", "updated", "skipped", "failed"))
+    assert counts == (1, 0, 1, 0), answer
+    created, skipped = answer["results"]
+    assert (created["market"], created["result"]) == ("BTC-USD", "created")
+    assert {k: skipped[k] for k in ("exchange", "market", "result", "alias_of")} == {
+        "exchange": "coinbase", "market": "BTC-USDC", "result": "skipped", "alias_of": "BTC-USD"
+    }  # fmt: skip
+    assert skipped["error"]["code"] == "alias" and "BTC-USD" in skipped["error"]["message"]
+    # Asked again, from the USDC side: the book held is updated, its alias skipped again.
+    again = body | {"pair": "BTC-USDC", "quotes": ["USDC", "USD"], "depth": 100}
+    async with stack.http.post(url, json=again, headers=me) as r:
+        answer = await r.json()
+    assert [(r["market"], r["result"], r.get("alias_of")) for r in answer["results"]] == [
+        ("BTC-USDC", "skipped", "BTC-USD"), ("BTC-USD", "updated", None)
+    ]  # fmt: skip
+    assert answer["results"][1]["changed"] == {"depth": {"from": 50, "to": 100}}
+    validate(answer, "PairSubscriptionResult")
+    # The second of max_markets is still free.
+    second = {"exchange": ALPACA.exchange, "market": ALPACA.market}
+    async with stack.http.post(f"{stack.url}/v1/subscriptions", json=second, headers=me) as r:
+        assert r.status == 201, await r.text()
+    # The read merges the book once and names its other name as the subscription did.
+    published = Published(stack)
+    await published.book(COINBASE_USD, 7, side(["100"], "0.5"), side(["100.5"], "0.5"))
+    read = await settled(stack, me, {COINBASE_USD: 7}, "BTC-USD", quotes="USD,USDC", venues="coinbase")
+    assert [b["id"] for b in read["books"]] == ["coinbase:BTC-USD"]
+    assert [(b["market"], b["code"], b["alias_of"]) for b in read["left_out"]] == [
+        ("BTC-USDC", "alias", "BTC-USD")
+    ]
+    # The alias alone, in its own quote, is the one book that read would merge: the call subscribes
+    # it (here past max_markets: BTC-USD and Alpaca's book hold both).
+    async with stack.http.post(url, json={"pair": "BTC-USDC", "venues": ["coinbase"]}, headers=me) as r:
+        assert r.status == 422 and (await r.json())["error"]["code"] == "limit_exceeded"
+
+
+async def test_an_alias_named_alone_is_subscribed_by_its_own_name(venues: Stack) -> None:
+    """A plain subscription of an alias, or a pair subscription that lists no other name of its
+    book, subscribes the alias as it is named: a tenant may want BTC-USDC by that name."""
+    stack = venues
+    await MarketCatalog(stack.store).replace("coinbase", COINBASE)
+    _, key = await stack.tenant(max_markets=2)
+    me = {"X-API-Key": key}
+    body = {"exchange": "coinbase", "market": "BTC-USDC"}
+    async with stack.http.post(f"{stack.url}/v1/subscriptions", json=body, headers=me) as r:
+        assert r.status == 201, await r.text()
+    pair = {"pair": "BTC-USDC", "venues": ["coinbase"], "depth": 50}
+    async with stack.http.post(f"{stack.url}/v1/subscriptions/consolidated", json=pair, headers=me) as r:
+        answer = await r.json()
+    assert (answer["updated"], answer["skipped"]) == (1, 0)
+    assert [(r["market"], r["result"]) for r in answer["results"]] == [("BTC-USDC", "updated")]
+
+
 def test_the_names_of_one_venue_book_are_merged_once() -> None:
     """The book the aliases name when it is there, else the first alias; other books untouched."""
     usdc, usdx, other = COINBASE_USDC, BookKey("coinbase", "BTC-USDX"), BookKey("coinbase", "ETH-USD")
