@@ -196,9 +196,17 @@ PAIR = {
     "pair": "BTC-USDT",
     "created": 1,
     "updated": 0,
+    "skipped": 1,
     "failed": 1,
     "results": [
         {"exchange": "okx", "market": "BTC-USDT", "result": "created", "subscription": SUB},
+        {
+            "exchange": "coinbase",
+            "market": "BTC-USDC",
+            "result": "skipped",
+            "alias_of": "BTC-USD",
+            "error": {"code": "alias", "message": "another name of coinbase BTC-USD, subscribed once"},
+        },
         {
             "exchange": "alpaca-crypto",
             "result": "failed",
@@ -429,11 +437,15 @@ def test_consolidated_answers_are_read_in_full_and_price_a_fill_exactly(server: 
     }
     assert top.ok and top.pair == "BTC-USDT" and top.bid == best and top.ask is None
     assert not missing.ok and (missing.pair, missing.error_code) == ("LTC-USDT", "unknown_market")
-    assert [(r.exchange, r.market, r.result) for r in pair.results] == [
-        ("okx", "BTC-USDT", "created"),
-        ("alpaca-crypto", "", "failed"),
+    assert [(r.exchange, r.market, r.result, r.alias_of) for r in pair.results] == [
+        ("okx", "BTC-USDT", "created", None),
+        ("coinbase", "BTC-USDC", "skipped", "BTC-USD"),
+        ("alpaca-crypto", "", "failed", None),
     ]
     assert pair.count("created") == 1 and pair.failed[0].error_code == "unknown_market"
+    skipped = pair.results[1]
+    assert skipped.ok and skipped.subscription is None and skipped.error_code == "alias"
+    assert pair.count("skipped") == 1 and len(pair.failed) == 1
 
 
 def test_update_tenant_refuses_unknown_fields_before_sending(server: Any, api_key: str) -> None:

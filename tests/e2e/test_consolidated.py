@@ -263,3 +263,26 @@ def test_coinbases_usdc_alias_of_its_usd_book_is_counted_once(stack: Stack) -> N
     assert compared, "never caught the merged book and BTC-USD at one update id"
     usdc = consolidated(stack, key, "BTC-USDC")  # its own quote only: the alias is the one book asked
     assert [b["id"] for b in usdc["books"]] == ["coinbase:BTC-USDC"] and usdc["left_out"] == []
+
+
+def test_one_pair_subscription_costs_one_market_for_coinbases_usd_and_usdc_names(stack: Stack) -> None:
+    """Through the SDK, against the fake Coinbase: subscribing BTC-USD in USD and USDC holds the
+    venue book once (one of max_markets, which is 1 here), answers BTC-USDC as skipped, and the
+    read that follows merges the book and names the alias the same way."""
+    key = stack.tenant_key("alias-quota", max_markets=1, rate_limit_rps=100_000, burst=100_000)
+    eventually(lambda: listed(stack, key, "coinbase"), "coinbase's catalogue", 30)
+    with Ladder(api_key=key, base_url=stack.api) as ladder:
+        answer = ladder.subscribe_pair("BTC-USD", ["coinbase"], quotes=["USD", "USDC"])
+        assert [(r.market, r.result, r.alias_of, r.error_code) for r in answer.results] == [
+            ("BTC-USD", "created", None, None),
+            ("BTC-USDC", "skipped", "BTC-USD", "alias"),
+        ]
+        assert not answer.failed and [s.market for s in ladder.subscriptions()] == ["BTC-USD"]
+        assert ladder.usage().markets == 1
+        merged = ladder.consolidated("BTC-USD", ["coinbase"], quotes=["USD", "USDC"])
+        deadline = time.monotonic() + 30
+        while not merged.books and time.monotonic() < deadline:  # until its book syncs
+            time.sleep(0.1)
+            merged = ladder.consolidated("BTC-USD", ["coinbase"], quotes=["USD", "USDC"])
+    assert [b.id for b in merged.books] == ["coinbase:BTC-USD"]
+    assert [(b.market, b.code, b.alias_of) for b in merged.left_out] == [("BTC-USDC", "alias", "BTC-USD")]

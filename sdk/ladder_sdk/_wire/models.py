@@ -39,11 +39,15 @@ class Subscription:
 
 @dataclass(frozen=True)
 class MarketResult:
-    """What a bulk call did to one market: `result` is `created`, `updated`, `deleted` or `failed`.
+    """What a bulk call did to one market: `result` is `created`, `updated`, `deleted`, `skipped`
+    or `failed`.
 
     A failed market carries the server's error `code` (e.g. `unknown_market`) and message; a
     subscribed one carries its `subscription`. A pair's subscription (`subscribe_pair`) names
     each result's `exchange`; a venue that lists no market of the pair fails with `market` "".
+    It subscribes one name of a venue book: each other name it lists (Coinbase's BTC-USDC beside
+    BTC-USD) is `skipped`, costs no market, and carries code `alias` and `alias_of`, the market
+    subscribed in its place.
     """
 
     market: str
@@ -52,10 +56,11 @@ class MarketResult:
     error_code: str | None = None
     error_message: str | None = None
     exchange: str | None = None
+    alias_of: str | None = None
 
     @property
     def ok(self) -> bool:
-        """True unless the market failed."""
+        """True unless the market failed (a skipped alias is not a failure)."""
         return self.result != "failed"
 
 
@@ -70,7 +75,7 @@ class _Results:
         return tuple(r for r in self.results if not r.ok)
 
     def count(self, result: str) -> int:
-        """How many markets ended as `result` (`created`, `updated`, `deleted`, `failed`)."""
+        """How many markets ended as `result` (`created`, `updated`, `deleted`, `skipped`, `failed`)."""
         return sum(1 for r in self.results if r.result == result)
 
 

@@ -324,6 +324,7 @@ def _market_results(fields: _Fields) -> tuple[MarketResult, ...]:
                 error_code=None if error is None else error.text("code"),
                 error_message=None if error is None else error.text("message"),
                 exchange=entry.optional_text("exchange"),
+                alias_of=entry.optional_text("alias_of"),
             )
         )
     return tuple(results)
