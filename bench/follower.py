@@ -23,13 +23,15 @@ from multiprocessing.process import BaseProcess
 
 import redis.asyncio as redis
 
-from bench.forked import fork
+from bench import forked
 from book_store.schema import BookKey
 from ladder_process.clock import now_ms
 from read_functions.books.cache import BookCache
 from read_functions.books.entry import Entry
 from read_functions.books.render import Side
 
+ANSWER_S = 60.0
+"""How long the follower may take to answer ``end`` (it answers between two turns of its loop)."""
 MAX_SILENCE_MS = 3_600_000
 """The follower serves whatever it holds (a benchmark's quiet spells are not outages)."""
 
@@ -121,7 +123,7 @@ class Follower:
 
     def end(self) -> Followed:
         self._pipe.send("end")
-        followed: Followed = self._pipe.recv()
+        followed: Followed = forked.message(self.process, self._pipe, ANSWER_S, "the follower")
         return followed
 
     def stop(self) -> None:
@@ -134,10 +136,8 @@ class Follower:
 
 def start(redis_url: str, books: Sequence[BookKey], depth: int, timeout_s: float = 60.0) -> Follower:
     """A follower of ``books``, read at ``depth``, once it has loaded all of them."""
-    ours, theirs = multiprocessing.Pipe()
-    process = fork(_main, redis_url, list(books), depth, theirs)
-    process.start()
-    if not ours.poll(timeout_s) or ours.recv() != "ready":
+    process, ours = forked.start(_main, redis_url, list(books), depth)
+    if forked.message(process, ours, timeout_s, "the follower, loading its books") != "ready":
         process.kill()
-        raise RuntimeError("the follower did not load its books in time")
+        raise RuntimeError("the follower did not say it was ready")
     return Follower(process, ours)

@@ -10,7 +10,7 @@ it begins: its collections walk only what it makes.
 A child reports over a pipe. A benchmark that waits on a bare ``recv`` hangs forever, idle, when
 the child dies first (crashed, killed for memory): while the parent holds its own copy of the
 child's end the pipe never reads as closed. So :func:`start` closes that copy, and
-:func:`receive` waits for the child's message or its death, whichever comes first, for a bounded
+:func:`message` waits for the child's message or its death, whichever comes first, for a bounded
 time, and fails the benchmark naming the child instead of hanging.
 """
 
@@ -47,8 +47,8 @@ def start(target: Callable[..., None], *args: Any) -> tuple[BaseProcess, Connect
     return process, ours
 
 
-def receive(process: BaseProcess, pipe: Connection, timeout_s: float, what: str) -> Any:
-    """The message ``process`` sends on ``pipe`` (from :func:`start`), then its exit; blocks.
+def message(process: BaseProcess, pipe: Connection, timeout_s: float, what: str) -> Any:
+    """The next message ``process`` sends on ``pipe`` (from :func:`start`); blocks.
 
     RuntimeError naming ``what`` if the child exits without sending it or sends nothing within
     ``timeout_s`` (then it is killed): a benchmark fails where it would otherwise hang."""
@@ -57,14 +57,19 @@ def receive(process: BaseProcess, pipe: Connection, timeout_s: float, what: str)
         process.join(JOIN_S)
         raise RuntimeError(f"{what} (pid {process.pid}) sent nothing within {timeout_s:g} s")
     try:
-        message = pipe.recv()
+        return pipe.recv()
     except EOFError:
         process.join(JOIN_S)
         raise RuntimeError(
             f"{what} (pid {process.pid}) exited with status {process.exitcode} before it sent its result"
         ) from None
+
+
+def receive(process: BaseProcess, pipe: Connection, timeout_s: float, what: str) -> Any:
+    """The child's last :func:`message`, its result; then it exits (or is killed after ``JOIN_S``)."""
+    result = message(process, pipe, timeout_s, what)
     process.join(JOIN_S)
     if process.is_alive():
         process.kill()
         process.join(JOIN_S)
-    return message
+    return result

@@ -17,6 +17,11 @@ def _answer(word: str, pipe: Connection) -> None:
     pipe.send(word.upper())
 
 
+def _echo(pipe: Connection) -> None:
+    pipe.send("ready")
+    pipe.send(pipe.recv())
+
+
 def _die(pipe: Connection) -> None:
     os._exit(3)
 
@@ -28,6 +33,14 @@ def _say_nothing(pipe: Connection) -> None:
 def test_the_child_s_message_is_received_and_the_child_has_exited() -> None:
     process, pipe = forked.start(_answer, "done")
     assert forked.receive(process, pipe, 10.0, "the answering child") == "DONE"
+    assert process.exitcode == 0
+
+
+def test_a_child_talks_message_by_message_until_its_last() -> None:
+    process, pipe = forked.start(_echo)
+    assert forked.message(process, pipe, 10.0, "the echo") == "ready"
+    pipe.send("again")
+    assert forked.receive(process, pipe, 10.0, "the echo") == "again"
     assert process.exitcode == 0
 
 
