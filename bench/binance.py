@@ -74,6 +74,7 @@ from book_store.schema import node_stats_key
 from control_plane.stores.redis import RedisControlStore
 from ladder_process.cli import HelpFormatter
 from ladder_process.clock import now_ms
+from ladder_process.tasks import cancel_and_wait
 
 DEPTH = 20
 STREAMS_PER_EXCHANGE = 25
@@ -356,9 +357,9 @@ async def measure(args: argparse.Namespace, report: Report) -> dict[str, Any]:
                         "p99", 0.0
                     )
             finally:
-                for task in tasks:
-                    task.cancel()
-                _done, running = await asyncio.wait(tasks, timeout=TASKS_STOP_S)
+                running = await cancel_and_wait(
+                    tasks, TASKS_STOP_S
+                )  # their store calls can lose one cancellation
                 if running:
                     names = ", ".join(sorted(task.get_name() for task in running))
                     raise RuntimeError(f"{names} still running {TASKS_STOP_S:g} s after it was cancelled")
