@@ -158,10 +158,10 @@ class _Side:
         """Set or delete each level; the ingest hot path, so one loop and no calls of our own.
 
         A plain decimal (what venues send) is read inline, the fast path of ``price_key`` and
-        ``_nonzero``; anything else goes through those functions. Memory, not instructions, is
-        what a level costs once a node holds hundreds of books: every look-up lands on a line no
-        cache holds, so the loop touches as few objects as it can (no per-price cache: reading a
-        price again is cheaper than finding it in one)."""
+        ``_nonzero``; anything else goes through those functions. Nearly all of a level's cost is
+        the work on its two strings (the key, the zero test, the encoding); there is no per-price
+        cache of keys all the same: on a node holding hundreds of books, finding a price in one
+        costs more in cache misses than reading it again."""
         book, keys, negate, journal, cap = self.levels, self.keys, self.negate, self.journal, self.journal_cap
         price = quantity = ""
         try:
