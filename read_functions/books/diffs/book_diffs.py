@@ -145,7 +145,7 @@ def side_changes(
                 continue  # past the view
             if kind == REPLACE:
                 item = level[1:-1]
-                price = item[: item.index(b",")]
+                price = _price(item)
                 gone = view[index]
                 view[index] = out[price] = item
                 if not gone.startswith(price) and gone is not _UNSEEN:  # (a price ends with its quote)
@@ -155,7 +155,7 @@ def side_changes(
                     return None
                 item = level[1:-1]
                 view.insert(index, item)
-                out[item[: item.index(b",")]] = item
+                out[_price(item)] = item
                 if len(view) > limit:
                     _leave(out, view.pop())
             elif kind == DELETE:
@@ -178,7 +178,7 @@ def side_changes(
         for at in range(view.index(_UNSEEN), size):
             if view[at] is _UNSEEN:
                 item = view[at] = new[at]
-                out[item[: item.index(b",")]] = item
+                out[_price(item)] = item
     if view != new:
         return None
     return tuple(out.values())
@@ -187,7 +187,7 @@ def side_changes(
 def _leave(out: dict[bytes, bytes], gone: bytes) -> None:
     """``gone`` left the client's view: its price goes to ``"0"`` (unless the client never had it)."""
     if gone is not _UNSEEN:
-        price = gone[: gone.index(b",")]
+        price = _price(gone)
         out[price] = price + _ZERO
 
 
