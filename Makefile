@@ -17,7 +17,14 @@ $(STAMP): pyproject.toml sdk/pyproject.toml $(LOCKS)
 	$(PY) -m pip install -q --no-deps --no-build-isolation -e ./sdk -e .
 	touch $(STAMP)
 
-install: $(STAMP)
+# The compiled level loops (ingest_nodes/core/_levels.c) are built in place by the editable install:
+# again whenever the C changes.
+LEVELS_STAMP := $(VENV)/.levels-stamp
+$(LEVELS_STAMP): $(STAMP) ingest_nodes/core/_levels.c
+	$(PY) -m pip install -q --no-deps --no-build-isolation -e .
+	touch $@
+
+install: $(STAMP) $(LEVELS_STAMP)
 
 # What running needs and no more: `make up` and `make demo` install the runtime lock (Ladder's own
 # dependencies: none of the test, lint, bench or browser tools) and Ladder, unless the development

@@ -15,6 +15,7 @@ import signal
 import aiohttp
 
 from book_store.connect import opened, store_client
+from ingest_nodes.core import native
 from ingest_nodes.ops.telemetry import IngestTelemetry
 from ingest_nodes.runtime.node import IngestNode
 from ingest_nodes.settings import IngestSettings
@@ -37,6 +38,7 @@ def main(argv: list[str] | None = None) -> None:
     overrides = {"node_id": args.node_id} if args.node_id else {}
     settings = IngestSettings(**overrides)  # the rest comes from LADDER_*
     install_log_redaction(*secrets_of(settings))
+    logging.getLogger("ingest_nodes").info("level loops: %s", native.describe())
     try:
         import uvloop
 

@@ -48,6 +48,7 @@ from typing import Final, NamedTuple
 
 import orjson
 
+from ingest_nodes.core import native
 from ingest_nodes.core.errors import VenuePayloadError
 from ingest_nodes.core.events import Level
 
@@ -108,14 +109,15 @@ def _encoded(price: str, quantity: str) -> bytes:
 def _read(levels: Iterable[Level], *, negate: bool) -> dict[int, bytes]:
     """A snapshot side as key -> encoded level (zero quantities skipped)."""
     fresh: dict[int, bytes] = {}
-    price = quantity = ""
+    level: object = None
     try:
-        for price, quantity in levels:
+        for level in levels:
+            price, quantity = level
             key = price_key(price)
             if _nonzero(quantity):
                 fresh[-key if negate else key] = _encoded(price, quantity)
     except (InvalidOperation, TypeError, ValueError, AttributeError) as exc:
-        raise VenuePayloadError(f"bad level {[price, quantity]!r}") from exc
+        raise VenuePayloadError(f"bad level {level!r}") from exc
     return fresh
 
 
@@ -155,7 +157,28 @@ class _Side:
             self.watermark = self.keys[-1] if self.keys else _NOTHING_TRUSTED
 
     def apply(self, levels: Iterable[Level]) -> None:
-        """Set or delete each level; the ingest hot path, so one loop and no calls of our own.
+        """Set or delete each level: the ingest hot path.
+
+        The compiled loop (``native.apply_plain``) takes every level that is a pair of plain
+        decimals, which is what venues send, and stops at any other; ``_apply_levels`` takes that
+        one (it reads it or refuses it) and the compiled loop goes on after it. Without the
+        compiled loop, ``_apply_levels`` takes them all."""
+        compiled = native.apply_plain
+        try:
+            if compiled is not None and (type(levels) is tuple or type(levels) is list):
+                book, keys, negate, cap = self.levels, self.keys, self.negate, self.journal_cap
+                done = compiled(levels, 0, book, keys, negate, self.journal, cap)
+                while done < len(levels):
+                    self._apply_levels(levels[done : done + 1])
+                    done = compiled(levels, done + 1, book, keys, negate, self.journal, cap)
+            else:
+                self._apply_levels(levels)
+        finally:
+            if self.journal is not None and len(self.journal) > JOURNAL_LIMIT:
+                self.journal = None
+
+    def _apply_levels(self, levels: Iterable[Level]) -> None:
+        """The reference loop, one loop and no calls of our own.
 
         A plain decimal (what venues send) is read inline, the fast path of ``price_key`` and
         ``_nonzero``; anything else goes through those functions. Nearly all of a level's cost is
@@ -163,9 +186,10 @@ class _Side:
         cache of keys all the same: on a node holding hundreds of books, finding a price in one
         costs more in cache misses than reading it again."""
         book, keys, negate, journal, cap = self.levels, self.keys, self.negate, self.journal, self.journal_cap
-        price = quantity = ""
+        level: object = None
         try:
-            for price, quantity in levels:
+            for level in levels:
+                price, quantity = level
                 whole, _, places = price.partition(".")
                 digits = whole + places
                 plain = len(places) <= SCALE and digits.isdigit()
@@ -197,10 +221,7 @@ class _Side:
                     if journal is not None and i < cap:
                         journal.append((DELETE, i, b""))
         except (InvalidOperation, TypeError, ValueError, AttributeError) as exc:
-            raise VenuePayloadError(f"bad level {[price, quantity]!r}") from exc
-        finally:
-            if journal is not None and len(journal) > JOURNAL_LIMIT:
-                self.journal = None
+            raise VenuePayloadError(f"bad level {level!r}") from exc
 
     def truncate(self, depth: int) -> None:
         keys, levels = self.keys, self.levels

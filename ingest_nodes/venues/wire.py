@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 
 import orjson
 
+from ingest_nodes.core import native
 from ingest_nodes.core.errors import VenuePayloadError
 from ingest_nodes.core.events import Level
 
@@ -63,7 +64,13 @@ def object_levels(
 
 
 def levels(rows: object, side: str) -> tuple[Level, ...]:
-    """``[["price","qty"], ...]`` as a tuple of string pairs; extra trailing members are ignored."""
+    """``[["price","qty"], ...]`` as a tuple of string pairs; extra trailing members are ignored.
+
+    The compiled loop (``native.read_levels``) reads rows of the right shape; this loop is the
+    reference, and says what is wrong with any other."""
+    compiled = native.read_levels
+    if compiled is not None and (found_compiled := compiled(rows)) is not None:
+        return found_compiled
     if not isinstance(rows, list):
         raise VenuePayloadError(f"{side!r} is missing or not a list")
     found: list[Level] = []

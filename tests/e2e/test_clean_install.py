@@ -66,8 +66,8 @@ def clean_environ(**extra: str) -> dict[str, str]:
 def test_the_installed_modules_come_from_the_environment_alone(clean_env: Path, tmp_path: Path) -> None:
     probe = (
         "import book_store, control_plane, ingest_nodes, read_functions, fake_venue, "
-        "opentelemetry.exporter.otlp.proto.http.trace_exporter as otlp; "
-        "modules = (book_store, control_plane, ingest_nodes, read_functions, fake_venue, otlp); "
+        "opentelemetry.exporter.otlp.proto.http.trace_exporter as otlp, ingest_nodes.core._levels as levels; "
+        "modules = (book_store, control_plane, ingest_nodes, read_functions, fake_venue, otlp, levels); "
         "print('\\n'.join(m.__file__ for m in modules))"
     )
     done = subprocess.run([str(clean_env / "bin" / "python"), "-c", probe], cwd=tmp_path, env=clean_environ(),

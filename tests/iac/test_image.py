@@ -3,8 +3,8 @@
 A build is ``make image`` (buildah, chroot isolation, a debootstrapped base); what the image
 installs, Ladder's wheel in a clean environment, is started for real in
 ``tests/e2e/test_clean_install.py``. Here the Dockerfile itself is checked: two stages, a base pinned
-by digest, no compiler installed, an unprivileged user, ``ladder`` as the entrypoint, and a build
-context that leaves the repository's bulk out.
+by digest, a compiler in the build stage only (for Ladder's C level loops), an unprivileged user,
+``ladder`` as the entrypoint, and a build context that leaves the repository's bulk out.
 """
 
 from __future__ import annotations
@@ -71,8 +71,14 @@ def test_the_final_stage_runs_ladder_as_an_unprivileged_user_with_no_build_tools
     assert entrypoint == ["/opt/ladder/bin/ladder"], "one image: `ladder ingest|control|read ...`"
     copies = [args for op, args in final if op == "COPY"]
     assert copies == ["--from=build /opt/ladder /opt/ladder"], "the final stage takes only the environment"
-    for op, args in stages()[1] + final:
+    for op, args in final:
         assert not (op == "RUN" and BUILD_TOOLS.search(args)), f"a build tool is installed: {args}"
+
+
+def test_the_build_compiles_the_level_loops_and_proves_the_environment_runs_them() -> None:
+    run = " ".join(args for op, args in stages()[1] if op == "RUN")
+    assert "gcc" in run, "ingest_nodes/core/_levels.c needs a compiler in the build stage"
+    assert 'native.describe() == "compiled"' in run, "an image without the compiled loops must not build"
 
 
 def test_the_build_installs_binary_wheels_into_an_environment_without_pip() -> None:

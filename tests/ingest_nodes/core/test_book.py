@@ -10,8 +10,16 @@ import pytest
 
 from book_store.codec import BookStatus, Snapshot, SnapshotMeta, encode_snapshot
 from book_store.delta import apply_delta, encode_delta, read_delta
+from ingest_nodes.core import native
 from ingest_nodes.core.book import INSERT, JOURNAL_LIMIT, OrderBook, SideWindow
 from ingest_nodes.core.errors import VenuePayloadError
+
+
+@pytest.fixture(autouse=True, params=["compiled", "pure Python"])
+def level_loop(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test here runs under the compiled level loop and under the pure-Python one."""
+    if request.param == "pure Python":
+        monkeypatch.setattr(native, "apply_plain", None)
 
 
 def loaded(bids: list[tuple[str, str]], asks: list[tuple[str, str]], *, complete: bool = True) -> OrderBook:
