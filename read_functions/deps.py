@@ -21,7 +21,7 @@ from control_plane.bootstrap import open_control_store, resolve_pepper
 from control_plane.service import ControlService
 from ladder_process.clock import now_ms
 from ladder_process.errors import StoreError
-from ladder_process.telemetry.metrics import Kind, Metric, observe, value
+from ladder_process.telemetry.metrics import Kind, Metric, value
 from read_functions.app.load_shedding import Load
 from read_functions.books.cache import BookCache
 from read_functions.books.consolidated import ConsolidatedViews
@@ -137,7 +137,7 @@ class Deps:
         except BaseException:
             await stack.aclose()
             raise
-        observe(deps.telemetry.pipeline.meter, WORKER_METRICS, deps)
+        deps.telemetry.pipeline.observe(WORKER_METRICS, deps)
         deps._housekeeping = asyncio.get_running_loop().create_task(deps._housekeep())
         return deps
 

@@ -29,7 +29,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from book_store.codec import Snapshot
 from ladder_process.telemetry.histograms import HistogramSeries
-from ladder_process.telemetry.metrics import Kind, Metric, counts, observe
+from ladder_process.telemetry.metrics import Kind, Metric, counts
 from ladder_process.telemetry.setup import Telemetry, caller_context
 from read_functions.app.messages import Request
 from read_functions.books.cache import book_cache_hit
@@ -57,7 +57,7 @@ class ReadTelemetry:
         self.tracing = self._tracer is not None
         """Whether requests are traced: the hot path asks before it gathers what a span reports."""
         self._latency_by_route: dict[str, HistogramSeries] = {}
-        observe(self.pipeline.meter, REQUEST_METRICS, self)
+        self.pipeline.observe(REQUEST_METRICS, self)
         self._latency = REQUEST_SECONDS.histogram(self.pipeline)
 
     def request_done(self, request: Request, route: str, status: int, seconds: float) -> None:

@@ -26,7 +26,7 @@ from opentelemetry.trace import Span, StatusCode, Tracer, set_span_in_context
 
 from control_plane.models import ReplicaAssignment
 from control_plane.scheduling.scheduler import Plan
-from ladder_process.telemetry.metrics import Kind, Metric, counts, observe, value
+from ladder_process.telemetry.metrics import Kind, Metric, counts, value
 from ladder_process.telemetry.setup import Telemetry
 
 ROUND_BUCKETS_S = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
@@ -44,7 +44,7 @@ class ControlTelemetry:
         self.moves: dict[str, int] = {}
         self.replicas: dict[str, int] = {}
         self.nodes_in_use = 0
-        observe(telemetry.meter, CONTROL_METRICS, self)
+        telemetry.observe(CONTROL_METRICS, self)
         self._seconds = ROUND_SECONDS.histogram(telemetry).series({})
 
     @contextmanager

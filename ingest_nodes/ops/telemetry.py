@@ -47,7 +47,7 @@ from ingest_nodes.core.engine import BookEngine
 from ingest_nodes.ops.stats import ReplicaStats, SnapshotStats
 from ladder_process.clock import now_ms
 from ladder_process.telemetry.histograms import HistogramSeries, bucket_quantile
-from ladder_process.telemetry.metrics import Kind, LabelValues, Metric, Reading, observe, value
+from ladder_process.telemetry.metrics import Kind, LabelValues, Metric, Reading, value
 from ladder_process.telemetry.sampling import DURATION_MS
 from ladder_process.telemetry.setup import Telemetry
 
@@ -135,7 +135,7 @@ class IngestTelemetry:
         self._resync_weight: dict[ReplicaId, int] = {}
         self.node: NodeFacts | None = None
 
-        observe(telemetry.meter, INGEST_METRICS, self)
+        telemetry.observe(INGEST_METRICS, self)
         self._latency = PUBLISH_LATENCY.histogram(telemetry)
         self._batch_seconds = PUBLISH_BATCH_SECONDS.histogram(telemetry).series({})
 

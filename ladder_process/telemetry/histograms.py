@@ -1,5 +1,5 @@
 """Latency histograms kept by the component, not the SDK: one bisection per record, merged into
-every collection and export (see :mod:`ladder_process.telemetry.setup`).
+every collection and export (:mod:`ladder_process.telemetry.local`).
 """
 
 from __future__ import annotations
@@ -8,26 +8,9 @@ import math
 import time
 from bisect import bisect_left
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from itertools import pairwise
-from typing import Any
 
-from opentelemetry.sdk.metrics.export import (
-    AggregationTemporality,
-    Histogram,
-    HistogramDataPoint,
-    Metric,
-    MetricExporter,
-    MetricExportResult,
-    MetricsData,
-    ResourceMetrics,
-    ScopeMetrics,
-)
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.util.instrumentation import InstrumentationScope
-
-SCOPE = InstrumentationScope("ladder")
-"""The scope of the meter, and of the local histograms merged into its output."""
+from opentelemetry.sdk.metrics.export import AggregationTemporality, Histogram, HistogramDataPoint, Metric
 
 
 class HistogramSeries:
@@ -122,10 +105,9 @@ class LocalHistogram:
 
 
 class LocalHistograms:
-    """One pipeline's local histograms, and the one place they join the SDK's metrics."""
+    """One pipeline's local histograms, by name."""
 
-    def __init__(self, resource: Resource) -> None:
-        self._resource = resource
+    def __init__(self) -> None:
         self._histograms: dict[str, LocalHistogram] = {}
 
     def histogram(self, name: str, *, description: str, unit: str, bounds: Sequence[float]) -> LocalHistogram:
@@ -135,61 +117,6 @@ class LocalHistograms:
             self._histograms[name] = found
         return found
 
-    def merged(self, data: MetricsData | None) -> MetricsData:
-        """``data`` (not modified; None: the SDK had nothing) plus the local histograms, in the
-        ``ladder`` scope of this resource."""
-        now_ns = time.time_ns()
-        resources = [] if data is None else list(data.resource_metrics)
-        metrics = [m for h in list(self._histograms.values()) if (m := h.metric(now_ns)) is not None]
-        if not metrics:
-            return MetricsData(resource_metrics=resources)
-        for index, resource_metrics in enumerate(resources):
-            if resource_metrics.resource == self._resource:
-                resources[index] = replace(
-                    resource_metrics, scope_metrics=_with_metrics(resource_metrics.scope_metrics, metrics)
-                )
-                break
-        else:
-            resources.append(
-                ResourceMetrics(self._resource, _with_metrics([], metrics), self._resource.schema_url)
-            )
-        return MetricsData(resource_metrics=resources)
-
-
-class WithLocalHistograms(MetricExporter):
-    """A periodic exporter's wrapper that adds the local histograms to every export.
-
-    The reader exports only when the SDK has something to report; every Ladder component has
-    observable instruments that always do, so no export is skipped in practice.
-    """
-
-    def __init__(self, exporter: MetricExporter, histograms: LocalHistograms) -> None:
-        super().__init__(
-            preferred_temporality=exporter._preferred_temporality,
-            preferred_aggregation=exporter._preferred_aggregation,
-        )
-        self._exporter = exporter
-        self._histograms = histograms
-
-    def export(
-        self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any
-    ) -> MetricExportResult:
-        merged = self._histograms.merged(metrics_data)
-        return self._exporter.export(merged, timeout_millis=timeout_millis, **kwargs)
-
-    def force_flush(self, timeout_millis: float = 10_000) -> bool:
-        return self._exporter.force_flush(timeout_millis=timeout_millis)
-
-    def shutdown(self, timeout_millis: float = 30_000, **kwargs: Any) -> None:
-        self._exporter.shutdown(timeout_millis, **kwargs)
-
-
-def _with_metrics(scopes: Sequence[ScopeMetrics], metrics: list[Metric]) -> list[ScopeMetrics]:
-    """``scopes`` with ``metrics`` added to the ``ladder`` scope (made if missing)."""
-    merged = list(scopes)
-    for index, scope_metrics in enumerate(merged):
-        if scope_metrics.scope == SCOPE:
-            merged[index] = replace(scope_metrics, metrics=[*scope_metrics.metrics, *metrics])
-            return merged
-    merged.append(ScopeMetrics(scope=SCOPE, metrics=metrics, schema_url=SCOPE.schema_url or ""))
-    return merged
+    def metrics(self, now_ns: int) -> list[Metric]:
+        """The SDK metric of each histogram recorded so far."""
+        return [m for h in list(self._histograms.values()) if (m := h.metric(now_ns)) is not None]

@@ -2,9 +2,11 @@
 and the instruments made from a table of rows.
 
 A component keeps its counts as plain numbers in its own objects (a hot path pays an attribute
-increment, never an SDK call) and declares one table of :class:`Metric` rows; :func:`observe`
-makes an observable instrument of each counter and gauge that runs the row's reader over the
-component's source object when metrics are collected, and :meth:`Metric.histogram` makes a local
+increment, never an SDK call) and declares one table of :class:`Metric` rows, which it hands to
+``Telemetry.observe``: each counter and gauge runs the row's reader over the component's source
+object when metrics are collected (per-book gauges read straight into data points,
+:mod:`ladder_process.telemetry.gauges`; the others through the SDK's observable instruments that
+:func:`observe` makes), and :meth:`Metric.histogram` makes a local
 histogram (:mod:`ladder_process.telemetry.histograms`) that the component's hooks record into.
 The tables are what docs/observability.md lists (``tests/telemetry/test_metric_list.py``).
 """

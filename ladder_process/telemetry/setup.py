@@ -12,8 +12,10 @@ are plain integers kept by the component and read by *observable* instruments wh
 collected (a scrape of the Prometheus endpoint, or a periodic OTLP export). Latency histograms
 are kept the same way: :meth:`Telemetry.histogram` gives a :class:`LocalHistogram` whose
 :class:`HistogramSeries` (one per label set, cached by the caller) records with one bisection
-and a few number updates, no lock. :class:`LocalHistograms` turns them into SDK ``Histogram``
-metrics (cumulative) and merges them into every collection: :meth:`Telemetry.collect` for the
+and a few number updates, no lock. Per-book gauges (``ladder_book_*``, thousands of points on a
+node) are read at collection into data points directly (:mod:`ladder_process.telemetry.gauges`),
+where the SDK's path would cost microseconds a point on the process's event loop.
+:class:`LocalMetrics` merges both into every collection: :meth:`Telemetry.collect` for the
 Prometheus endpoint, and a wrapper around each periodic exporter for OTLP and the console.
 
 Tracing is off unless an exporter is configured. ``tracer`` is then ``None`` and every hook skips
@@ -32,7 +34,7 @@ import importlib.metadata
 import logging
 import os
 import socket
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from opentelemetry.context import Context
 from opentelemetry.metrics import Meter, NoOpMeter
@@ -43,7 +45,6 @@ from opentelemetry.sdk.metrics.export import (
     MetricsData,
     PeriodicExportingMetricReader,
 )
-from opentelemetry.sdk.metrics.view import View
 from opentelemetry.sdk.resources import SERVICE_NAME, OTELResourceDetector, Resource
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.sampling import (
@@ -55,17 +56,14 @@ from opentelemetry.trace import Tracer
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from ladder_process.telemetry.exporters import metric_exporters, sampler_from_env, span_exporters
-from ladder_process.telemetry.histograms import SCOPE, LocalHistogram, LocalHistograms, WithLocalHistograms
-from ladder_process.telemetry.metrics import Kind, Metric, Reading, observe, value
+from ladder_process.telemetry.gauges import per_book
+from ladder_process.telemetry.histograms import LocalHistogram
+from ladder_process.telemetry.local import SCOPE, LocalMetrics, WithLocalMetrics
+from ladder_process.telemetry.metrics import Kind, Metric, Reading, Source, observe, value
 from ladder_process.telemetry.prometheus import render_metrics
 from ladder_process.telemetry.span_queue import BoundedSpanProcessor, quiet_exporter_logs
 
 log = logging.getLogger(__name__)
-
-PER_BOOK_PREFIX = "ladder_book_"
-"""Per-book gauges (the one place a market may be an attribute) are named with this prefix ..."""
-PER_BOOK_CARDINALITY = 100_000
-"""... and may hold this many series, where the SDK's default stops at 2000."""
 
 _W3C = TraceContextTextMapPropagator()
 
@@ -92,30 +90,26 @@ class Telemetry:
         self._scrape: InMemoryMetricReader | None = None
         self._meter_provider: MeterProvider | None = None
         self._tracer_provider: TracerProvider | None = None
-        self._local = LocalHistograms(resource)
+        self._local = LocalMetrics(resource)
         self.tracer: Tracer | None = None
         self.meter: Meter = NoOpMeter(SCOPE.name)
         if not enabled:
             return
         self._scrape = InMemoryMetricReader()
-        per_book = View(
-            instrument_name=PER_BOOK_PREFIX + "*", aggregation_cardinality_limit=PER_BOOK_CARDINALITY
-        )
         periodic = [
-            PeriodicExportingMetricReader(WithLocalHistograms(exporter, self._local))
+            PeriodicExportingMetricReader(WithLocalMetrics(exporter, self._local))
             for exporter in metric_exporters
         ]
         self._meter_provider = MeterProvider(
             metric_readers=[self._scrape, *periodic],
             resource=resource,
-            views=[per_book],
             # Exemplars cost time on every record, and the Prometheus text format drops them.
             exemplar_filter=AlwaysOffExemplarFilter(),
         )
         self.meter = self._meter_provider.get_meter(SCOPE.name)
         queues = [p for p in span_processors if isinstance(p, BoundedSpanProcessor)]
         if queues:
-            observe(self.meter, SPAN_METRICS, queues)
+            self.observe(SPAN_METRICS, queues)
         if span_processors:
             self._tracer_provider = TracerProvider(
                 resource=resource, sampler=sampler or ParentBased(ALWAYS_ON)
@@ -166,7 +160,14 @@ class Telemetry:
         Asking twice for one name gives the same histogram. Disabled telemetry still gives one (its
         records cost the same and go nowhere).
         """
-        return self._local.histogram(name, description=description, unit=unit, bounds=bounds)
+        return self._local.histograms.histogram(name, description=description, unit=unit, bounds=bounds)
+
+    def observe(self, table: Iterable[Metric[Source]], source: Source) -> None:
+        """Report each counter and gauge of ``table`` by reading ``source`` at every collection:
+        per-book gauges here, the others through the SDK's observable instruments."""
+        rows = [row for row in table if row.kind is not Kind.HISTOGRAM]
+        self._local.gauges.observe([row for row in rows if per_book(row)], source)
+        observe(self.meter, [row for row in rows if not per_book(row)], source)
 
     def collect(self) -> MetricsData | None:
         """Every metric now (runs the observable callbacks); None when telemetry is disabled."""

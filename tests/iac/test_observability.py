@@ -5,14 +5,14 @@ about what can drift: each expression's brackets balance, every range function h
 every ``ladder_*`` name is one a component registers, in the form the Prometheus endpoint serves
 it (a counter as ``_total``, a histogram as ``_bucket``/``_sum``/``_count``, a gauge as is). The
 registered names come from the components' own telemetry classes, built on a real meter whose
-``create_*`` calls are recorded.
+``create_*`` calls are recorded, and from the metric tables they hand to ``Telemetry.observe``.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from control_plane.scheduling.telemetry import ControlTelemetry
 from ingest_nodes.ops.telemetry import IngestTelemetry
 from ladder_process.telemetry.histograms import LocalHistogram
+from ladder_process.telemetry.metrics import Kind, Metric
 from ladder_process.telemetry.setup import Telemetry
 from ladder_process.telemetry.span_queue import BoundedSpanProcessor
 from read_functions.telemetry import ReadTelemetry
@@ -85,6 +86,15 @@ def served_names() -> set[str]:
         return make_histogram(name, **kwargs)
 
     telemetry.histogram = histogram  # type: ignore[method-assign]
+    make_observed = telemetry.observe
+    observed: set[str] = set()
+
+    def observe(table: Iterable[Metric[Any]], source: Any) -> None:
+        table = list(table)
+        observed.update(row.exposed for row in table if row.kind is not Kind.HISTOGRAM)
+        make_observed(table, source)
+
+    telemetry.observe = observe  # type: ignore[method-assign]
     IngestTelemetry(telemetry)
     ControlTelemetry(telemetry)
     ReadTelemetry(telemetry)
@@ -92,7 +102,7 @@ def served_names() -> set[str]:
     names = {name.removesuffix("_total") + "_total" for name, kind in seen.items() if kind in COUNTERS}
     names |= {name for name, kind in seen.items() if kind in GAUGES}
     names |= {name + suffix for name in histograms for suffix in ("_bucket", "_sum", "_count")}
-    return names | own
+    return names | observed | own
 
 
 def rules() -> list[dict[str, Any]]:

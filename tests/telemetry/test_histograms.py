@@ -5,44 +5,20 @@ from __future__ import annotations
 import io
 import json
 import time
-from typing import Any
 
 import pytest
 from opentelemetry.sdk.metrics.export import (
     AggregationTemporality,
     ConsoleMetricExporter,
     Histogram,
-    MetricExporter,
-    MetricExportResult,
-    MetricsData,
 )
 
 from ingest_nodes.ops.telemetry import IngestTelemetry
 from ladder_process.telemetry.histograms import LocalHistogram, bucket_quantile
 from ladder_process.telemetry.setup import Telemetry
-from tests.telemetry.helpers import recorded
+from tests.telemetry.helpers import Collecting, recorded
 
 BOUNDS = (0.001, 0.01, 0.1)
-
-
-class Collecting(MetricExporter):
-    """A metric exporter that keeps what it is given."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.exported: list[MetricsData] = []
-
-    def export(
-        self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any
-    ) -> MetricExportResult:
-        self.exported.append(metrics_data)
-        return MetricExportResult.SUCCESS
-
-    def force_flush(self, timeout_millis: float = 10_000) -> bool:
-        return True
-
-    def shutdown(self, timeout_millis: float = 30_000, **kwargs: Any) -> None:
-        pass
 
 
 def latency(telemetry: Telemetry) -> LocalHistogram:

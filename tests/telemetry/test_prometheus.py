@@ -54,7 +54,7 @@ def test_per_book_gauges_are_not_cut_at_the_default_cardinality_limit() -> None:
         Metric(name, Kind.GAUGE, "", ("market",), counts)
         for name in ("ladder_book_test_age", "ladder_other_test")
     ]
-    observe(telemetry.meter, gauges, books)
+    telemetry.observe(gauges, books)
     text = telemetry.render_prometheus().decode()
     assert text.count("ladder_book_test_age{") == 2500
     assert text.count("ladder_other_test{") < 2500  # any other instrument overflows as the SDK decides

@@ -7,7 +7,6 @@ from collections.abc import AsyncIterator
 import pytest
 import redis.asyncio as redis
 
-from ladder_process.telemetry.metrics import observe
 from read_functions.deps import WORKER_METRICS
 from read_functions.telemetry import ReadTelemetry
 from tests.read_functions.helpers import ETH, Stack, open_stack, snapshot
@@ -23,7 +22,7 @@ async def traced(clean_redis_url: str, redis_client: redis.Redis) -> AsyncIterat
     stack = await open_stack(clean_redis_url, redis_client)
     record = recorded("ladder-read-test")
     stack.deps.telemetry = ReadTelemetry(record.telemetry)
-    observe(record.telemetry.meter, WORKER_METRICS, stack.deps)
+    record.telemetry.observe(WORKER_METRICS, stack.deps)
     yield stack, record
     await stack.close()
 
