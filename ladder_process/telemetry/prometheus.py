@@ -27,11 +27,12 @@ Families = dict[str, tuple[str, str, list[str]]]
 def render_metrics(data: MetricsData | None, extra_labels: Mapping[str, str] | None = None) -> bytes:
     """Every metric of ``data`` as Prometheus text; ``extra_labels`` go on every sample."""
     families: Families = {}
+    labels = _Labels(extra_labels or {})
     if data is not None:
         for resource_metrics in data.resource_metrics:
             for scope_metrics in resource_metrics.scope_metrics:
                 for metric in scope_metrics.metrics:
-                    _add_family(families, metric, extra_labels or {})
+                    _add_family(families, metric, labels)
     out: list[str] = []
     for name, (kind, help_text, samples) in families.items():
         out.append(f"# HELP {name} {_escape_help(help_text)}")
@@ -40,7 +41,23 @@ def render_metrics(data: MetricsData | None, extra_labels: Mapping[str, str] | N
     return ("\n".join(out) + "\n").encode() if out else b""
 
 
-def _add_family(families: Families, metric: Metric, extra: Mapping[str, str]) -> None:
+class _Labels:
+    """The label text of each attribute set, made once a rendering: the same attribute dict is often
+    on several points (the per-book gauges of a book share one), and while the data is held, an
+    object's id names it."""
+
+    def __init__(self, extra: Mapping[str, str]) -> None:
+        self._extra = extra
+        self._made: dict[int, str] = {}
+
+    def __call__(self, attributes: Attributes) -> str:
+        made = self._made.get(id(attributes))
+        if made is None:
+            made = self._made[id(attributes)] = _labels(attributes, self._extra)
+        return made
+
+
+def _add_family(families: Families, metric: Metric, labels_of: _Labels) -> None:
     base = _NAME_INVALID.sub("_", metric.name)
     data = metric.data
     if isinstance(data, Sum) and data.is_monotonic:
@@ -55,7 +72,7 @@ def _add_family(families: Families, metric: Metric, extra: Mapping[str, str]) ->
     samples = families.setdefault(name, (kind, metric.description or "", []))[2]
     if isinstance(data, Histogram):
         for point in data.data_points:
-            labels = _labels(point.attributes, extra)
+            labels = labels_of(point.attributes)
             cumulative = 0
             bounds = [*point.explicit_bounds, math.inf]
             for bound, count in zip(bounds, point.bucket_counts, strict=True):
@@ -67,7 +84,7 @@ def _add_family(families: Families, metric: Metric, extra: Mapping[str, str]) ->
             samples.append(f"{name}_count{suffix} {point.count}")
     else:
         for number_point in data.data_points:
-            labels = _labels(number_point.attributes, extra)
+            labels = labels_of(number_point.attributes)
             suffix = f"{{{labels}}}" if labels else ""
             samples.append(f"{name}{suffix} {_number(number_point.value)}")
 
