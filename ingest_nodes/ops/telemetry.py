@@ -297,37 +297,30 @@ class IngestTelemetry:
                 span.set_attribute("ladder.update_id", update_id)
             span.end()
 
-    def replica_totals(self) -> dict[str, ReplicaStats]:
-        """Per exchange, the stats of every replica this node has kept: live ones and retired."""
+    def kept_stats(self) -> list[tuple[str, ReplicaStats]]:
+        """The stats of every replica this node has kept, with its exchange: the retired ones (summed
+        per exchange), then each live one."""
         if self.node is None:
-            return {}
-        totals: dict[str, ReplicaStats] = {}
-        for exchange, retired in list(self.node.retired.items()):
-            totals.setdefault(exchange, ReplicaStats()).add(retired)
-        for replica in list(self.node.replicas.values()):
-            totals.setdefault(replica.book.exchange, ReplicaStats()).add(replica.stats)
-        return totals
+            return []
+        live = [(replica.book.exchange, replica.stats) for replica in list(self.node.replicas.values())]
+        return [*list(self.node.retired.items()), *live]
 
 
 # -- the metrics: one row each ----------------------------------------------------------------------
 
 
-def _per_exchange(t: IngestTelemetry, count: Callable[[ReplicaStats], Iterable[tuple[int, str]]]) -> Reading:
-    """Replica counts summed per exchange (live replicas and retired ones), by a second label."""
-    return [
-        (n, (exchange, label))
-        for exchange, stats in t.replica_totals().items()
-        for n, label in count(stats)
-        if n
-    ]
-
-
-def _events(t: IngestTelemetry) -> Reading:
-    return [(s.events, (e,)) for e, s in t.replica_totals().items() if s.events]
-
-
-def _audit_mismatches(t: IngestTelemetry) -> Reading:
-    return [(s.audit_mismatches, (e,)) for e, s in t.replica_totals().items() if s.audit_mismatches]
+def _per_exchange(
+    t: IngestTelemetry, count: Callable[[ReplicaStats], Iterable[tuple[int, tuple[str, ...]]]]
+) -> Reading:
+    """Replica counts summed per exchange (live replicas and retired ones) and the further labels
+    ``count`` gives each. A row sums only its own counts: a node keeps thousands of replicas."""
+    totals: dict[LabelValues, int] = {}
+    for exchange, stats in t.kept_stats():
+        for n, labels in count(stats):
+            if n:
+                key = (exchange, *labels)
+                totals[key] = totals.get(key, 0) + n
+    return [(n, key) for key, n in totals.items()]
 
 
 def _exchanges(t: IngestTelemetry) -> list[tuple[str, ExchangeFacts]]:
@@ -396,34 +389,40 @@ EXCHANGE = ("exchange",)
 BOOK = ("exchange", "market", "replica")
 
 INGEST_METRICS: tuple[Metric[IngestTelemetry], ...] = (
-    Metric("ladder_ingest_events", Kind.COUNTER, "Diff events delivered to books.", EXCHANGE, _events),
+    Metric(
+        "ladder_ingest_events",
+        Kind.COUNTER,
+        "Diff events delivered to books.",
+        EXCHANGE,
+        lambda t: _per_exchange(t, lambda s: [(s.events, ())]),
+    ),
     Metric(
         "ladder_ingest_resyncs",
         Kind.COUNTER,
         "Book resyncs by cause; reason=crossed counts crossed books.",
         ("exchange", "reason"),
-        lambda t: _per_exchange(t, lambda s: [(n, reason) for reason, n in s.resyncs.items()]),
+        lambda t: _per_exchange(t, lambda s: [(n, (reason,)) for reason, n in s.resyncs.items()]),
     ),
     Metric(
         "ladder_ingest_fresh_snapshots",
         Kind.COUNTER,
         "Background snapshots that replaced a served book: refresh or audit.",
         ("exchange", "kind"),
-        lambda t: _per_exchange(t, lambda s: [(s.refreshes_done, "refresh"), (s.audits, "audit")]),
+        lambda t: _per_exchange(t, lambda s: [(s.refreshes_done, ("refresh",)), (s.audits, ("audit",))]),
     ),
     Metric(
         "ladder_ingest_audit_mismatches",
         Kind.COUNTER,
         "Audits whose fresh snapshot disagreed with the served book.",
         EXCHANGE,
-        _audit_mismatches,
+        lambda t: _per_exchange(t, lambda s: [(s.audit_mismatches, ())]),
     ),
     Metric(
         "ladder_ingest_stall_checks",
         Kind.COUNTER,
         "Suspect silences checked against the venue, by verdict: quiet or stalled.",
         ("exchange", "verdict"),
-        lambda t: _per_exchange(t, lambda s: [(s.quiet_checks, "quiet"), (s.stalls, "stalled")]),
+        lambda t: _per_exchange(t, lambda s: [(s.quiet_checks, ("quiet",)), (s.stalls, ("stalled",))]),
     ),
     Metric(
         "ladder_ingest_snapshot_fetches",
@@ -431,7 +430,7 @@ INGEST_METRICS: tuple[Metric[IngestTelemetry], ...] = (
         "REST depth snapshots fetched, by outcome.",
         ("exchange", "outcome"),
         lambda t: _per_exchange(
-            t, lambda s: [(s.snapshots + s.background_snapshots, "ok"), (s.snapshot_failures, "failed")]
+            t, lambda s: [(s.snapshots + s.background_snapshots, ("ok",)), (s.snapshot_failures, ("failed",))]
         ),
     ),
     Metric(

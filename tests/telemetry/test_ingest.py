@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from typing import cast
 
 import aiohttp
 import pytest
@@ -17,9 +19,11 @@ from book_store.schema import BookKey
 from control_plane.models import ReplicaAssignment
 from control_plane.stores.redis import RedisControlStore
 from fake_venue import FakeVenue
-from ingest_nodes.ops.telemetry import IngestTelemetry
+from ingest_nodes.ops.stats import ReplicaStats
+from ingest_nodes.ops.telemetry import INGEST_METRICS, IngestTelemetry, NodeFacts
 from ingest_nodes.runtime.node import IngestNode
 from ingest_nodes.settings import IngestSettings
+from ladder_process.telemetry.metrics import LabelValues
 from tests.fake_venue.conftest import small_config
 from tests.telemetry.helpers import Recorded, recorded
 
@@ -200,3 +204,51 @@ async def test_a_gap_opens_a_resync_span_that_parents_the_fetch(running: Running
     fetch = fetches[-1]
     assert fetch.attributes is not None and fetch.attributes["http.response.status_code"] == 200
     assert record.value("ladder_ingest_resyncs", exchange="binance.com", reason="gap") == 1
+
+
+@dataclass
+class Kept:
+    """A replica as the node's counters read it (they read nothing but its book and stats)."""
+
+    book: BookKey
+    stats: ReplicaStats
+
+
+@dataclass
+class Counted:
+    """A node as its counters read it: live replicas and the retired ones' sums per exchange."""
+
+    replicas: dict[tuple[BookKey, int], Kept]
+    retired: dict[str, ReplicaStats]
+
+
+def test_the_counters_sum_every_replica_kept_live_and_retired() -> None:
+    kraken = BookKey("kraken", "XBT/USD")
+    live = {
+        (BOOK, 1): Kept(BOOK, ReplicaStats(events=5, snapshots=1, resyncs=Counter(gap=2))),
+        (BOOK, 2): Kept(BOOK, ReplicaStats(events=7, snapshots=1, snapshot_failures=1)),
+        (kraken, 1): Kept(kraken, ReplicaStats(events=3, resyncs=Counter(checksum=1))),
+    }
+    retired = {"binance.com": ReplicaStats(events=100, resyncs=Counter(gap=1, stall=1), audits=2)}
+    expected = {
+        "ladder_ingest_events": [(3, ("kraken",)), (112, ("binance.com",))],
+        "ladder_ingest_resyncs": [
+            (1, ("binance.com", "stall")),
+            (1, ("kraken", "checksum")),
+            (3, ("binance.com", "gap")),
+        ],
+        "ladder_ingest_fresh_snapshots": [(2, ("binance.com", "audit"))],
+        "ladder_ingest_audit_mismatches": [],  # a count that is zero everywhere has no series
+        "ladder_ingest_stall_checks": [],
+        "ladder_ingest_snapshot_fetches": [(1, ("binance.com", "failed")), (2, ("binance.com", "ok"))],
+    }
+    ingest = IngestTelemetry(recorded("ladder-ingest-sums").telemetry)
+
+    def read() -> dict[str, list[tuple[float, LabelValues]]]:
+        return {
+            row.name: sorted(row.read(ingest)) for row in INGEST_METRICS if row.name in expected and row.read
+        }
+
+    assert all(found == [] for found in read().values())  # no node watched yet
+    ingest.node = cast(NodeFacts, Counted(live, retired))
+    assert read() == expected
