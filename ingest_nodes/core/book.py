@@ -2,18 +2,10 @@
 
 Theory of operation
 -------------------
-Each side is a dict from the price's *key* (bids by the negated key) to the level, and a plain
-list of those keys kept sorted with :mod:`bisect`, so the best price is first. A key is the price
-as an exact integer, price x 10**24 (a scaled integer: ``"4.0002"`` and ``"4.00020000"`` are one
-key, one level); a plain decimal string becomes one by a regular expression and ``int``, anything
-else a ``Decimal`` parses (an exponent, a sign) is scaled exactly or refused. Integers are what
-make a level cheap: a ``Decimal`` key costs a hash of modular arithmetic on every dict look-up
-(about twenty thousand instructions, most of what a level cost), an integer's hash and comparison
-are a few. A venue frame changes a few levels near the touch: finding one in the list, inserting
-or deleting it is a binary search in C and a ``memmove`` of pointers, and the top N is a slice.
-The value is the level already encoded as JSON, ``b'["price","qty"]'`` with the venue's own
-strings, so publishing the top N is a slice and a join with no per-publish encoding. Quantities
-are tested for zero numerically: ``"0"``, ``"0.00000000"`` and ``"0E-8"`` all delete.
+Each side keeps its levels in a store (:mod:`ingest_nodes.core.levels`): sorted by price as an
+exact integer, best first, each level already encoded as JSON with the venue's own strings, so
+publishing the top N is a slice and a join with no per-publish encoding. The store is compiled
+where it was built, pure Python elsewhere; this module is the same over either.
 
 A snapshot holds at most ``limit`` levels per side. When a side came back full, prices past its
 worst level exist at the venue but are unknown to us, and diff events only reveal the ones that
@@ -41,84 +33,22 @@ The book does no sync logic: the engine decides what to load and apply.
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Final, NamedTuple
 
 import orjson
 
-from ingest_nodes.core import native
-from ingest_nodes.core.errors import VenuePayloadError
 from ingest_nodes.core.events import Level
+from ingest_nodes.core.levels import DELETE, INSERT, REPLACE, SCALE, Change, new_store
+
+__all__ = ["DELETE", "INSERT", "JOURNAL_LIMIT", "REPLACE", "TRUNCATE", "Change", "OrderBook", "SideWindow"]
 
 _NOTHING_TRUSTED: Final = float("-inf")
 """Watermark of a side that came back full and empty (a zero limit): no level is trusted."""
-SCALE: Final = 24
-"""Decimal places a price key keeps (a price with more is refused as unreadable)."""
-_POWERS: Final[list[int]] = [10**k for k in range(SCALE + 1)]
-
-REPLACE: Final = 0
-INSERT: Final = 1
-DELETE: Final = 2
 TRUNCATE: Final = 3
 JOURNAL_LIMIT: Final = 512
 """Journal entries a side keeps untaken; past them the journal closes (publish the book whole)."""
-
-Change = tuple[int, int, bytes]
-"""A journal entry: ``(REPLACE | INSERT | DELETE, index, level)`` (``b""`` for a delete)."""
-
-
-def price_key(price: str) -> int:
-    """``price`` x 10**24, exactly (see the module docstring); InvalidOperation, TypeError or
-    ValueError when it is not a finite number with at most ``SCALE`` places."""
-    whole, _, places = price.partition(".")
-    digits = whole + places
-    if len(places) <= SCALE and digits.isdigit():  # a plain decimal: what venues send
-        return int(digits) * _POWERS[SCALE - len(places)]
-    value = Decimal(price)
-    scaled = value.scaleb(SCALE)
-    if not value.is_finite() or scaled != scaled.to_integral_value():
-        raise InvalidOperation
-    return int(scaled)
-
-
-def _plain(text: str) -> bool:
-    """Whether ``text`` is digits with at most one point among them (a level's strings then need no
-    JSON escaping, and a quantity is zero when it has no other digit)."""
-    whole, _, places = text.partition(".")
-    return (whole + places).isdigit()
-
-
-def _nonzero(quantity: str) -> bool:
-    """Whether ``quantity`` is a number other than zero (InvalidOperation, TypeError or ValueError
-    if it is none)."""
-    if _plain(quantity):
-        return bool(quantity.strip("0."))
-    return bool(Decimal(quantity))
-
-
-def _encoded(price: str, quantity: str) -> bytes:
-    """The level as its JSON array, ``b'["price","qty"]'``."""
-    if _plain(price) and _plain(quantity):
-        return f'["{price}","{quantity}"]'.encode()  # one format and one encode: the cheapest way
-    # orjson hands back every result in a 4 KiB block; "%b" keeps an exact-size copy.
-    return b"%b" % orjson.dumps((price, quantity))
-
-
-def _read(levels: Iterable[Level], *, negate: bool) -> dict[int, bytes]:
-    """A snapshot side as key -> encoded level (zero quantities skipped)."""
-    fresh: dict[int, bytes] = {}
-    level: object = None
-    try:
-        for level in levels:
-            price, quantity = level
-            key = price_key(price)
-            if _nonzero(quantity):
-                fresh[-key if negate else key] = _encoded(price, quantity)
-    except (InvalidOperation, TypeError, ValueError, AttributeError) as exc:
-        raise VenuePayloadError(f"bad level {level!r}") from exc
-    return fresh
 
 
 class SideWindow(NamedTuple):
@@ -132,13 +62,11 @@ class SideWindow(NamedTuple):
 class _Side:
     """One side of the book; bids are keyed by the negated price so the best price sorts first."""
 
-    __slots__ = ("cap", "journal", "journal_cap", "keys", "levels", "negate", "watermark")
+    __slots__ = ("cap", "journal", "journal_cap", "negate", "store", "watermark")
 
     def __init__(self, *, negate: bool) -> None:
         self.negate = negate
-        self.levels: dict[int, bytes] = {}
-        self.keys: list[int] = []
-        """The keys of ``levels``, ascending (best first)."""
+        self.store = new_store()
         self.watermark: int | float | None = None
         self.journal: list[Change] | None = None
         self.journal_cap = 0
@@ -147,104 +75,43 @@ class _Side:
         """The venue keeps this many levels current (``truncate``); None: it keeps the whole side."""
 
     def load(self, levels: Iterable[Level], *, complete: bool) -> None:
-        self.levels = _read(levels, negate=self.negate)
-        self.keys = sorted(self.levels)  # one sort instead of one insertion per level
+        store = self.store
+        store.load(levels, self.negate)
         self.journal = None
         self.cap = None
         if complete:
             self.watermark = None
         else:
-            self.watermark = self.keys[-1] if self.keys else _NOTHING_TRUSTED
+            self.watermark = store.sort_key(len(store) - 1) if len(store) else _NOTHING_TRUSTED
 
     def apply(self, levels: Iterable[Level]) -> None:
-        """Set or delete each level: the ingest hot path.
-
-        The compiled loop (``native.apply_plain``) takes every level that is a pair of plain
-        decimals, which is what venues send, and stops at any other; ``_apply_levels`` takes that
-        one (it reads it or refuses it) and the compiled loop goes on after it. Without the
-        compiled loop, ``_apply_levels`` takes them all."""
-        compiled = native.apply_plain
+        """Set or delete each level: the ingest hot path, all of it in the store."""
         try:
-            if compiled is not None and (type(levels) is tuple or type(levels) is list):
-                book, keys, negate, cap = self.levels, self.keys, self.negate, self.journal_cap
-                done = compiled(levels, 0, book, keys, negate, self.journal, cap)
-                while done < len(levels):
-                    self._apply_levels(levels[done : done + 1])
-                    done = compiled(levels, done + 1, book, keys, negate, self.journal, cap)
-            else:
-                self._apply_levels(levels)
+            self.store.apply(levels, self.negate, self.journal, self.journal_cap)
         finally:
             if self.journal is not None and len(self.journal) > JOURNAL_LIMIT:
                 self.journal = None
 
-    def _apply_levels(self, levels: Iterable[Level]) -> None:
-        """The reference loop, one loop and no calls of our own.
-
-        A plain decimal (what venues send) is read inline, the fast path of ``price_key`` and
-        ``_nonzero``; anything else goes through those functions. Nearly all of a level's cost is
-        the work on its two strings (the key, the zero test, the encoding); there is no per-price
-        cache of keys all the same: on a node holding hundreds of books, finding a price in one
-        costs more in cache misses than reading it again."""
-        book, keys, negate, journal, cap = self.levels, self.keys, self.negate, self.journal, self.journal_cap
-        level: object = None
-        try:
-            for level in levels:
-                price, quantity = level
-                whole, _, places = price.partition(".")
-                digits = whole + places
-                plain = len(places) <= SCALE and digits.isdigit()
-                key = int(digits) * _POWERS[SCALE - len(places)] if plain else price_key(price)
-                if negate:
-                    key = -key
-                plain_quantity = quantity.replace(".", "", 1).isdigit()
-                if quantity.strip("0.") != "" if plain_quantity else _nonzero(quantity):
-                    if plain and plain_quantity:
-                        encoded = f'["{price}","{quantity}"]'.encode()
-                    else:
-                        encoded = _encoded(price, quantity)
-                    held = book.get(key)
-                    if held is not None:
-                        if held == encoded:
-                            continue  # venues repeat levels as they are: nothing changed
-                        book[key] = encoded
-                        if journal is not None and (len(keys) <= cap or key <= keys[cap - 1]):
-                            journal.append((REPLACE, bisect_left(keys, key), encoded))
-                    else:
-                        i = bisect_left(keys, key)
-                        keys.insert(i, key)
-                        book[key] = encoded
-                        if journal is not None and i < cap:
-                            journal.append((INSERT, i, encoded))
-                elif book.pop(key, None) is not None:
-                    i = bisect_left(keys, key)
-                    del keys[i]
-                    if journal is not None and i < cap:
-                        journal.append((DELETE, i, b""))
-        except (InvalidOperation, TypeError, ValueError, AttributeError) as exc:
-            raise VenuePayloadError(f"bad level {level!r}") from exc
-
     def truncate(self, depth: int) -> None:
-        keys, levels = self.keys, self.levels
-        if len(keys) > depth:
+        store = self.store
+        if len(store) > depth:
             journal = self.journal
             if journal is not None:  # each level cut among the journaled ones: a delete at ``depth``
-                journal.extend((DELETE, depth, b"") for _ in range(min(len(keys), self.journal_cap) - depth))
-            for key in keys[depth:]:
-                del levels[key]
-            del keys[depth:]
+                journal.extend((DELETE, depth, b"") for _ in range(min(len(store), self.journal_cap) - depth))
+            store.truncate(depth)
         self.cap = depth
         self.watermark = None
 
     def top(self, n: int) -> list[bytes]:
-        return self.first(min(n, self.trusted_depth()))
+        return self.store.first(min(n, self.trusted_depth()))
 
     def first(self, n: int) -> list[bytes]:
         """The best ``n`` levels (the caller keeps ``n`` within the trusted depth)."""
-        return list(map(self.levels.__getitem__, self.keys[: max(n, 0)]))
+        return self.store.first(n)
 
     def between(self, start: int, stop: int) -> list[bytes]:
         """Levels ``start`` to ``stop`` (exclusive), best first."""
-        return list(map(self.levels.__getitem__, self.keys[start:stop]))
+        return self.store.between(start, stop)
 
     def head_changes(self, journal: list[Change], shown: int, count: int) -> list[Change]:
         """What turns the first ``shown`` levels (as they were when ``journal`` began) into the
@@ -269,23 +136,31 @@ class _Side:
         return changes
 
     def trusted_depth(self) -> int:
-        if self.watermark is None:
-            return len(self.keys)
-        return bisect_right(self.keys, self.watermark)
+        watermark = self.watermark
+        if watermark is None:
+            return len(self.store)
+        if watermark == _NOTHING_TRUSTED:
+            return 0
+        return self.store.count_through(int(watermark))
 
     def window(self) -> SideWindow:
         trusted = self.trusted_depth()
         capped = self.cap is not None and trusted >= self.cap
         return SideWindow(trusted, self.watermark is not None or capped)
 
-    def best(self) -> Decimal | None:
-        if not self.keys:
+    def best_key(self) -> int | None:
+        """The best level's price x 10**24 (None: no level)."""
+        if not len(self.store):
             return None
-        key = self.keys[0]
-        return Decimal(-key if self.negate else key).scaleb(-SCALE)
+        key = self.store.sort_key(0)
+        return -key if self.negate else key
+
+    def best(self) -> Decimal | None:
+        key = self.best_key()
+        return None if key is None else Decimal(f"{key}E-{SCALE}")  # exact: scaleb would round to 28 digits
 
     def decoded(self, n: int | None = None) -> list[Level]:
-        return [_decode(self.levels[key]) for key in self.keys[:n]]
+        return [_decode(level) for level in self.store.first(len(self.store) if n is None else n)]
 
 
 def _decode(encoded: bytes) -> Level:
@@ -399,8 +274,8 @@ class OrderBook:
 
     def is_crossed(self) -> bool:
         """True when the best bid is at or above the best ask (crossed or locked)."""
-        bids, asks = self._bids.keys, self._asks.keys
-        return bool(bids) and bool(asks) and -bids[0] >= asks[0]
+        bid, ask = self._bids.best_key(), self._asks.best_key()
+        return bid is not None and ask is not None and bid >= ask
 
     def best_levels(self, n: int) -> tuple[list[Level], list[Level]]:
         """The best ``n`` bids and asks as the venue wrote them (a checksum's input; decodes each)."""

@@ -19,7 +19,7 @@ from ingest_nodes.core.errors import VenuePayloadError
 def level_loop(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every test here runs under the compiled level loop and under the pure-Python one."""
     if request.param == "pure Python":
-        monkeypatch.setattr(native, "apply_plain", None)
+        monkeypatch.setattr(native, "SortedLevels", None)
 
 
 def loaded(bids: list[tuple[str, str]], asks: list[tuple[str, str]], *, complete: bool = True) -> OrderBook:
@@ -248,3 +248,15 @@ def test_a_load_a_clear_or_an_overflow_closes_the_journal() -> None:
 
 def _random_levels(rng: random.Random, low: int, high: int) -> list[tuple[str, str]]:
     return [(str(rng.randint(low, high)), str(rng.choice([0, 0, 1, 2, 3]))) for _ in range(rng.randint(0, 6))]
+
+
+def test_a_price_of_10_to_the_14_or_more_is_refused_and_one_below_it_is_kept_exactly() -> None:
+    """Every key then fits in 128 bits (the compiled store's); no venue prices anything near it."""
+    book = loaded([("10", "1")], [])
+    for price in ("100000000000000", "1E14", "123456789012345.5"):
+        with pytest.raises(VenuePayloadError, match="bad level"):
+            book.apply([(price, "1")], [])
+    largest = "99999999999999.999999999999999999999999"
+    book.apply([(largest, "1"), ("0000000000000000000002.50", "3")], [])
+    assert book.bids() == [(largest, "1"), ("10", "1"), ("0000000000000000000002.50", "3")]
+    assert book.best_bid() == Decimal(largest)

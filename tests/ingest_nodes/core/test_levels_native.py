@@ -23,7 +23,7 @@ from ingest_nodes.core.book import JOURNAL_LIMIT, OrderBook
 from ingest_nodes.core.errors import VenuePayloadError
 from ingest_nodes.venues.wire import levels as wire_levels
 
-COMPILED_APPLY = native.apply_plain
+COMPILED_STORE = native.SortedLevels
 COMPILED_READ = native.read_levels
 
 
@@ -31,7 +31,7 @@ def test_the_install_built_the_compiled_loops() -> None:
     """`make install` compiles _levels.c: a silent fallback to the slow loops would pass every
     other test here."""
     assert native.describe() == "compiled"
-    assert COMPILED_APPLY is not None and COMPILED_READ is not None
+    assert COMPILED_STORE is not None and COMPILED_READ is not None
 
 
 def test_ladder_pure_python_runs_the_reference_loops() -> None:
@@ -46,7 +46,7 @@ def pure(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[bool], None]]:
     """``use(compiled)``: switch the loops this process runs."""
 
     def use(compiled: bool) -> None:
-        monkeypatch.setattr(native, "apply_plain", COMPILED_APPLY if compiled else None)
+        monkeypatch.setattr(native, "SortedLevels", COMPILED_STORE if compiled else None)
         monkeypatch.setattr(native, "read_levels", COMPILED_READ if compiled else None)
 
     yield use
@@ -115,41 +115,83 @@ def _nonzero(quantity: str) -> bool:
 def _state(book: OrderBook) -> tuple[Any, ...]:
     sides = (book._bids, book._asks)  # the state under comparison is the side's own
     return tuple(
-        (dict(s.levels), list(s.keys), None if s.journal is None else list(s.journal)) for s in sides
+        (
+            s.store.sort_keys(),
+            s.store.first(len(s.store)),
+            s.watermark,
+            None if s.journal is None else list(s.journal),
+        )
+        for s in sides
     )
 
 
-def _apply(book: OrderBook, bids: Any, asks: Any) -> str | None:
+_operation: st.SearchStrategy[Any] = st.one_of(
+    st.tuples(st.just("apply"), _frame, _frame),
+    st.tuples(st.just("apply"), _frame, _frame),
+    st.tuples(st.just("apply"), _frame, _frame),
+    st.tuples(st.just("load"), _frame, _frame, st.booleans(), st.booleans()),
+    st.tuples(st.just("truncate"), st.integers(0, 6)),
+    st.tuples(st.just("journal"), st.integers(1, 6)),
+)
+
+
+def _run(book: OrderBook, operation: tuple[Any, ...]) -> str | None:
+    """One operation on ``book``; the venue error it raised, if any."""
     try:
-        book.apply(bids, asks)
+        match operation:
+            case ("apply", bids, asks):
+                book.apply(bids, asks)
+            case ("load", bids, asks, bids_complete, asks_complete):
+                book.load(bids, asks, bids_complete=bids_complete, asks_complete=asks_complete)
+            case ("truncate", depth):
+                book.truncate(depth)
+            case ("journal", cap):
+                book.open_journal(cap)
     except VenuePayloadError as exc:
         return str(exc)
     return None
 
 
+def _looks(book: OrderBook) -> tuple[Any, ...]:
+    """Everything a reader of the book can ask, and the journal taken."""
+    return (
+        book.window(),
+        book.trusted_depth(),
+        book.best_bid(),
+        book.best_ask(),
+        book.is_crossed(),
+        book.top_bids(3),
+        book.top_asks(100),
+        book.bids_between(1, 4),
+        book.best_levels(2),
+        book.take_journal(),
+    )
+
+
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     snapshot=st.lists(st.tuples(_digits(1, 3), _digits(1, 2).filter(_nonzero)), max_size=8),
-    frames=st.lists(st.tuples(_frame, _frame), max_size=8),
+    operations=st.lists(_operation, max_size=10),
     cap=st.one_of(st.none(), st.integers(1, 6)),
 )
-def test_compiled_apply_leaves_every_side_as_the_reference_does(
+def test_the_compiled_store_leaves_every_side_as_the_reference_does(
     pure: Callable[[bool], None],
     snapshot: list[tuple[str, str]],
-    frames: list[tuple[Any, Any]],
+    operations: list[tuple[Any, ...]],
     cap: int | None,
 ) -> None:
-    books = {True: OrderBook(), False: OrderBook()}
-    for compiled, book in books.items():
-        pure(compiled)
+    books = {}
+    for compiled in (True, False):
+        pure(compiled)  # a side takes its store when it is made
+        books[compiled] = book = OrderBook()
         book.load(snapshot, snapshot, bids_complete=True, asks_complete=False)
         if cap is not None:
             book.open_journal(cap)
-    for bids, asks in frames:
-        outcomes = {}
-        for compiled, book in books.items():
-            pure(compiled)
-            outcomes[compiled] = (_apply(book, bids, asks), _state(book), book.take_journal() is None)
+    assert type(books[True]._bids.store) is not type(books[False]._bids.store)
+    for operation in operations:
+        outcomes = {
+            compiled: (_run(book, operation), _state(book), _looks(book)) for compiled, book in books.items()
+        }
         assert outcomes[True] == outcomes[False]
 
 
