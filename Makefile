@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml sdk/pyproject.toml $(LOCKS)
 	$(PY) -m pip install -q --no-deps --no-build-isolation -e ./sdk -e .
 	touch $(STAMP)
 
-# The compiled level loops (ingest_nodes/core/_levels.c) are built in place by the editable install:
+# The compiled book store (ingest_nodes/core/_levels.c) is built in place by the editable install:
 # again whenever the C changes.
 LEVELS_STAMP := $(VENV)/.levels-stamp
 $(LEVELS_STAMP): $(STAMP) ingest_nodes/core/_levels.c

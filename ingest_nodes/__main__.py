@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> None:
     overrides = {"node_id": args.node_id} if args.node_id else {}
     settings = IngestSettings(**overrides)  # the rest comes from LADDER_*
     install_log_redaction(*secrets_of(settings))
-    logging.getLogger("ingest_nodes").info("level loops: %s", native.describe())
+    logging.getLogger("ingest_nodes").info("book store: %s", native.describe())
     try:
         import uvloop
 

@@ -3,7 +3,7 @@
 A build is ``make image`` (buildah, chroot isolation, a debootstrapped base); what the image
 installs, Ladder's wheel in a clean environment, is started for real in
 ``tests/e2e/test_clean_install.py``. Here the Dockerfile itself is checked: two stages, a base pinned
-by digest, a compiler in the build stage only (for Ladder's C level loops), an unprivileged user,
+by digest, a compiler in the build stage only (for Ladder's C book store), an unprivileged user,
 ``ladder`` as the entrypoint, and a build context that leaves the repository's bulk out.
 """
 

@@ -17,7 +17,7 @@ from ingest_nodes.core.errors import VenuePayloadError
 
 @pytest.fixture(autouse=True, params=["compiled", "pure Python"])
 def level_loop(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every test here runs under the compiled level loop and under the pure-Python one."""
+    """Every test here runs on the compiled book store and on the pure-Python one."""
     if request.param == "pure Python":
         monkeypatch.setattr(native, "SortedLevels", None)
 

@@ -1,9 +1,10 @@
-"""The compiled level loops (ingest_nodes/core/_levels.c) against the pure-Python ones they stand in for.
+"""The compiled hot path (ingest_nodes/core/_levels.c) against the pure-Python twins it stands in for.
 
-Every input goes through both: the same book state, keys, journal and error after each frame, for
-levels venues send and levels no venue should (exponents, signs, Unicode digits, long digit
-strings, wrong shapes and types). The compiled loop takes only what it is sure of and hands the
-rest to the Python loop, so any difference here is a defect in the C.
+Every input goes through both: the same keys, levels, watermarks, journal entries, answers and
+errors after each operation, for levels venues send and levels no venue should (exponents, signs,
+Unicode digits, long digit strings, wrong shapes and types). The compiled store reads only what it
+is sure of and hands the rest to the reference's ``slow_level``, so any difference here is a
+defect in the C.
 """
 
 from __future__ import annotations
