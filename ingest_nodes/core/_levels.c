@@ -409,6 +409,15 @@ typedef struct {
     Py_ssize_t order;
 } Loaded;
 
+static void
+release_loaded(Loaded *read, Py_ssize_t kept)
+{
+    for (Py_ssize_t k = 0; k < kept; k++) {
+        Py_DECREF(read[k].level);
+    }
+    PyMem_Free(read);
+}
+
 static int
 compare_loaded(const void *a, const void *b)
 {
@@ -445,10 +454,7 @@ SortedLevels_load(SortedLevels *self, PyObject *const *args, Py_ssize_t nargs)
         int unread = read_level(self, level, negate, &read[kept].rank, &read[kept].level);
         Py_DECREF(level);
         if (unread < 0) {
-            for (Py_ssize_t k = 0; k < kept; k++) {
-                Py_DECREF(read[k].level);
-            }
-            PyMem_Free(read);
+            release_loaded(read, kept);
             Py_DECREF(levels);
             return NULL;
         }
@@ -461,10 +467,7 @@ SortedLevels_load(SortedLevels *self, PyObject *const *args, Py_ssize_t nargs)
     qsort(read, (size_t)kept, sizeof(Loaded), compare_loaded);
     clear_levels(self);
     if (reserve(self, kept) < 0) {
-        for (Py_ssize_t k = 0; k < kept; k++) {
-            Py_DECREF(read[k].level);
-        }
-        PyMem_Free(read);
+        release_loaded(read, kept);
         return NULL;
     }
     for (Py_ssize_t k = 0; k < kept; k++) {

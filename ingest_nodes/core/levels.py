@@ -154,6 +154,7 @@ class PyLevels:
         fast path of ``price_key`` and ``_nonzero``; anything else goes through ``slow_level``."""
         book, keys = self.levels, self.keys
         for level in levels:
+            key: int | None = None
             try:
                 price, quantity = level
                 whole, _, places = price.partition(".")
@@ -161,14 +162,14 @@ class PyLevels:
                 plain = len(places) <= SCALE and len(whole) <= MAX_WHOLE and digits.isdigit()
                 if plain and quantity.replace(".", "", 1).isdigit():
                     key = int(digits) * _POWERS[SCALE - len(places)]
-                    if negate:
-                        key = -key
                     nonzero = quantity.strip("0.")
                     encoded: bytes | None = f'["{price}","{quantity}"]'.encode() if nonzero else None
-                else:
-                    key, encoded = slow_level(level, negate)
-            except (TypeError, ValueError, AttributeError):  # not a pair of plain decimals after all
+            except (TypeError, ValueError, AttributeError):
+                key = None  # not a pair of plain decimals after all
+            if key is None:
                 key, encoded = slow_level(level, negate)
+            elif negate:
+                key = -key
             if encoded is not None:
                 held = book.get(key)
                 if held is not None:
