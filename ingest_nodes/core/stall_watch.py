@@ -126,6 +126,16 @@ class Rhythm:
         self._suspect_at = self.known_ms + min(base * self._backoff, policy.ceiling_ms)
         return self._suspect_at
 
+    def suspect(self, now_ms: int) -> bool:
+        """Whether the silence is suspect at ``now_ms`` (``now_ms >= suspect_at()``). The checker
+        asks this of every book many times a second, and of a busy book the answer is nearly always
+        no: a silence shorter than any rhythm can make suspect is answered without working the
+        rhythm out."""
+        policy = self._policy
+        if now_ms - self._last_event_ms < min(policy.floor_ms, policy.unknown_ms, policy.ceiling_ms):
+            return False
+        return now_ms >= self.suspect_at()
+
     def quiet(self, at_ms: int) -> None:
         """A check found nothing changed: the book is current as of ``at_ms``; check less often."""
         confirmed = self._confirmed_ms

@@ -90,7 +90,7 @@ class _Check:
 
     def snapshot_granted(self) -> bool:
         replica = self.replica
-        if replica.stalled or not replica.engine.synced or now_ms() < replica.watch.suspect_at():
+        if replica.stalled or not replica.engine.synced or not replica.watch.suspect(now_ms()):
             return False  # events came, or the replica moved on, while it waited: no longer suspect
         self.asked_ms = now_ms()
         replica.stats.stall_checks += 1
@@ -160,7 +160,7 @@ class StallChecker:
         still watched and not being checked)."""
         watched = self._watched
         for replica in replicas:
-            suspect = now >= replica.watch.suspect_at() and not replica.stalled and replica.engine.synced
+            suspect = replica.watch.suspect(now) and not replica.stalled and replica.engine.synced
             if suspect and replica in watched and not self._by_rest:
                 replica.stats.stalls += 1
                 book = replica.book
@@ -180,7 +180,7 @@ class StallChecker:
                     self._done(replica)
             elif check.venue_id is not None:
                 self._judge(replica, check, now)
-            elif check.asked_ms is None and (replica.stalled or now < replica.watch.suspect_at()):
+            elif check.asked_ms is None and (replica.stalled or not replica.watch.suspect(now)):
                 self._scheduler.cancel(check)  # still queued, and no longer suspect
                 self._done(replica)
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from ingest_nodes.core.stall_watch import Rhythm, StallPolicy, Verdict, judge
 
 POLICY = StallPolicy()
@@ -88,3 +91,32 @@ def test_the_suspect_time_is_worked_out_again_after_every_event_check_and_restar
     assert rhythm.suspect_at() == first + 1000 + 6000
     rhythm.restart(first + 5000)
     assert rhythm.suspect_at() == first + 5000 + 6000 and rhythm.confirmed_ms is None
+
+
+@given(
+    st.builds(
+        StallPolicy,
+        factor=st.integers(1, 5),
+        floor_ms=st.integers(0, 5000),
+        unknown_ms=st.integers(0, 20_000),
+        ceiling_ms=st.integers(0, 50_000),
+    ),
+    st.lists(
+        st.tuples(st.sampled_from(["event", "quiet", "restart", "ask"]), st.integers(0, 30_000)), max_size=60
+    ),
+)
+def test_suspect_answers_as_suspect_at_does_however_the_silence_came(
+    policy: StallPolicy, steps: list[tuple[str, int]]
+) -> None:
+    now = 0
+    rhythm = Rhythm(now, policy)
+    for action, step in steps:
+        now += step
+        if action == "event":
+            rhythm.event(now)
+        elif action == "quiet":
+            rhythm.quiet(now)
+        elif action == "restart":
+            rhythm.restart(now)
+        for at in (now, now + policy.floor_ms - 1, now + policy.floor_ms, now + step):
+            assert rhythm.suspect(at) is (at >= rhythm.suspect_at())
