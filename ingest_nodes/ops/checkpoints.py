@@ -14,11 +14,12 @@ Records go to a capped list per replica in the store::
 
     ladder:{binance.com|BTCUSDT}:ckpt:<replica>    list, newest first, ``keep`` entries, expiring
 
-Each node's :class:`ReplicaChecker` reads, every few seconds, the lists of the books it keeps and
-compares its replica with every other one at equal ids. A replica that is not in the strict
-majority at a mismatching id (with two replicas: either of them) is reported (logged, counted in
-its ``mismatches``) by its own node and, with ``resync``, invalidated, so a wrong book stops being
-served; a majority replica's node only logs that another replica disagrees.
+Each node's :class:`ReplicaChecker` reads, every few seconds, the newest ``COMPARED`` entries of
+the lists of the books it keeps and compares its replica with every other one at equal ids. A
+replica that is not in the strict majority at a mismatching id (with two replicas: either of them)
+is reported (logged, counted in its ``mismatches``) by its own node and, with ``resync``,
+invalidated, so a wrong book stops being served; a majority replica's node only logs that another
+replica disagrees.
 """
 
 from __future__ import annotations
@@ -43,6 +44,10 @@ from ingest_nodes.ops.stats import ReplicaStats
 log = logging.getLogger(__name__)
 
 KEEP: Final = 32
+COMPARED: Final = 8
+"""The newest checkpoints of each replica a round reads: a round comes every few seconds, and a
+checkpoint about every ``every`` events, so the newest few hold every id two current replicas can
+share that earlier rounds have not compared (all ``KEEP`` cost a round four times the decoding)."""
 TTL_MS: Final = 600_000
 _MIX: Final = 0x9E3779B97F4A7C15
 _MASK64: Final = (1 << 64) - 1
@@ -211,7 +216,7 @@ class ReplicaChecker:
         wanted = [(book, int(rid)) for book, ids in pairs for rid in ids if rid.isdigit()]
         async with self._client.pipeline(transaction=False) as pipe:
             for book, rid in wanted:
-                pipe.lrange(checkpoint_key(book, rid), 0, -1)
+                pipe.lrange(checkpoint_key(book, rid), 0, COMPARED - 1)
             lists: list[list[bytes]] = await pipe.execute()
         records: dict[BookKey, dict[int, dict[int, Checkpoint]]] = {}
         for (book, rid), raw in zip(wanted, lists, strict=True):
