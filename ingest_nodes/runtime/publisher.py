@@ -16,8 +16,9 @@ made into a delta of the head (:mod:`book_store.delta`). A replica is published 
 cannot follow otherwise: its first publish, a status change, a new book (a resync, a refresh
 swapped in, a venue reset), a changed depth, a journal that overflowed, or a delta larger than the
 head itself. The store keeps the last whole head (the *base*) and the deltas since; once those
-deltas add up to the base's size, a fresh base goes with the next delta, so a reader loading the
-book cold reads at most about twice the head.
+deltas add up to the base's size (at least ``BASE_BUDGET``: a 20-level head would otherwise be
+written whole every third event), a fresh base goes with the next delta, so a reader loading the
+book cold reads at most about twice the head, or the head and 4 KB.
 
 Each replica is published as deep as its deepest subscriber asks (``depth``), in two parts when
 that is deeper than ``head_levels``:
@@ -91,6 +92,9 @@ from ingest_nodes.ops.telemetry import IngestTelemetry
 from ingest_nodes.settings import IngestSettings
 from ladder_process.clock import now_ms
 from ladder_process.sweeps import in_slices
+
+BASE_BUDGET = 4096
+"""Bytes of deltas stored after a base before a fresh base goes, when the base is smaller."""
 
 _ONE_TURN_LEVELS = 1000
 """A deep snapshot of up to this many levels a side is taken and encoded in one loop turn."""
@@ -366,7 +370,8 @@ class Publisher:
             delta = encode_delta(meta, shown.update_id, flags, cap, counts, bid_changes, ask_changes)
             if len(delta) < shown.base_bytes:
                 base = None
-                if shown.since_base + len(delta) > shown.base_bytes or shown.deltas >= MAX_DELTA_FIELDS:
+                budget = shown.base_bytes if shown.base_bytes > BASE_BUDGET else BASE_BUDGET
+                if shown.since_base + len(delta) > budget or shown.deltas >= MAX_DELTA_FIELDS:
                     base = _whole(book, meta, counts, flags)
                     shown.base_bytes, shown.since_base, shown.deltas = len(base), 0, 0
                 else:

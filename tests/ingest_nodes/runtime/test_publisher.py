@@ -23,7 +23,7 @@ from ingest_nodes.core.engine import BookEngine
 from ingest_nodes.core.stall_watch import Rhythm
 from ingest_nodes.core.sync import SpotSyncMachine
 from ingest_nodes.ops.telemetry import IngestTelemetry
-from ingest_nodes.runtime.publisher import Publisher
+from ingest_nodes.runtime.publisher import BASE_BUDGET, Publisher
 from ingest_nodes.venues.stream import Refused
 from ladder_process.telemetry.setup import Telemetry
 from tests.ingest_nodes.core.driver import snap, upd
@@ -389,7 +389,7 @@ async def test_a_status_change_a_new_depth_or_a_new_book_is_published_whole(
     await changes.close()
 
 
-async def test_the_store_gets_a_fresh_base_once_the_deltas_after_it_add_up_to_it(
+async def test_the_store_gets_a_fresh_base_once_the_deltas_after_it_add_up_to_the_budget(
     redis_client: redis.Redis,
 ) -> None:
     writer = BookWriter(redis_client)
@@ -398,15 +398,34 @@ async def test_the_store_gets_a_fresh_base_once_the_deltas_after_it_add_up_to_it
     replica.sync(levels(1000, 30, -1), levels(1001, 30, 1), limit=30)
     now = int(time.time() * 1000)
     pub.publish(replica, now)
+    written: list[tuple[int, bool]] = []  # (delta bytes, with a fresh base)
+    put_delta = writer.put_delta
+
+    def record(book: BookKey, replica: int, delta: bytes, *, base: bytes | None = None) -> None:
+        written.append((len(delta), base is not None))
+        put_delta(book, replica, delta, base=base)
+
+    writer.put_delta = record  # type: ignore[method-assign]
     fields = []
-    for i in range(12, 112):
+    for i in range(12, 212):
         replica.engine.on_update(upd(i, i, bids=[("1000", str(i))]))
         pub.publish(replica, now + i)
         await asyncio.sleep(0)
         await writer.drain()
         fields.append(len(await redis_client.hkeys(BOOK.snapshots)))
     assert top(await stored(redis_client, writer), replica, HEAD)
-    assert max(fields) < 30 and fields.count(1) >= 3  # a head of ~280 bytes, deltas of ~100
+    # A head of ~280 bytes and deltas of ~100: a base carries BASE_BUDGET bytes of deltas, not its
+    # own size, before the next one (whose delta is not stored beside it).
+    since = 0
+    for size, based in written:
+        assert since <= BASE_BUDGET
+        if based:
+            assert since + size > BASE_BUDGET
+            since = 0
+        else:
+            since += size
+    assert sum(based for _, based in written) >= 3
+    assert max(fields) <= 1 + BASE_BUDGET // min(size for size, _ in written)
 
 
 async def test_a_lagging_book_is_published_stale_and_a_shedding_node_publishes_less_often(
