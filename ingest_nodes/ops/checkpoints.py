@@ -40,6 +40,7 @@ from book_store.schema import BookKey
 from ingest_nodes.core.book import OrderBook
 from ingest_nodes.core.engine import BookEngine
 from ingest_nodes.ops.stats import ReplicaStats
+from ladder_process.sweeps import in_slices
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +49,8 @@ COMPARED: Final = 8
 """The newest checkpoints of each replica a round reads: a round comes every few seconds, and a
 checkpoint about every ``every`` events, so the newest few hold every id two current replicas can
 share that earlier rounds have not compared (all ``KEEP`` cost a round four times the decoding)."""
+SLICE: Final = 50
+"""Replicas a round reads and compares per event-loop turn."""
 TTL_MS: Final = 600_000
 _MIX: Final = 0x9E3779B97F4A7C15
 _MASK64: Final = (1 << 64) - 1
@@ -184,14 +187,17 @@ class ReplicaChecker:
         self._offset = 0
 
     async def check(self, replicas: Sequence[Checked]) -> list[Mismatch]:
-        """One round over up to ``batch`` replicas (rotating through all of them)."""
+        """One round over up to ``batch`` replicas (rotating through all of them), read and compared
+        ``SLICE`` books at a time: a round of 500 books in one go held the node's loop for tens of
+        milliseconds, which every venue event behind it waited for."""
         chosen = self._rotate(replicas)
-        records = await self._read(chosen)
         found: list[Mismatch] = []
-        for replica in chosen:
-            mismatch = self._compare(replica, records)
-            if mismatch is not None:
-                found.append(mismatch)
+        async for part in in_slices(chosen, SLICE):
+            records = await self._read(part)
+            for replica in part:
+                mismatch = self._compare(replica, records)
+                if mismatch is not None:
+                    found.append(mismatch)
         live = {(r.book, r.replica) for r in replicas}
         self._compared_to = {key: uid for key, uid in self._compared_to.items() if key in live}
         return found

@@ -7,6 +7,8 @@ import redis.asyncio as redis
 from book_store.schema import BookKey
 from ingest_nodes.core.book import OrderBook
 from ingest_nodes.ops.checkpoints import (
+    COMPARED,
+    SLICE,
     Checkpoint,
     ReplicaChecker,
     checkpoint_key,
@@ -99,3 +101,28 @@ async def test_records_of_different_depths_are_not_compared(redis_client: redis.
     checker = ReplicaChecker(redis_client, resync=True)
     assert await checker.check([Kept(book, 1), Kept(book, 2)]) == []
     assert checker.compared == 0
+
+
+async def test_a_round_reads_every_book_a_slice_at_a_time_and_only_the_newest_checkpoints(
+    redis_client: redis.Redis,
+) -> None:
+    books = [BookKey("binance.com", f"SLICE{i}USDT") for i in range(2 * SLICE + 7)]
+    for book in books:
+        await store_checkpoints(redis_client, book, {1: "aa", 2: "aa"})
+    last = books[-1]  # in the last slice: disagrees at a newer id
+    await redis_client.lpush(checkpoint_key(last, 1), Checkpoint(1001, 20, 20, "aa").encode())
+    await redis_client.lpush(checkpoint_key(last, 2), Checkpoint(1001, 20, 20, "bb").encode())
+    first = books[0]  # disagrees only at an id older than the newest COMPARED: not read again
+    await redis_client.delete(checkpoint_key(first, 1), checkpoint_key(first, 2))
+    for replica, digest in ((1, "aa"), (2, "bb")):
+        key = checkpoint_key(first, replica)
+        await redis_client.lpush(key, Checkpoint(900, 20, 20, digest).encode())
+        for update_id in range(901, 901 + COMPARED):
+            await redis_client.lpush(key, Checkpoint(update_id, 20, 20, "aa").encode())
+    checker = ReplicaChecker(redis_client, resync=False)
+    found = await checker.check([Kept(book, r) for book in books for r in (1, 2)])
+    assert sorted((m.book.market, m.replica, m.update_id) for m in found) == [
+        (last.market, 1, 1001),
+        (last.market, 2, 1001),
+    ]
+    assert checker.compared == 2 * (len(books) + 1) + 2 * (COMPARED - 1)
