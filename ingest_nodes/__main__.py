@@ -26,6 +26,10 @@ from ladder_process.metrics_server import serve_metrics
 from ladder_process.redaction import install_log_redaction, secrets_of
 from ladder_process.telemetry.setup import Telemetry
 
+HEAP_ROUND_S = 1.0
+"""A node's heap rounds (:func:`~ladder_process.heap.freeze_survivors`): what a second of events
+left alive, a few milliseconds to walk, where ten seconds' took over ten."""
+
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="ladder ingest", description=__doc__, formatter_class=HelpFormatter)
@@ -79,7 +83,7 @@ async def _serve(settings: IngestSettings) -> None:
             ready.fill(node)
             print(f"LADDER_INGEST_NODE={settings.node_id}", flush=True)
             gc.freeze()  # what exists now lives as long as the node: keep it out of every collection
-            heap = loop.create_task(freeze_survivors())
+            heap = loop.create_task(freeze_survivors(HEAP_ROUND_S))
             try:
                 await node.run(stop, drain=lambda: drain)
             finally:

@@ -12,9 +12,14 @@ So every ``period_s`` :func:`freeze_survivors` collects what is not frozen (only
 since the last round and is still alive) and freezes the survivors (``gc.freeze``), which later
 passes skip. A round's pause grows with what survived since the last one, so a process whose
 objects are replaced quickly (a read worker re-renders a book at each change) runs short rounds.
-Young collections do not stay small by themselves here: the collector counts allocations net of
-deallocations, so a new snapshot that replaces an old one leaves the count where it was while the
-youngest generation keeps growing, until a burst makes the next young pass walk all of it.
+
+While the rounds run, they are the only collections: the automatic collector is off. Its young
+collections do not stay small here: it counts allocations net of deallocations, so a new snapshot
+that replaces an old one leaves the count where it was while the youngest generation keeps
+growing, until a burst makes the next young pass walk all of it. In a read worker following a
+quarter of Binance those passes took 0.6 ms on average and up to 20 ms, on top of the rounds; a
+round walks the same survivors, so they bought nothing. A reference cycle made between rounds
+lives until the next one, which bounds what cycles can hold to what a period allocates.
 
 The price: an object frozen while alive that later ends up in an unreachable cycle is never
 reclaimed by a round. What this code keeps long (cache entries, snapshots, views, keys,
@@ -35,13 +40,18 @@ FREEZE_EVERY_S = 10.0
 
 
 async def freeze_survivors(period_s: float = FREEZE_EVERY_S, thaw_every_s: float | None = None) -> None:
-    """Run until cancelled: each round, collect the unfrozen objects, then freeze the survivors;
-    every ``thaw_every_s`` (if given), collect everything, frozen or not, first."""
+    """Run until cancelled, the automatic collector off meanwhile: each round, collect the unfrozen
+    objects, then freeze the survivors; every ``thaw_every_s`` (if given), collect everything,
+    frozen or not, first."""
     thawed = time.monotonic()
-    while True:
-        await asyncio.sleep(period_s)
-        if thaw_every_s is not None and time.monotonic() - thawed >= thaw_every_s:
-            gc.unfreeze()
-            thawed = time.monotonic()
-        gc.collect()
-        gc.freeze()
+    gc.disable()
+    try:
+        while True:
+            await asyncio.sleep(period_s)
+            if thaw_every_s is not None and time.monotonic() - thawed >= thaw_every_s:
+                gc.unfreeze()
+                thawed = time.monotonic()
+            gc.collect()
+            gc.freeze()
+    finally:
+        gc.enable()

@@ -56,3 +56,17 @@ async def test_a_thawing_round_collects_cycles_that_were_frozen_alive() -> None:
         with contextlib.suppress(asyncio.CancelledError):
             await task
         gc.unfreeze()
+
+
+async def test_the_rounds_are_the_only_collections_while_they_run() -> None:
+    assert gc.isenabled()
+    task = asyncio.get_running_loop().create_task(freeze_survivors(0.05))
+    try:
+        await asyncio.sleep(0)
+        assert not gc.isenabled(), "young collections would walk what a round walks anyway"
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        gc.unfreeze()
+    assert gc.isenabled(), "the automatic collector is back once the rounds stop"
