@@ -45,7 +45,9 @@ process's streams and checks) are left out, but they share the two cores. Beside
 the venue really made against the profile's rate, how far behind the venue the streamed (busiest)
 books ran (a node reads a frame ``ingest_time - event_time`` after the venue made it), the fewest
 replicas any node held and the oldest node heartbeat seen every second (the control plane judges a
-node dead past ``LADDER_NODE_TIMEOUT_MS``), and the CPU per 1000 books the profile costs.
+node dead past ``LADDER_NODE_TIMEOUT_MS``), the CPU per 1000 books the profile costs, and the CPU
+time the host took from the machine's cores (a VM's steal, in all and at most in one second: while
+the host holds them every process waits, which shows as a window of late answers).
 """
 
 from __future__ import annotations
@@ -66,7 +68,7 @@ import orjson
 
 from bench import arrivals, forked, stack
 from bench.arrivals import Outcome
-from bench.harness import EXCHANGES, Bench, cpu_seconds, run
+from bench.harness import EXCHANGES, Bench, cpu_seconds, run, stolen_seconds
 from bench.report import Report, at_least, below, percentiles
 from bench.stack import VENUE_OF, Stack
 from bench.sync import rss_kib, venue_stats
@@ -121,6 +123,8 @@ class Live:
     dead, or a replica moved off a node, shows here)."""
     heartbeat_age_max_ms: int = 0
     """The oldest node heartbeat the control plane's registry held at any look, sustained phase."""
+    stolen_max_s: float = 0.0
+    """The most CPU time the host took from the machine's cores in any second, sustained phase."""
     started: float = 0.0
 
     @property
@@ -237,6 +241,7 @@ async def check_forever(st: Stack, live: Live) -> None:
 
 async def watch_synced(st: Stack, live: Live) -> None:
     registry = RedisControlStore(st.redis)
+    stolen = stolen_seconds()
     while True:
         docs = [orjson.loads(await st.redis.get(node_stats_key(n.node_id)) or b"{}") for n in st.nodes]
         live.synced_times.append(time.monotonic() - live.started)
@@ -252,6 +257,9 @@ async def watch_synced(st: Stack, live: Live) -> None:
             now = now_ms()
             ages = [now - node.heartbeat_at for node in await registry.list_nodes()]
             live.heartbeat_age_max_ms = max(live.heartbeat_age_max_ms, *ages, 0)
+        stolen, before = stolen_seconds(), stolen
+        if live.phase == "sustained":
+            live.stolen_max_s = max(live.stolen_max_s, stolen - before)
         await asyncio.sleep(1.0)
 
 
@@ -337,6 +345,7 @@ async def measure(args: argparse.Namespace, report: Report) -> dict[str, Any]:
                     live.enter("sustained")
                     live.started = time.monotonic()
                     cpu_before = cpu_by_kind(pids)
+                    stolen_before = stolen_seconds()
                     venue_before = await venue_stats(http, st.venue_url)
                     resyncs_before = await resyncs(st)
                     net_before = await st.redis.info("stats")
@@ -344,6 +353,7 @@ async def measure(args: argparse.Namespace, report: Report) -> dict[str, Any]:
                     elapsed = time.monotonic() - live.started
                     live.enter("after the sustained phase")
                     cpu = {k: (v - cpu_before[k]) / elapsed for k, v in cpu_by_kind(pids).items()}
+                    stolen = (stolen_seconds() - stolen_before) / elapsed
                     rss = {kind: [rss_kib(p)[0] / 1024 for p in ps] for kind, ps in pids.items()}
                     memory = await st.redis.info("memory")
                     net_after = await st.redis.info("stats")
@@ -366,8 +376,8 @@ async def measure(args: argparse.Namespace, report: Report) -> dict[str, Any]:
         await st.redis.aclose()
     return {
         "subscribed_s": subscribed_s, "synced_s": synced_s, "progress": progress, "outcome": outcome,
-        "cpu": cpu, "rss": rss, "store_memory": memory, "store_net": net, "venue_before": venue_before,
-        "venue_after": venue_after,
+        "cpu": cpu, "stolen": stolen, "rss": rss, "store_memory": memory, "store_net": net,
+        "venue_before": venue_before, "venue_after": venue_after,
         "resyncs": resyncs_sustained, "steps": steps, "live": live, "elapsed": elapsed, "books": st.books,
     }  # fmt: skip
 
@@ -434,6 +444,9 @@ def summarize(report: Report, m: dict[str, Any], args: argparse.Namespace) -> No
     report.figure("cores the whole profile would need (4026 books, at this cost per book)", 4.026 * per_1000,
                   "cores")  # fmt: skip
     report.figure("CPU s/s: load generator (reads)", outcome.generator_cpu_s / outcome.seconds, "s/s")
+    report.figure("CPU s/s the host took from the machine's cores (steal; every process waits)",
+                  m["stolen"], "s/s")  # fmt: skip
+    report.figure("the most the host took in any one second", live.stolen_max_s, "s")
     for kind, values in m["rss"].items():  # the venue's included
         report.figure(f"RSS: {kind} (MiB, all its processes)", sum(values), "MiB")
     report.figure("store used_memory", int(m["store_memory"]["used_memory"]) / 2**20, "MiB")

@@ -208,6 +208,17 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def stolen_seconds() -> float:
+    """CPU time the host took from this machine's cores so far (a VM's *steal*: Linux
+    ``/proc/stat``; 0.0 elsewhere): while it is taken, every process waits, whatever its load."""
+    try:
+        with open("/proc/stat") as stat:
+            fields = stat.readline().split()
+    except OSError:
+        return 0.0
+    return int(fields[8]) / os.sysconf("SC_CLK_TCK") if len(fields) > 8 else 0.0
+
+
 def huge_page_mb(pid: int) -> float:
     """Memory of a process on transparent huge pages (Linux ``/proc``; 0.0 elsewhere)."""
     try:
