@@ -36,13 +36,11 @@ import asyncio
 import gc
 import time
 
-FREEZE_EVERY_S = 10.0
 
-
-async def freeze_survivors(period_s: float = FREEZE_EVERY_S, thaw_every_s: float | None = None) -> None:
-    """Run until cancelled, the automatic collector off meanwhile: each round, collect the unfrozen
-    objects, then freeze the survivors; every ``thaw_every_s`` (if given), collect everything,
-    frozen or not, first."""
+async def freeze_survivors(period_s: float, thaw_every_s: float | None = None) -> None:
+    """Run until cancelled, the automatic collector off meanwhile: every ``period_s`` (each process
+    says its own: how much its rounds may walk), collect the unfrozen objects, then freeze the
+    survivors; every ``thaw_every_s`` (if given), collect everything, frozen or not, first."""
     thawed = time.monotonic()
     gc.disable()
     try:
