@@ -163,7 +163,12 @@ async def test_a_node_subscribes_an_alias_under_its_books_name_once_the_catalogu
             replica = node.replicas[key]
             assert not replica.engine.synced and replica.stats.events == 0, "BTC-USD's events reach nobody"
             await catalog.replace("coinbase", [btc, replace(usdc, alias="BTC-USD")])
-            await wait_until(lambda: node.replicas[key].engine.synced, 10, "synced under BTC-USD's name")
+            # The replica is out of node.replicas while the old one stops (awaits on the store).
+            await wait_until(
+                lambda: (now := node.replicas.get(key)) is not None and now.engine.synced,
+                10,
+                "synced under BTC-USD's name",
+            )
             assert feed.aliases == {"BTC-USDC": "BTC-USD"} and node.replicas[key] is not replica
     finally:
         await venue.stop()
