@@ -24,6 +24,7 @@ import orjson
 from aiohttp import web
 
 from fake_venue.config import VenueConfig
+from fake_venue.market.book import Levels
 from fake_venue.market.decimal_text import LevelStyle
 from fake_venue.market.markets import Market, Markets, Sequence, Update
 from fake_venue.market.scheduler import Scheduler
@@ -48,9 +49,7 @@ def style_for(spec: SymbolSpec) -> LevelStyle:
     return LevelStyle(spec.tick_mult, spec.price_decimals, 1, spec.qty_decimals, trim=True, zero_qty="0")
 
 
-def encode_book_message(
-    market: Market, t_ns: int, bids: list[tuple[int, int]], asks: list[tuple[int, int]], reset: bool
-) -> bytes:
+def encode_book_message(market: Market, t_ns: int, bids: Levels, asks: Levels, reset: bool) -> bytes:
     """One ``"o"`` object (not yet in its array)."""
     style = market.style
     message: dict[str, Any] = {

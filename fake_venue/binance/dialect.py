@@ -17,6 +17,7 @@ import orjson
 
 from fake_venue.binance.streams import StreamForm
 from fake_venue.config import BinanceLimits, VenueConfig
+from fake_venue.market.book import Levels
 from fake_venue.market.decimal_text import LevelStyle
 from fake_venue.market.markets import IdSource, Market, Update
 from fake_venue.market.symbols import SymbolSpec
@@ -114,8 +115,8 @@ class BinanceDialect(ABC):
         self,
         market: Market,
         last_id: int,
-        bids: list[tuple[int, int]],
-        asks: list[tuple[int, int]],
+        bids: Levels,
+        asks: Levels,
         now_ms: int,
     ) -> bytes:
         style = market.style

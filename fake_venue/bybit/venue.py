@@ -20,6 +20,7 @@ import orjson
 
 from fake_venue.chained.venue import ChainedVenue
 from fake_venue.config import VenueConfig
+from fake_venue.market.book import Levels
 from fake_venue.market.decimal_text import LevelStyle, fixed
 from fake_venue.market.markets import Market, Update
 from fake_venue.market.scheduler import Scheduler
@@ -109,8 +110,8 @@ class BybitVenue(ChainedVenue):
         market: Market,
         kind: str,
         depth: int,
-        bids: list[tuple[int, int]],
-        asks: list[tuple[int, int]],
+        bids: Levels,
+        asks: Levels,
         last: int,
     ) -> bytes:
         ms = max(market.last_t_ns // 1_000_000, 1)

@@ -38,6 +38,7 @@ import orjson
 from aiohttp import web
 
 from fake_venue.config import VenueConfig
+from fake_venue.market.book import Levels
 from fake_venue.market.decimal_text import LevelStyle, fixed
 from fake_venue.market.markets import Market, Markets, Sequence, Update
 from fake_venue.market.scheduler import Scheduler
@@ -241,7 +242,7 @@ class CoinbaseVenue(BookStreamVenue[CoinbaseConnection, Numbered]):
     # -- helpers
 
     @staticmethod
-    def _levels(market: Market, levels: list[tuple[int, int]], side: str, stamp: str) -> list[dict[str, str]]:
+    def _levels(market: Market, levels: Levels, side: str, stamp: str) -> list[dict[str, str]]:
         style = market.style
         return [
             {

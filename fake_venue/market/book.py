@@ -15,6 +15,10 @@ other in one update, and the cross fault puts a bid above the best ask.
 from __future__ import annotations
 
 from array import array
+from collections.abc import Sequence
+
+Levels = Sequence[tuple[int, int]]
+"""One side of an event: ``(tick, qty)`` pairs, best first; qty 0 removes the level."""
 
 
 class Side:

@@ -32,9 +32,13 @@ class Frame:
 
     __slots__ = ("asks", "bids", "body", "gap", "span")
 
-    def __init__(self, bids: list[tuple[int, int]], asks: list[tuple[int, int]], span: int, gap: int) -> None:
+    def __init__(
+        self, bids: tuple[tuple[int, int], ...], asks: tuple[tuple[int, int], ...], span: int, gap: int
+    ) -> None:
         self.bids = bids
-        """``(tick, qty)``, best first (qty 0 removes the level), as the venue orders an event."""
+        """``(tick, qty)``, best first (qty 0 removes the level), as the venue orders an event.
+        Tuples of numbers, which the cyclic collector stops tracking: a venue replaying thousands
+        of markets holds hundreds of thousands of levels for as long as it runs."""
         self.asks = asks
         self.span = span
         """Update ids the event covers (``u - U + 1`` on a venue whose ids have no holes)."""
@@ -63,9 +67,14 @@ class Cycle:
         return frame
 
     @property
+    def played(self) -> int:
+        """Where the frame just replayed is in ``frames`` (-1: the last one)."""
+        return self.position - 1
+
+    @property
     def last_gap(self) -> int:
         """Windows between the frame just replayed and the next."""
-        return self.frames[self.position - 1].gap
+        return self.frames[self.played].gap
 
 
 def record(generator: Generator, changes_of: ChangeSet, activity: Activity, rng: random.Random) -> Cycle:
@@ -106,4 +115,4 @@ def _gap(share: float, rng: random.Random) -> int:
 def _frame(levels: dict[tuple[bool, int], int], span: int, gap: int) -> Frame:
     bids = sorted(((tick, qty) for (is_bid, tick), qty in levels.items() if is_bid), reverse=True)
     asks = sorted((tick, qty) for (is_bid, tick), qty in levels.items() if not is_bid)
-    return Frame(bids, asks, span, gap)
+    return Frame(tuple(bids), tuple(asks), span, gap)

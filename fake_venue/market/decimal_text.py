@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from fake_venue.market.book import Levels
+
 
 def fixed(units: int, decimals: int) -> str:
     """``units`` scaled by ``10**-decimals``, with exactly ``decimals`` digits after the point."""
@@ -62,7 +64,7 @@ class LevelStyle:
         units *= self.qty_factor
         return trimmed(units, self.qty_decimals) if self.trim else fixed(units, self.qty_decimals)
 
-    def levels(self, levels: list[tuple[int, int]]) -> list[list[str]]:
+    def levels(self, levels: Levels) -> list[list[str]]:
         """``[price, qty]`` texts of ``(tick, units)`` levels, as ``price`` and ``qty`` write them."""
         if self.trim:
             return [[self.price(tick), self.qty(units)] for tick, units in levels]

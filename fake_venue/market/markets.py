@@ -23,13 +23,12 @@ import asyncio
 import random
 import time
 from array import array
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
 from fake_venue.config import Drift, VenueConfig
-from fake_venue.market.book import Book
+from fake_venue.market.book import Book, Levels
 from fake_venue.market.cycle import Cycle, Frame, record
 from fake_venue.market.decimal_text import LevelStyle
 from fake_venue.market.drift import Walk
@@ -40,6 +39,11 @@ from fake_venue.market.symbols import TRADING, SymbolSpec
 
 EVERY_UPDATE = Activity(1.0)
 """A market at the venue's rate, updates drawn as they go."""
+UNAPPLIED_FIELDS = 5
+"""A replayed frame not applied yet: its first, last and previous update ids, its time (ns) and
+its place in the cycle. Numbers in one array, not ``Update`` objects: a busy venue keeps hundreds
+of thousands of them, which the cyclic collector would walk at every full pass (over 100 ms with
+a third of Binance's markets replaying), holding every frame back meanwhile."""
 BUILD_SLICE_S = 0.005
 """Longest the event loop spends building requested markets before it does other work."""
 
@@ -55,8 +59,8 @@ class Update:
     event_ms: int
     txn_ms: int
     t_ns: int
-    bids: list[tuple[int, int]]
-    asks: list[tuple[int, int]]
+    bids: Levels
+    asks: Levels
     frame: Frame | None = None
     """The recorded frame this update replays, whose encoding a dialect keeps (None: drawn now)."""
 
@@ -180,8 +184,9 @@ class Market:
         """A replayed profile's recorded frames (``cycle.py``); None: updates drawn as they go."""
         if activity.replayed and status == TRADING:
             self.cycle = record(self.generator, ChangeSet(self._book), activity, rng)
-        self._unapplied: deque[Update] = deque()
-        """Replayed frames sent but not applied to the book yet (``book`` applies them)."""
+        self._unapplied = array("q")
+        """Replayed frames sent but not applied to the book yet (``book`` applies them), as
+        ``UNAPPLIED_FIELDS`` numbers each."""
         self._disturbed = False
         """A fault changed the book of a replayed market: a turn of its cycle no longer leaves the
         book as it was, so every frame must be applied."""
@@ -260,7 +265,7 @@ class Market:
         replayed market sends its next recorded frame instead; a fault's update of it carries only
         the fault's changes."""
         if self.cycle is not None and generate and extra is None and not self._crossing:
-            return self._replay(self.cycle.next(), len(self.cycle.frames))
+            return self._replay(self.cycle)
         self._disturbed = self.cycle is not None
         changes = ChangeSet(self.book)
         if generate and self.cycle is None:
@@ -277,38 +282,42 @@ class Market:
     def _crossing(self) -> bool:
         return self.cross_pending is not None or self._cross_tick is not None
 
-    def _replay(self, frame: Frame, turn: int) -> Update:
-        """The next recorded frame, numbered and timed; its levels reach the book when someone
-        reads the book (``book``), so a frame costs the venue no work per level.
+    def _replay(self, cycle: Cycle) -> Update:
+        """The cycle's next recorded frame, numbered and timed; its levels reach the book when
+        someone reads the book (``book``), so a frame costs the venue no work per level.
 
         Unread frames are kept up to two turns of the cycle (and the history's minimum); past that,
         as long as no fault disturbed the book, the oldest whole turn is dropped unapplied: a turn
         leaves the book as it found it, and the history forgets the states it skipped (410).
         """
+        frame = cycle.next()
         update = self._stamp(frame.bids, frame.asks, frame)
         unapplied = self._unapplied
-        unapplied.append(update)
-        if len(unapplied) > 2 * turn + self.history.min_events:
+        unapplied.extend((update.first_id, update.last_id, update.prev_id, update.t_ns, cycle.played))
+        turn = len(cycle.frames)
+        if len(unapplied) > (2 * turn + self.history.min_events) * UNAPPLIED_FIELDS:
             if self._disturbed:
                 self._apply_unapplied()
             else:
-                for _ in range(turn):
-                    unapplied.popleft()
+                del unapplied[: turn * UNAPPLIED_FIELDS]
                 self.history.skip()
         return update
 
     def _apply_unapplied(self) -> None:
         """Apply the replayed frames not applied yet, each recorded in history as it is applied."""
-        unapplied, self._unapplied = self._unapplied, deque()
+        unapplied, self._unapplied = self._unapplied, array("q")
+        assert self.cycle is not None  # only a replayed market leaves frames unapplied
+        frames = self.cycle.frames
         bids, asks, at = self._book.bids.set, self._book.asks.set, time.monotonic()
-        for update in unapplied:
+        for start in range(0, len(unapplied), UNAPPLIED_FIELDS):
+            first_id, last_id, prev_id, t_ns, played = unapplied[start : start + UNAPPLIED_FIELDS]
+            frame = frames[played]
             undo = array("q")
-            for tick, qty in update.bids:
+            for tick, qty in frame.bids:
                 undo.extend((1, tick, bids(tick, qty)))
-            for tick, qty in update.asks:
+            for tick, qty in frame.asks:
                 undo.extend((0, tick, asks(tick, qty)))
-            record = Record(update.first_id, update.last_id, update.prev_id, update.t_ns, at, undo)
-            self.history.record(record)
+            self.history.record(Record(first_id, last_id, prev_id, t_ns, at, undo))
 
     def empty_side(self, changes: ChangeSet, bids: bool, asks: bool) -> None:
         """Delete every level of the chosen sides (the empty-book fault)."""
@@ -337,7 +346,7 @@ class Market:
         self.history.record(record)
         return update
 
-    def _stamp(self, bids: list[tuple[int, int]], asks: list[tuple[int, int]], frame: Frame | None) -> Update:
+    def _stamp(self, bids: Levels, asks: Levels, frame: Frame | None) -> Update:
         """Number and time the next update."""
         rng = self.rng
         first_id, last_id = self._ids.next_range(self.last_id, rng, frame.span if frame else 0)

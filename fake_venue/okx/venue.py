@@ -22,6 +22,7 @@ import orjson
 
 from fake_venue.chained.venue import ChainedConnection, ChainedVenue
 from fake_venue.config import VenueConfig
+from fake_venue.market.book import Levels
 from fake_venue.market.decimal_text import LevelStyle, fixed
 from fake_venue.market.markets import Market, Update
 from fake_venue.market.scheduler import Scheduler
@@ -139,8 +140,8 @@ class OkxVenue(ChainedVenue):
         self,
         market: Market,
         action: str,
-        bids: list[tuple[int, int]],
-        asks: list[tuple[int, int]],
+        bids: Levels,
+        asks: Levels,
         prev: int,
         seq: int,
     ) -> bytes:
@@ -157,7 +158,7 @@ class OkxVenue(ChainedVenue):
         )
 
     @staticmethod
-    def _levels(market: Market, levels: list[tuple[int, int]]) -> list[list[str]]:
+    def _levels(market: Market, levels: Levels) -> list[list[str]]:
         style = market.style
         return [
             [style.price(tick), style.qty(qty), "0", str(1 + qty % 9 if qty else 0)] for tick, qty in levels
