@@ -33,7 +33,7 @@ from fake_venue.market.cycle import Cycle, Frame, record
 from fake_venue.market.decimal_text import LevelStyle
 from fake_venue.market.drift import Walk
 from fake_venue.market.generator import ChangeSet, Generator
-from fake_venue.market.history import History, Record
+from fake_venue.market.history import History
 from fake_venue.market.profiles import PROFILES, Activity
 from fake_venue.market.symbols import TRADING, SymbolSpec
 
@@ -317,7 +317,7 @@ class Market:
                 undo.extend((1, tick, bids(tick, qty)))
             for tick, qty in frame.asks:
                 undo.extend((0, tick, asks(tick, qty)))
-            self.history.record(Record(first_id, last_id, prev_id, t_ns, at, undo))
+            self.history.record(first_id, last_id, prev_id, t_ns, at, undo)
 
     def empty_side(self, changes: ChangeSet, bids: bool, asks: bool) -> None:
         """Delete every level of the chosen sides (the empty-book fault)."""
@@ -342,8 +342,9 @@ class Market:
         for (is_bid, tick), old in changes.old.items():
             undo.extend((int(is_bid), tick, old))
         update = self._stamp(changes.side_changes(True), changes.side_changes(False), None)
-        record = Record(update.first_id, update.last_id, update.prev_id, update.t_ns, time.monotonic(), undo)
-        self.history.record(record)
+        self.history.record(
+            update.first_id, update.last_id, update.prev_id, update.t_ns, time.monotonic(), undo
+        )
         return update
 
     def _stamp(self, bids: Levels, asks: Levels, frame: Frame | None) -> Update:

@@ -198,17 +198,24 @@ async def test_the_clock_wakes_far_less_often_than_it_makes_updates(venue_max: F
     assert made > 500 and turns < made, (made, turns)
 
 
-async def test_frames_waiting_for_a_reader_cost_the_collector_nothing() -> None:
-    # A busy venue holds a few turns of unread frames for each of thousands of markets; kept as
-    # objects, a full collection walked them all (over 100 ms with a third of Binance replaying).
+async def test_a_replayed_market_keeps_nothing_the_collector_walks() -> None:
+    # A busy venue holds a few turns of unread frames and minutes of history for each of thousands
+    # of markets; kept as objects, a full collection walked them all (over 100 ms with a third of
+    # Binance replaying), holding every frame back meanwhile.
     venue = FakeVenue(small_config(profile="venue-max"))
     market = venue.futures.markets.get("SOLUSDT")
     assert market is not None and market.cycle is not None
-    for _ in range(len(market.cycle.frames)):
+    turn = len(market.cycle.frames)
+    for _ in range(turn):
         market.step()
-    gc.collect()  # numbers-only tuples made so far stop being tracked
-    tracked = len(gc.get_objects())
-    for _ in range(3 * len(market.cycle.frames)):
+    assert market.book is not None  # a reader applies the frames, which history records
+    gc.collect()  # what is made of numbers only stops being tracked
+    tracked, recorded = len(gc.get_objects()), len(market.history)
+    for _ in range(3 * turn):  # unread frames ...
         market.step()
+    for _ in range(turn):  # ... and frames read as they come, into history
+        market.step()
+        assert market.book is not None
     gc.collect()
+    assert len(market.history) > recorded + turn
     assert len(gc.get_objects()) - tracked < 10
