@@ -44,7 +44,7 @@ from read_functions.wiring import ReadApp
 log = logging.getLogger("read_functions")
 
 _READY_TIMEOUT_S = 60.0
-FREEZE_EVERY_S = 0.25
+FREEZE_EVERY_S = 0.1
 """A worker's heap rounds (:func:`~ladder_process.heap.freeze_survivors`): every change of a book
 replaces its snapshot and rendered views, thousands a second with all of Binance followed, and a
 round's pause grows with what was made since the last one."""
