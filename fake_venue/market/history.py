@@ -9,7 +9,7 @@ beyond ``max_events``, so 2000 busy books don't hold gigabytes of history.
 A record is a plain tuple of numbers and bytes, which CPython's cyclic collector stops tracking
 after its first pass: a venue replaying thousands of busy books holds hundreds of thousands of
 records, and as objects (each with its array) every full collection walked them all, holding every
-frame of the venue back for tens of milliseconds.
+frame of the venue back meanwhile.
 """
 
 from __future__ import annotations

@@ -42,8 +42,8 @@ EVERY_UPDATE = Activity(1.0)
 UNAPPLIED_FIELDS = 5
 """A replayed frame not applied yet: its first, last and previous update ids, its time (ns) and
 its place in the cycle. Numbers in one array, not ``Update`` objects: a busy venue keeps hundreds
-of thousands of them, which the cyclic collector would walk at every full pass (over 100 ms with
-a third of Binance's markets replaying), holding every frame back meanwhile."""
+of thousands of them, which the cyclic collector would walk at every full pass, holding every frame
+back meanwhile."""
 BUILD_SLICE_S = 0.005
 """Longest the event loop spends building requested markets before it does other work."""
 

@@ -200,8 +200,7 @@ async def test_the_clock_wakes_far_less_often_than_it_makes_updates(venue_max: F
 
 async def test_a_replayed_market_keeps_nothing_the_collector_walks() -> None:
     # A busy venue holds a few turns of unread frames and minutes of history for each of thousands
-    # of markets; kept as objects, a full collection walked them all (over 100 ms with a third of
-    # Binance replaying), holding every frame back meanwhile.
+    # of markets; kept as objects, every full collection walked them all, holding every frame back.
     venue = FakeVenue(small_config(profile="venue-max"))
     market = venue.futures.markets.get("SOLUSDT")
     assert market is not None and market.cycle is not None
