@@ -250,7 +250,7 @@ async def test_a_worker_holding_its_limit_answers_503_at_once(
     _, key = await stack.tenant()
     async with client() as http:
         assert (await ask(http, f"{stack.url}{SUBSCRIPTIONS}", key))[0] == 200
-        await pause(redis_client, 1000)  # requests that need the store are held meanwhile
+        await pause(redis_client, 2000)  # requests that need the store are held meanwhile
         calls = [
             asyncio.ensure_future(timed(ask(http, f"{stack.url}{SUBSCRIPTIONS}", key))) for _ in range(40)
         ]
@@ -261,8 +261,11 @@ async def test_a_worker_holding_its_limit_answers_503_at_once(
     served = [r for r in results if r[1] == 200]
     assert len(served) == 8 and len(shed) == 32, sorted(r[1] for r in results)
     assert all((code, retry) == ("overloaded", "1") for _, _, code, retry in shed)
-    assert max(seconds for seconds, _, _, _ in shed) < 0.5  # refused at once, not after the stall
-    assert probe[1] == 200 and probe[0] < 0.5  # probes are never shed
+    # Refused at once, not after the stall: well within half of it (a loaded machine takes a few
+    # hundred milliseconds to open 40 connections), and before any held request is answered.
+    assert max(seconds for seconds, _, _, _ in shed) < min(seconds for seconds, _, _, _ in served)
+    assert max(seconds for seconds, _, _, _ in shed) < 1.0
+    assert probe[1] == 200 and probe[0] < 1.0  # probes are never shed
     assert stack.deps.load.shed == 32 and stack.deps.load.in_flight == 0
 
 
