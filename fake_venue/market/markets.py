@@ -212,12 +212,13 @@ class Market:
         self._cross_left = 0
 
     def withholding(self, update: Update) -> bool:
-        """True if the withhold fault takes ``update`` (kept for later, or dropped)."""
-        if self.withhold_until <= time.monotonic():
-            return False
+        """True if the withhold fault takes ``update`` (kept for later, or dropped). Kept ones are
+        kept until they are released, even past the end of the fault: an update made between
+        its end and the release must not overtake them."""
         if self.withheld is not None:
             self.withheld.append(update)
-        return True
+            return True
+        return self.withhold_until > time.monotonic()
 
     def release_withheld(self) -> list[Update]:
         """The fault is over: the updates it kept, in order (none when it resumes with a gap)."""
