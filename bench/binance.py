@@ -41,8 +41,10 @@ or a request fails; the capacity is the highest rate that kept p99 under 25 ms w
 
 CPU seconds per second are per Ladder process kind (ingest nodes, read workers, the control
 plane, the store) and, apart, the venue's own; the load generators (the arrivals process, this
-process's streams and checks) are left out, but they share the two cores. Beside them: the events
-the venue really made against the profile's rate, how far behind the venue the streamed (busiest)
+process's streams and checks) are left out, but they share the two cores. The venue runs at a lower
+priority (``--venue-nice``): it stands for Binance, whose machines are not this one. Beside them:
+the events the venue really made against the profile's rate (a run counts only if it made nearly
+all of them), how far behind the venue the streamed (busiest)
 books ran (a node reads a frame ``ingest_time - event_time`` after the venue made it), the fewest
 replicas any node held and the oldest node heartbeat seen every second (the control plane judges a
 node dead past ``LADDER_NODE_TIMEOUT_MS``), the CPU per 1000 books the profile costs, and the CPU
@@ -56,6 +58,7 @@ import argparse
 import asyncio
 import bisect
 import contextlib
+import os
 import random
 import time
 from collections.abc import AsyncIterator
@@ -91,6 +94,13 @@ STREAMS_CLOSE_S = 15.0
 """How long the streams' receiver waits for its WebSockets to close before it sends what it got."""
 TASKS_STOP_S = 10.0
 """How long the truth checks and the sync watch may take to stop once cancelled."""
+VENUE_NICE = 10
+"""The fake venue's niceness. It stands for Binance, whose machines are not Ladder's: on this box it
+takes the cores Ladder leaves, instead of holding a core a read worker or a node was woken to use.
+What it makes is still measured against what its profile asks (``MADE_SHARE``)."""
+MADE_SHARE = 0.98
+"""A run counts only if the venue made at least this share of the events its profile asks: a venue
+starved of cores would make a lighter load look held."""
 
 
 StreamSample = tuple[float, float, float, float]
@@ -315,6 +325,7 @@ async def measure(args: argparse.Namespace, report: Report) -> dict[str, Any]:
         if args.node_timeout_ms:
             bench.env["LADDER_NODE_TIMEOUT_MS"] = str(args.node_timeout_ms)
         st = stack.start(bench, args.markets, 2, args.workers, venue_args)
+        os.setpriority(os.PRIO_PROCESS, st.venue_pid(), args.venue_nice)
         async with aiohttp.ClientSession() as http:
             started = time.monotonic()
             await stack.subscribe(st, args.markets, 2, DEPTH, args.share)
@@ -425,7 +436,8 @@ def summarize(report: Report, m: dict[str, Any], args: argparse.Namespace) -> No
     report.figure(f"venue events per second the profile asks ({args.profile}, subscribed markets)",
                   event_rate, "events/s")  # fmt: skip
     made = events / m["elapsed"]
-    report.figure("venue events made during the sustained phase, per second", made, "events/s")
+    report.figure("venue events made during the sustained phase, per second", made, "events/s",
+                  at_least(round(MADE_SHARE * event_rate), "events/s"))  # fmt: skip
     behind = percentiles(live.behind_ms.get("sustained", []), (50, 99))
     for p in ("p50", "p99"):
         report.figure(f"streamed (busiest) books: behind the venue when read, event -> ingest {p}",
@@ -529,7 +541,9 @@ def summarize(report: Report, m: dict[str, Any], args: argparse.Namespace) -> No
     report.note(
         "CPU is per Ladder process kind (ingest nodes, read workers with their parent, control plane, "
         "store); the venue, the read generator, the streams' receiver and this process (truth checks) "
-        "share the cores."
+        f"share the cores, the venue at nice {args.venue_nice} (--venue-nice): it stands for Binance's "
+        "machines and takes the cores Ladder leaves, and what it made is held to "
+        f"{MADE_SHARE:.0%} of what its profile asks."
     )
     report.data.update(
         reads=reads.row(), stream=stream, stream_node_part=node_part, steps=m["steps"], cpu=cpu, rss=m["rss"],
@@ -558,6 +572,9 @@ def main() -> None:
     parser.add_argument("--share", type=float, default=1.0,
                         help="share of the markets subscribed, spread evenly over the ranks")  # fmt: skip
     parser.add_argument("--workers", type=int, default=2, help="read worker processes")
+    parser.add_argument(
+        "--venue-nice", type=int, default=VENUE_NICE, help="the fake venue's niceness (0: as Ladder's)"
+    )
     parser.add_argument(
         "--sync-timeout-s", type=float, default=900.0, help="give up if not all synced by then"
     )
