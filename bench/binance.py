@@ -94,6 +94,11 @@ STREAMS_CLOSE_S = 15.0
 """How long the streams' receiver waits for its WebSockets to close before it sends what it got."""
 TASKS_STOP_S = 10.0
 """How long the truth checks and the sync watch may take to stop once cancelled."""
+READ_WORKERS = 1
+"""Read workers by default, as ``ladder up`` and the chart run them. Every worker follows every
+change of every book it caches, so on two cores shared with two ingest nodes a second worker costs
+more in following than it gives in reads (one worker serving 5000 reads/s and following half of
+Binance uses under half a core)."""
 VENUE_NICE = 10
 """The fake venue's niceness. It stands for Binance, whose machines are not Ladder's: on this box it
 takes the cores Ladder leaves, instead of holding a core a read worker or a node was woken to use.
@@ -571,7 +576,7 @@ def main() -> None:
                         help="the venue's activity profile (fake_venue/market/profiles.py)")  # fmt: skip
     parser.add_argument("--share", type=float, default=1.0,
                         help="share of the markets subscribed, spread evenly over the ranks")  # fmt: skip
-    parser.add_argument("--workers", type=int, default=2, help="read worker processes")
+    parser.add_argument("--workers", type=int, default=READ_WORKERS, help="read worker processes")
     parser.add_argument(
         "--venue-nice", type=int, default=VENUE_NICE, help="the fake venue's niceness (0: as Ladder's)"
     )
