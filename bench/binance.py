@@ -12,7 +12,7 @@ tens of levels an event (~15,100 events/s in all); ``venue-max`` sends every mar
 (40,260 events/s). ``--activity`` scales every market's rate (the replayed profiles' windows).
 ``--share`` subscribes that share of the markets, spread evenly over the ranks (``stack.spread``),
 so it asks about that share of the profile's events. Ladder runs whole: the control plane, two ingest
-nodes, two read workers and one Valkey. A tenant subscribes every market with 2 replicas in two
+nodes, one read worker (``--workers``) and one Valkey. A tenant subscribes every market with 2 replicas in two
 calls (``POST /v1/subscriptions/bulk``, one per exchange), the control plane places the 8052
 replicas (one of every book per node), and the nodes sync them inside the venue's weight budget
 (20 levels a side: spot snapshots of 100 levels and futures ones of 50 cost the least weight).
@@ -534,7 +534,7 @@ def summarize(report: Report, m: dict[str, Any], args: argparse.Namespace) -> No
         + f"(--rate {args.rate:g} x --activity {args.activity:g}), 200 levels a side; "
         f"{books} books subscribed (--share {args.share:g}, spread over the ranks). "
         f"Books kept {DEPTH} levels deep, 2 replicas, "
-        f"{args.workers} read workers; LADDER_NODE_TIMEOUT_MS "
+        f"{args.workers} read worker{'s' if args.workers != 1 else ''}; LADDER_NODE_TIMEOUT_MS "
         f"{args.node_timeout_ms or 'default (3000)'}."
     )
     report.note(
