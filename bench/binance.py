@@ -11,11 +11,12 @@ every market on the 100 ms cadence of ``@depth@100ms``, sending in ``k^-0.15`` o
 tens of levels an event (~15,100 events/s in all); ``venue-max`` sends every market in every window
 (40,260 events/s). ``--activity`` scales every market's rate (the replayed profiles' windows).
 ``--share`` subscribes that share of the markets, spread evenly over the ranks (``stack.spread``),
-so it asks about that share of the profile's events. Ladder runs whole: the control plane, two ingest
-nodes, one read worker (``--workers``) and one Valkey. A tenant subscribes every market with 2 replicas in two
-calls (``POST /v1/subscriptions/bulk``, one per exchange), the control plane places the 8052
-replicas (one of every book per node), and the nodes sync them inside the venue's weight budget
-(20 levels a side: spot snapshots of 100 levels and futures ones of 50 cost the least weight).
+so it asks about that share of the profile's events. Ladder runs whole: the control plane, two
+ingest nodes, one read worker (``--workers``) and one Valkey. A tenant subscribes every market with
+2 replicas in two calls (``POST /v1/subscriptions/bulk``, one per exchange), the control plane
+places the 8052 replicas (one of every book per node), and the nodes sync them inside the venue's
+weight budget (20 levels a side: spot snapshots of 100 levels and futures ones of 50 cost the least
+weight).
 
 Then, for ``--seconds`` (300, after ``WARM_UP_S`` uncounted at the same rate while the read
 generator opens its connections), everything runs at once:
@@ -39,17 +40,17 @@ are not counted: a new generator process opens its connections meanwhile) until 
 or a request fails; the capacity is the highest rate that kept p99 under 25 ms with no failure.
 (If ``--read-rate`` already fails, the steps go down instead.)
 
-CPU seconds per second are per Ladder process kind (ingest nodes, read workers, the control
-plane, the store) and, apart, the venue's own; the load generators (the arrivals process, this
-process's streams and checks) are left out, but they share the two cores. The venue runs at a lower
-priority (``--venue-nice``): it stands for Binance, whose machines are not this one. Beside them:
-the events the venue really made against the profile's rate (a run counts only if it made nearly
-all of them), how far behind the venue the streamed (busiest)
-books ran (a node reads a frame ``ingest_time - event_time`` after the venue made it), the fewest
-replicas any node held and the oldest node heartbeat seen every second (the control plane judges a
-node dead past ``LADDER_NODE_TIMEOUT_MS``), the CPU per 1000 books the profile costs, and the CPU
-time the host took from the machine's cores (a VM's steal, in all and at most in one second: while
-the host holds them every process waits, which shows as a window of late answers).
+CPU seconds per second are per Ladder process kind (ingest nodes, read workers, the control plane,
+the store) and, apart, the venue's own; the load generators (the arrivals process, this process's
+streams and checks) are left out, but they share the two cores. The venue runs at a lower priority
+(``--venue-nice``): it stands for Binance, whose machines are not this one. Beside them: the events
+the venue really made against the profile's rate (a run counts only if it made nearly all of them),
+how far behind the venue the streamed (busiest) books ran (a node reads a frame
+``ingest_time - event_time`` after the venue made it, the venue's own wait for a core included), the
+fewest replicas any node held and the oldest node heartbeat seen every second (the control plane
+judges a node dead past ``LADDER_NODE_TIMEOUT_MS``), the CPU per 1000 books the profile costs, and
+the CPU time the host took from the machine's cores (a VM's steal, in all and at most in one second:
+while the host holds them every process waits, which shows as a window of late answers).
 """
 
 from __future__ import annotations
