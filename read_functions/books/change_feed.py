@@ -62,6 +62,9 @@ class ChangeFeed:
         self._standing = [c.encode() for c in standing]
         self._on_dropped = on_dropped
         self._subscribed: set[bytes] = set()  # sharded only: what the node has not been asked to end
+        self._ending: dict[bytes, int] = {}
+        """Sharded only: per channel, the ``SUNSUBSCRIBE`` sent and not answered yet. Their replies
+        end nothing of a subscription made since, which the node has not been asked to end."""
         self._on_message = on_message
         self._on_reset = on_reset
         self._ping_interval_s = ping_interval_s
@@ -135,6 +138,8 @@ class ChangeFeed:
             self._transport.write(command(b"UNSUBSCRIBE", *names))
         else:
             self._subscribed.difference_update(names)
+            for name in names:
+                self._ending[name] = self._ending.get(name, 0) + 1
             self._transport.write(b"".join(command(b"SUNSUBSCRIBE", name) for name in names))
 
     async def _run(self) -> None:
@@ -171,6 +176,7 @@ class ChangeFeed:
         self._connected.clear()
         transport.abort()
         self._subscribed.clear()
+        self._ending.clear()
         waiting, self._waiting = self._waiting, {}
         for future in waiting.values():
             if not future.done():
@@ -199,11 +205,24 @@ class ChangeFeed:
                     future.set_result(None)
             elif kind == b"pong":
                 self._pong_due = False
-            elif kind == b"sunsubscribe" and reply[1] in self._subscribed and self._on_dropped is not None:
-                self._subscribed.discard(reply[1])
-                self._on_dropped(reply[1])
+            elif kind == b"sunsubscribe" and self._on_dropped is not None:
+                self._ended(reply[1])
         elif reply == b"PONG":  # PING while subscribed to nothing gets the plain reply
             self._pong_due = False
+
+    def _ended(self, channel: bytes) -> None:
+        """The node ended a sharded subscription: the answer to an unsubscribe of ours, or the node's
+        own doing (its slot moved), which only a channel still subscribed can be."""
+        ending = self._ending.get(channel, 0)
+        if ending:
+            if ending == 1:
+                del self._ending[channel]
+            else:
+                self._ending[channel] = ending - 1
+        elif channel in self._subscribed:
+            self._subscribed.discard(channel)
+            assert self._on_dropped is not None
+            self._on_dropped(channel)
 
     async def _ping(self, transport: asyncio.WriteTransport) -> None:
         while True:

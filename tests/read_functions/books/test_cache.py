@@ -122,6 +122,31 @@ async def test_the_feed_survives_pings_with_nothing_subscribed(clean_redis_url: 
         await feed.close()
 
 
+@pytest.mark.single_store("one feed on one node's URL; a cluster's feeds per shard: test_cache_cluster")
+async def test_a_sharded_feed_resubscribed_at_once_keeps_the_new_subscription(clean_redis_url: str) -> None:
+    # The reply to an unsubscribe that arrives after the channel was subscribed again ends nothing
+    # of the new subscription: only a node ending a subscription itself counts as dropping it.
+    dropped: list[bytes] = []
+    messages: list[bytes] = []
+    feed = ChangeFeed(clean_redis_url, lambda _c, data: messages.append(bytes(data)), lambda: None,
+                      on_dropped=dropped.append)  # fmt: skip
+    feed.start()
+    try:
+        assert await feed.wait_connected(5)
+        await feed.subscribe(["ladder:{b|X}:changes"])
+        feed.unsubscribe(["ladder:{b|X}:changes"])
+        await feed.subscribe(["ladder:{b|X}:changes"])  # its confirmation comes after the reply above
+        assert dropped == []
+        client = redis.from_url(clean_redis_url)
+        try:
+            await client.spublish("ladder:{b|X}:changes", b"still followed")
+        finally:
+            await client.aclose()
+        await wait_until(lambda: messages == [b"still followed"], 2.0, "the message")
+    finally:
+        await feed.close()
+
+
 async def test_undecodable_messages_are_ignored_never_served(stack: Stack, redis_client: redis.Redis) -> None:
     headers = await stack.subscriber(ETH)
     await stack.publish(ETH, 0, snapshot(1))
