@@ -26,9 +26,10 @@ from ladder_process.metrics_server import serve_metrics
 from ladder_process.redaction import install_log_redaction, secrets_of
 from ladder_process.telemetry.setup import Telemetry
 
-HEAP_ROUND_S = 1.0
-"""A node's heap rounds (:func:`~ladder_process.heap.freeze_survivors`): what a second of events
-left alive, a few milliseconds to walk, where ten seconds' took over ten."""
+HEAP_ROUND_S = 10.0
+"""A node's heap rounds (:func:`~ladder_process.heap.freeze_survivors`): what lives long here is
+the latest venue event a shadow book holds for its refresh, replaced at each event, so a round
+walks about as much every 10 s as every second (~8 ms of CPU at half of Binance)."""
 
 
 def main(argv: list[str] | None = None) -> None:
