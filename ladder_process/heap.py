@@ -11,14 +11,12 @@ collector is only needed for reference cycles.
 So every ``period_s`` :func:`freeze_survivors` collects what is not frozen (only what was made
 since the last round and is still alive) and freezes the survivors (``gc.freeze``), which later
 passes skip. A round walks every object made since the last one that is still alive, and each
-object's references: a list of a book's levels costs a memory fetch per level, scattered over the
-heap. Rounds closer together than the objects' lifetimes walk nearly everything made meanwhile:
-a read worker following half of Binance's books at 0.1 s spent ~10 ms of CPU per round (10 % of
-a core), its event loop stopped each time. Objects replaced within a period die by reference
-counting before any round sees them, so a round walks at most the live objects that turned over
-since the last one: rarer rounds cost less in all, and a round's pause stops growing once the
-period is longer than what it holds lives. Each process picks its period between the two:
-pauses short enough and rare enough to stay out of its p99.
+object's references (a list of a book's levels costs a memory fetch per level). Rounds closer
+together than the objects' lifetimes walk nearly everything made meanwhile; objects replaced within
+a period die by reference counting before any round sees them, so a round walks at most the live
+objects that turned over since the last one. Rarer rounds cost less in all, and a round's pause
+stops growing once the period outlasts the objects it would walk. Each process picks its period
+between the two: pauses short and rare enough to stay out of its p99 (figures: docs/scale.md).
 
 While the rounds run, they are the only collections: the automatic collector is off. Its young
 collections do not stay small here: it counts allocations net of deallocations, so a new snapshot

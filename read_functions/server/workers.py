@@ -46,9 +46,9 @@ log = logging.getLogger("read_functions")
 _READY_TIMEOUT_S = 60.0
 FREEZE_EVERY_S = 30.0
 """A worker's heap rounds (:func:`~ladder_process.heap.freeze_survivors`): every change of a book
-replaces its head and rendered views, thousands a second with all of Binance followed, so a round
-walks at most the cache that turned over since the last one: ~60 ms of CPU with half of Binance
-cached, once in 30 s (at 0.1 s, rounds took ~10 ms each, 10 % of a core and of the time)."""
+replaces its head and rendered views, thousands a second with all of Binance followed. Frequent
+rounds walk nearly each of them; a round every 30 s walks the cache that turned over once, one
+longer pause that stays out of the p99 (figures: docs/scale.md)."""
 THAW_EVERY_S = 600.0
 """How often a round walks the whole heap, for cycles a library may leave (ours, streams included,
 are freed by reference counting)."""
