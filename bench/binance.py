@@ -93,6 +93,8 @@ WARM_UP_S = 3.0
 generator is a new process, opening its connections)."""
 STREAMS_CLOSE_S = 15.0
 """How long the streams' receiver waits for its WebSockets to close before it sends what it got."""
+RECEIVER_TICK_S = 0.01
+"""The streams' receiver times its own lateness on a tick this often."""
 TASKS_STOP_S = 10.0
 """How long the truth checks and the sync watch may take to stop once cancelled."""
 READ_WORKERS = 1
@@ -127,6 +129,9 @@ class Live:
     """Per phase, how far behind the venue the node read each streamed event: ingest_time - event_time."""
     stream_times: list[tuple[float, float]] = field(default_factory=list)
     """(seconds since the sustained phase began, latency ms) of every stream message, for the plot."""
+    receiver_late_ms: dict[str, list[float]] = field(default_factory=dict)
+    """Per phase, how late the streams' receiver ran each tick of its own (``RECEIVER_TICK_S``): a
+    stream message waits as long for that process to run, and counts it as latency."""
     checks: int = 0
     mismatches: list[dict[str, Any]] = field(default_factory=list)
     check_errors: dict[str, int] = field(default_factory=dict)
@@ -162,6 +167,13 @@ class Live:
             if phase == "sustained":
                 self.stream_times.append((received - sustained, latency))
 
+    def sort_ticks(self, ticks: list[tuple[float, float]]) -> None:
+        """File each of the receiver's ``(time, lateness ms)`` ticks under the phase it ran in."""
+        starts = [start for _, start in self.phases]
+        for at, late in ticks:
+            phase = self.phases[bisect.bisect_right(starts, at) - 1][0]
+            self.receiver_late_ms.setdefault(phase, []).append(late)
+
 
 async def follow_stream(
     http: aiohttp.ClientSession, url: str, key: str, exchange: str, market: str,
@@ -186,17 +198,29 @@ async def follow_stream(
             )
 
 
+async def _tick(ticks: list[tuple[float, float]]) -> None:
+    """Every ``RECEIVER_TICK_S``, how late this process's loop woke: how long a message that
+    arrived meanwhile waited for it, beside Ladder's part."""
+    loop = asyncio.get_running_loop()
+    while True:
+        due = loop.time() + RECEIVER_TICK_S
+        await asyncio.sleep(RECEIVER_TICK_S)
+        ticks.append((time.time(), max(0.0, (loop.time() - due) * 1000)))
+
+
 def _receive_streams(url: str, key: str, books: list[tuple[str, str]], control: Connection) -> None:
     async def follow_all() -> None:
         samples: list[StreamSample] = []
+        ticks: list[tuple[float, float]] = []
         async with aiohttp.ClientSession() as http:
             tasks = [asyncio.create_task(follow_stream(http, url, key, e, m, samples)) for e, m in books]
+            tasks.append(asyncio.create_task(_tick(ticks)))
             await asyncio.to_thread(control.recv)  # the bench says stop
             for task in tasks:
                 task.cancel()
             if tasks:  # a stream that does not close in time keeps what it received
                 await asyncio.wait(tasks, timeout=STREAMS_CLOSE_S)
-            control.send(samples)
+            control.send((samples, ticks))
 
     asyncio.run(follow_all())
 
@@ -212,10 +236,13 @@ async def watch_streams(st: Stack, books: list[tuple[str, str]], live: Live) -> 
         with contextlib.suppress(OSError):  # gone already: receive says how
             control.send("stop")
         # It closes its streams (STREAMS_CLOSE_S at most), then sends what it received.
-        samples: list[StreamSample] = await asyncio.to_thread(
+        samples: list[StreamSample]
+        ticks: list[tuple[float, float]]
+        samples, ticks = await asyncio.to_thread(
             forked.receive, process, control, 2 * STREAMS_CLOSE_S, "the streams' receiver"
         )
         live.sort_streams(samples)
+        live.sort_ticks(ticks)
 
 
 async def check_once(http: aiohttp.ClientSession, st: Stack, live: Live, rng: random.Random) -> None:
@@ -436,6 +463,9 @@ def summarize(report: Report, m: dict[str, Any], args: argparse.Namespace) -> No
                   below(STREAM_P99_MS, "ms"))  # fmt: skip
     report.figure("of which in the node, ingest -> publish_time p50", node_part.get("p50", 0.0), "ms")
     report.figure("of which in the node, ingest -> publish_time p99", node_part.get("p99", 0.0), "ms")
+    late = percentiles(live.receiver_late_ms.get("sustained", []), (99,))
+    report.figure(f"the streams' receiver's own lateness p99 (a tick every {RECEIVER_TICK_S * 1000:g} ms)",
+                  late.get("p99", 0.0), "ms")  # fmt: skip
     ok_steps = [s["rate"] for s in m["steps"] if s["ok"]]
     report.figure(f"capacity: highest random-read rate with p99 < {READ_P99_MS:g} ms, everything live",
                   max(ok_steps) if ok_steps else None, "req/s")  # fmt: skip
