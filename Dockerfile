@@ -4,8 +4,8 @@
 #   docker build -t ladder:0.1.0 .                 # or: buildah bud --layers -t ladder:0.1.0 .
 #   docker run --rm ladder:0.1.0 read --host 0.0.0.0 --port 8080
 #
-# Two stages: the first installs Ladder and its dependencies (binary wheels, and Ladder's one C
-# module, the ingest nodes' book store ingest_nodes/core/_levels.c, compiled there) into a virtual
+# Two stages: the first installs Ladder and its dependencies (binary wheels, and Ladder's compiled
+# modules, setup.py: the book store's C and the hot path mypyc compiles, built there) into a virtual
 # environment without pip; the second is the same slim base plus that environment, with no
 # compiler, run as an unprivileged user. The base is pinned by digest; PYTHON_IMAGE replaces it (a
 # mirror, or `make image`'s local base where no registry is reachable). PIP_ARGS adds pip options,
@@ -22,7 +22,7 @@ COPY . .
 # the same pins the tests ran against and the Lambda zip carries; Ladder's own wheel is built by the
 # locked setuptools and installed without dependencies, into an environment that has no pip of its
 # own (the base's pip installs into it: pip --python).
-# The book store's compiler, and Python's headers where the base lacks them (Debian's python3 does).
+# The compiled modules' compiler, and Python's headers where the base lacks them (Debian's python3 does).
 RUN apt-get update -q && apt-get install -y -q --no-install-recommends gcc libc6-dev \
         $(python3 -c 'import sysconfig, os; print("" if os.path.exists(sysconfig.get_paths()["include"] + "/Python.h") else "python3-dev")') \
  && rm -rf /var/lib/apt/lists/*

@@ -17,14 +17,15 @@ $(STAMP): pyproject.toml sdk/pyproject.toml $(LOCKS)
 	$(PY) -m pip install -q --no-deps --no-build-isolation -e ./sdk -e .
 	touch $(STAMP)
 
-# The compiled book store (ingest_nodes/core/_levels.c) is built in place by the editable install:
-# again whenever the C changes.
-LEVELS_STAMP := $(VENV)/.levels-stamp
-$(LEVELS_STAMP): $(STAMP) ingest_nodes/core/_levels.c
+# The compiled modules (setup.py: the book store's C and the hot path mypyc compiles) are built in
+# place by the editable install, where they shadow their sources: again whenever one changes.
+COMPILED_SOURCES := setup.py ingest_nodes/core/_levels.c $(shell sed -n 's/^    "\(.*\.py\)",$$/\1/p' setup.py)
+COMPILED_STAMP := $(VENV)/.compiled-stamp
+$(COMPILED_STAMP): $(STAMP) $(COMPILED_SOURCES)
 	$(PY) -m pip install -q --no-deps --no-build-isolation -e .
 	touch $@
 
-install: $(STAMP) $(LEVELS_STAMP)
+install: $(STAMP) $(COMPILED_STAMP)
 
 # What running needs and no more: `make up` and `make demo` install the runtime lock (Ladder's own
 # dependencies: none of the test, lint, bench or browser tools) and Ladder, unless the development

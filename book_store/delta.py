@@ -73,6 +73,8 @@ TRUNCATE: Final = 3
 _HEADER = struct.Struct("<BBBHHHHHHQQqqqqQI")
 _LITTLE_ENDIAN: Final = sys.byteorder == "little"
 _STATUS_BY_CODE = {int(status): status for status in BookStatus}
+CHAIN_LIMIT: Final = 16
+"""Deltas a head waits with at most (past them, its levels are worked out at once)."""
 _REPLICA_SIZE: Final = 2
 """Bytes of the replica a change message starts with (:func:`book_store.codec.encode_message`)."""
 
@@ -94,9 +96,6 @@ class Delta(Snapshot):
 
     __slots__ = ("_at", "_prev", "_raw", "_waiting", "_whole", "cap", "flags", "n_bids", "n_ops",
                  "prev_update_id")  # fmt: skip
-
-    _LIMIT = 16
-    """Deltas a head waits with at most (past them, its levels are worked out at once)."""
 
     def __init__(self, raw: bytes, at: int = 0) -> None:
         """Read the header of the delta at ``at`` in ``raw`` (a StoreError when it is no delta, or
@@ -198,7 +197,7 @@ class Delta(Snapshot):
         if type(head) is Delta and head._parts is None:
             waiting += head._waiting
         delta._waiting = waiting
-        if waiting >= self._LIMIT:
+        if waiting >= CHAIN_LIMIT:
             delta.parts()
         return delta
 

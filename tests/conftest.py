@@ -18,6 +18,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -37,7 +38,23 @@ STORE_FIXTURES = {"valkey_url", "clean_redis_url", "redis_client", "test_store"}
 CLUSTER_FIXTURES = {"valkey_cluster", "clean_cluster_url"}
 
 
+def stale_compiled_modules(root: Path) -> list[str]:
+    """The modules under ``root`` whose compiled form (setup.py) is older than their source: an
+    editable install builds them in place, where they shadow the ``.py``, so tests would run the
+    code as it was."""
+    stale = []
+    packages = [path for path in root.iterdir() if (path / "__init__.py").exists()]
+    for compiled in (so for package in packages for so in package.glob("**/*.cpython-*.so")):
+        source = compiled.with_name(compiled.name.partition(".")[0] + ".py")
+        if source.exists() and source.stat().st_mtime > compiled.stat().st_mtime:
+            stale.append(str(source.relative_to(root)))
+    return sorted(stale)
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    stale = stale_compiled_modules(Path(__file__).resolve().parent.parent)
+    if stale:
+        raise pytest.UsageError(f"compiled before their source last changed: {stale} (run `make install`)")
     config.addinivalue_line(
         "markers", "single_store(reason): cannot apply to a cluster; skipped with LADDER_TEST_STORE=cluster"
     )

@@ -15,6 +15,7 @@ from book_store.codec import (
     encode_snapshot,
 )
 from book_store.delta import (
+    CHAIN_LIMIT,
     DELETE,
     INSERT,
     REPLACE,
@@ -210,12 +211,12 @@ def test_deltas_wait_until_their_levels_are_asked_for_then_apply_in_order_in_one
 
 def test_a_long_chain_is_worked_out_at_its_limit() -> None:
     made: Snapshot = head(0, [100], [101])
-    for update_id in range(1, Delta._LIMIT + 1):
+    for update_id in range(1, CHAIN_LIMIT + 1):
         made = chain(
             made, delta(update_id - 1, update_id, [(REPLACE, 0, level(100, str(update_id)))], [], (1, 1))
         )
-        assert isinstance(made, Delta) and made.waiting is (update_id < Delta._LIMIT)
-    assert made.parts() == ([level(100, str(Delta._LIMIT))], [level(101)])
+        assert isinstance(made, Delta) and made.waiting is (update_id < CHAIN_LIMIT)
+    assert made.parts() == ([level(100, str(CHAIN_LIMIT))], [level(101)])
 
 
 def test_a_delta_applied_to_two_heads_makes_two_heads() -> None:

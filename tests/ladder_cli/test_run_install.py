@@ -13,7 +13,8 @@ import pytest
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
-DEVELOPMENT_ONLY = ("pytest", "moto", "selenium", "matplotlib", "ruff", "mypy", "schemathesis")
+DEVELOPMENT_ONLY = ("pytest", "moto", "selenium", "matplotlib", "ruff", "schemathesis")
+"""(mypy is the build lock's too: its mypyc compiles the hot path when Ladder is installed, setup.py.)"""
 
 
 def make(*args: str) -> subprocess.CompletedProcess[str]:

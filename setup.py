@@ -1,0 +1,54 @@
+"""Ladder's compiled modules; everything else about the package is in pyproject.toml.
+
+Two kinds, both optional (without a C compiler, or without mypy, installing still succeeds and the
+same modules run as pure Python, only slower):
+
+- ``ingest_nodes/core/_levels.c``: the ingest nodes' book store, hand-written C;
+- ``COMPILED``: modules of the per-event hot path compiled by mypyc from their own strictly typed
+  source (the node's book, engine, lane and publisher; the delta and snapshot codec that nodes
+  encode and read workers apply). An event there crosses dozens of small calls, and interpreting
+  them was most of its cost (docs/scale.md gives the measurement).
+
+An editable install builds them next to their sources, where they shadow the ``.py`` files:
+``make install`` (and so ``make test``) builds them again whenever one of those sources changes,
+and ``tests/conftest.py`` refuses to run tests against a compiled module older than its source.
+"""
+
+from __future__ import annotations
+
+import os
+
+from setuptools import Extension, setup
+
+COMPILED = [
+    "book_store/codec.py",
+    "book_store/delta.py",
+    "ingest_nodes/core/book.py",
+    "ingest_nodes/core/engine.py",
+    "ingest_nodes/runtime/lane.py",
+    "ingest_nodes/runtime/publisher.py",
+]
+"""Compiled by mypyc (``LADDER_PURE_PYTHON=1`` at install time leaves them pure Python)."""
+
+
+def _mypyc_modules() -> list[Extension]:
+    if os.environ.get("LADDER_PURE_PYTHON", "") not in ("", "0"):
+        return []
+    try:
+        from mypyc.build import mypycify
+    except ImportError:  # installed without mypy: pure Python
+        return []
+    extensions: list[Extension] = mypycify(COMPILED, opt_level="3")
+    for extension in extensions:
+        extension.optional = True
+    return extensions
+
+
+levels = Extension(
+    "ingest_nodes.core._levels",
+    sources=["ingest_nodes/core/_levels.c"],
+    optional=True,
+    extra_compile_args=["-O2"],
+)
+
+setup(ext_modules=[levels, *_mypyc_modules()])
