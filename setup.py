@@ -16,8 +16,6 @@ and ``tests/conftest.py`` refuses to run tests against a compiled module older t
 
 from __future__ import annotations
 
-import os
-
 from setuptools import Extension, setup
 
 COMPILED = [
@@ -28,12 +26,10 @@ COMPILED = [
     "ingest_nodes/runtime/lane.py",
     "ingest_nodes/runtime/publisher.py",
 ]
-"""Compiled by mypyc (``LADDER_PURE_PYTHON=1`` at install time leaves them pure Python)."""
+"""Compiled by mypyc."""
 
 
 def _mypyc_modules() -> list[Extension]:
-    if os.environ.get("LADDER_PURE_PYTHON", "") not in ("", "0"):
-        return []
     try:
         from mypyc.build import mypycify
     except ImportError:  # installed without mypy: pure Python

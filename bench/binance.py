@@ -155,12 +155,15 @@ class Live:
     def enter(self, phase: str) -> None:
         self.phases.append((phase, time.time()))
 
+    def phase_at(self, at: float) -> str:
+        """The phase that wall-clock time ``at`` falls in."""
+        return self.phases[bisect.bisect_right([start for _, start in self.phases], at) - 1][0]
+
     def sort_streams(self, samples: list[StreamSample]) -> None:
         """File each sample under the phase it was received in."""
-        starts = [start for _, start in self.phases]
         sustained = dict(self.phases).get("sustained", 0.0)
         for received, latency, node, behind in samples:
-            phase = self.phases[bisect.bisect_right(starts, received) - 1][0]
+            phase = self.phase_at(received)
             self.stream_ms.setdefault(phase, []).append(latency)
             self.node_ms.setdefault(phase, []).append(node)
             self.behind_ms.setdefault(phase, []).append(behind)
@@ -169,10 +172,8 @@ class Live:
 
     def sort_ticks(self, ticks: list[tuple[float, float]]) -> None:
         """File each of the receiver's ``(time, lateness ms)`` ticks under the phase it ran in."""
-        starts = [start for _, start in self.phases]
         for at, late in ticks:
-            phase = self.phases[bisect.bisect_right(starts, at) - 1][0]
-            self.receiver_late_ms.setdefault(phase, []).append(late)
+            self.receiver_late_ms.setdefault(self.phase_at(at), []).append(late)
 
 
 async def follow_stream(
