@@ -275,13 +275,18 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
             for index in range(1, 1 + args.warmup):
                 await pipeline.turn(index, Counter(), measured=False)
             # As an ingest node and a read worker do (ladder_process.heap): what lives on is frozen,
-            # so collections walk only what the turns make (and land in no stage by chance).
+            # and the automatic collector is off (their heap rounds are the only collections), so
+            # no collection lands in a stage by chance.
             gc.collect()
             gc.freeze()
+            gc.disable()
             store_cpu = cpu_seconds(store_pid)
             change_bytes = pipeline.change_bytes
-            for index in range(1 + args.warmup, 1 + args.warmup + turns):
-                await pipeline.turn(index, cpu, read=(index - args.warmup) % args.read_every == 0)
+            try:
+                for index in range(1 + args.warmup, 1 + args.warmup + turns):
+                    await pipeline.turn(index, cpu, read=(index - args.warmup) % args.read_every == 0)
+            finally:
+                gc.enable()
             store_cpu = cpu_seconds(store_pid) - store_cpu
             change_bytes = pipeline.change_bytes - change_bytes
             await pipeline.close()
