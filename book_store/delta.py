@@ -310,13 +310,15 @@ def encode_delta(
     ask_ops: Sequence[Op],
 ) -> bytes:
     """The delta that turns a head at ``prev_update_id`` into ``meta``'s, ``counts`` levels a side."""
-    ops = (*bid_ops, *ask_ops)
+    ops = [*bid_ops, *ask_ops]
     if ops:
-        kinds, indices, levels = zip(*ops, strict=True)
-        places = array("H", indices)
+        # One typed pass per column (compiled, each is a plain loop); zip(*ops) would go through
+        # the interpreter's generic argument unpacking.
+        places = array("H", [index for _, index, _ in ops])
         if not _LITTLE_ENDIAN:  # pragma: no cover - the layout is little-endian, hosts mostly are too
             places.byteswap()
-        table, joined = bytes(kinds) + places.tobytes(), b"\n".join(levels)
+        table = bytes([kind for kind, _, _ in ops]) + places.tobytes()
+        joined = b"\n".join([level for _, _, level in ops])
     else:
         table = joined = b""
     header = _HEADER.pack(

@@ -8,12 +8,23 @@ only for ordering and for the zero test, and publishes the strings unchanged.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypeVar, dataclass_transform
 
 Level = tuple[str, str]
 """One price level, ``(price, quantity)``, exactly as the venue wrote them."""
 
+_T = TypeVar("_T")
 
-@dataclass(frozen=True, slots=True)
+
+@dataclass_transform(frozen_default=True)
+def _event(cls: type[_T]) -> type[_T]:
+    """A frozen dataclass to the type checker (mypy refuses any assignment), a plain one with slots
+    at run time: a frozen dataclass sets each field through ``object.__setattr__``, a large part of
+    parsing a venue frame for a value made once per event."""
+    return dataclass(slots=True)(cls)
+
+
+@_event
 class DepthUpdate:
     """One diff event: a Binance ``depthUpdate``, or one book's part of a stream message (an Alpaca
     ``"o"`` message, an OKX, Bybit or Kraken book message, a Coinbase ``l2_data`` event).
