@@ -263,8 +263,9 @@ class BookWriter:
             queue.flusher = asyncio.get_running_loop().create_task(self._flush_loop(queue))
 
     async def _flush_loop(self, queue: _Queue) -> None:
-        # Yield once so that every put() of the current loop turn joins this batch.
-        await asyncio.sleep(0)
+        # A task's first step runs in the loop's next turn, so every put() of this turn has joined
+        # the batch by then; yielding once more would hold the batch through another turn's I/O
+        # (a node's venue frames) before it is sent.
         while (queue.pending or (self._heartbeat is not None and not queue.deep)) and not self._fenced:
             batch, queue.pending = queue.pending, {}
             heartbeat = None
