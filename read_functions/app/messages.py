@@ -107,6 +107,22 @@ def empty_response(status: int = 204) -> Response:
     return Response(status, b"", None, {})
 
 
+class Outlet(Protocol):
+    """A stream's way to send a message at once, from the callback that made it (a WebSocket
+    connection is one). A message returned by ``next_message`` goes out when the stream's sender
+    task next runs: after the rest of the event loop's turn, every other callback and request
+    ready in it."""
+
+    def ready(self) -> bool:
+        """Whether a message sent now goes straight out: the connection is open and its buffer is
+        below its high-water mark (a stream that is not sent at once conflates, as ever)."""
+        ...
+
+    def send(self, message: bytes) -> None:
+        """Frame and write ``message`` now (call it only when :meth:`ready`)."""
+        ...
+
+
 class Stream(Protocol):
     r"""A stream a handler accepted, for an adapter that speaks WebSocket to run: it ``admit``\ s it
         before it upgrades the connection (a LadderError refuses it), starts it once the connection
@@ -119,6 +135,9 @@ class Stream(Protocol):
     max_text: int
     """Bytes of a text message the client may send, each handed to :meth:`receive` (0: the client
     has nothing to say, and its small messages are skipped unread)."""
+    outlet: Outlet | None
+    """Set by an adapter that can send at once, from before :meth:`start` until :meth:`stop`: the
+    stream may send a message through it instead of returning it from ``next_message``."""
 
     async def admit(self) -> None: ...
 

@@ -11,6 +11,13 @@ same book, and sends it; while a send is blocked on a slow client, further chang
 flag again, so the client receives the newest snapshot next and the ones in between are dropped
 (conflated). Memory per stream is one flag and one reference, whatever the publish rate.
 
+A book stream whose sender waits with nothing to do sends a change at once instead, from the change
+feed's callback, through its connection's :class:`~read_functions.app.messages.Outlet`: the sender
+would only run after the rest of the event loop's turn (the feed's other messages, the requests
+that arrived with them), which under load is most of a stream's latency in the read worker.
+Whenever the sender is busy, a recheck is due or the client's buffer is full, the change goes
+through the sender as above.
+
 The caller's key and entitlement are checked again every ``recheck_s``: a revoked key or a
 dropped subscription ends the stream with close code 4000 + the HTTP status (4401, 4403;
 :func:`read_functions.app.errors.close_code`). A check the store cannot answer keeps the stream
@@ -28,15 +35,16 @@ import asyncio
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from typing import ClassVar
 
 from book_store.codec import Snapshot
 from book_store.schema import BookKey
 from control_plane.errors import InvalidRequestError
 from control_plane.models import Principal
 from ladder_process.clock import now_ms
-from ladder_process.errors import StoreError
+from ladder_process.errors import LadderError, StoreError
 from read_functions.app.api_key import STREAM_PROTOCOL, offered_protocols, presented_key
-from read_functions.app.messages import Request, Response
+from read_functions.app.messages import Outlet, Request, Response
 from read_functions.app.params import int_param
 from read_functions.books.entry import Entry
 from read_functions.books.render import BookView, Side
@@ -99,6 +107,7 @@ class CheckedStream(ABC):
         self._recheck_s = recheck_s
         self._slot: StreamSlot | None = None
         self._checked_at = self._confirmed_at = time.monotonic()
+        self.outlet: Outlet | None = None
 
     async def admit(self) -> None:
         """Take the tenant's stream slot (TooManyStreamsError past its ``max_streams``); the
@@ -140,12 +149,16 @@ class ConflatingStream(CheckedStream):
 
     protocol = STREAM_PROTOCOL
     max_text = 0  # the client has nothing to say
+    sends_at_once: ClassVar[bool] = False
+    """Whether it renders a message without waiting for anything (:meth:`_message_now`), and so may
+    send a change at once (see the module's doc)."""
 
     def __init__(
         self, deps: Deps, principal: Principal, key: str | None, source: str, recheck_s: float
     ) -> None:
         super().__init__(deps, principal, key, source, recheck_s)
         self._pending = False  # a change came since the last render
+        self._parked = False  # the sender waits on the alarm with nothing to do
         self._closed = False
         self._alarm = Alarm()  # the sender sleeps on it between messages
         self.conflated = 0
@@ -154,7 +167,24 @@ class ConflatingStream(CheckedStream):
         if self._pending:
             self.conflated += 1
         self._seen(entry)
-        self._wake()
+        if not self._send_now(entry):
+            self._wake()
+
+    def _send_now(self, entry: Entry) -> bool:
+        """Send the change of ``entry`` from here (see the module's doc); False when it must go
+        through the sender instead."""
+        outlet = self.outlet
+        if not self.sends_at_once or outlet is None or not self._parked or self._closed:
+            return False
+        if not outlet.ready() or time.monotonic() - self._checked_at >= self._recheck_s:
+            return False
+        try:
+            message = self._message_now(entry)
+        except LadderError:
+            return False  # the sender renders what is left to serve, and ends the stream on an error
+        if message is not None:
+            outlet.send(message)
+        return True
 
     def start(self) -> None:
         self._watch()
@@ -184,7 +214,11 @@ class ConflatingStream(CheckedStream):
         caller lost access)."""
         while not self._closed:
             if not self._pending:
-                await self._alarm.sleep(self._checked_at + self._recheck_s - time.monotonic())
+                self._parked = True
+                try:
+                    await self._alarm.sleep(self._checked_at + self._recheck_s - time.monotonic())
+                finally:
+                    self._parked = False
             if time.monotonic() - self._checked_at >= self._recheck_s:
                 await self._recheck()
             if not self._pending or self._closed:
@@ -212,9 +246,15 @@ class ConflatingStream(CheckedStream):
     async def _message(self) -> bytes | None:
         """What a read would serve now; None when nothing may be sent or nothing changed."""
 
+    def _message_now(self, entry: Entry) -> bytes | None:
+        """:meth:`_message` at once, ``entry`` having just changed (only when ``sends_at_once``)."""
+        raise NotImplementedError
+
 
 class BookStream(ConflatingStream):
     """The conflating state of one book's stream (a :class:`~read_functions.books.cache.Watcher`)."""
+
+    sends_at_once = True
 
     def __init__(self, deps: Deps, plan: StreamPlan, *, recheck_s: float = 1.0) -> None:
         super().__init__(deps, plan.principal, plan.key, plan.source, recheck_s)
@@ -232,7 +272,9 @@ class BookStream(ConflatingStream):
         self._deps.books.unwatch(self._plan.book, self)
 
     async def _message(self) -> bytes | None:
-        entry = self._entry or await self._deps.books.entry(self._plan.book)
+        return self._message_now(self._entry or await self._deps.books.entry(self._plan.book))
+
+    def _message_now(self, entry: Entry) -> bytes | None:
         now = now_ms()
         deps, depth = self._deps, self._plan.depth
         head = entry.served(now, deps.settings.max_silence_ms)

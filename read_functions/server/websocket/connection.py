@@ -11,7 +11,9 @@ accepted stream gets the 101 answer of :mod:`.handshake`, and a sender task runs
 :class:`~read_functions.app.messages.Stream` the handler made: each message is framed (and, when
 agreed, deflated on its own) and written; while the transport's buffer is over its high-water
 mark the sender waits and the stream conflates meanwhile, and a buffer that sends nothing for
-``write_timeout_s`` aborts the connection.
+``write_timeout_s`` aborts the connection. The connection is also the stream's
+:class:`~read_functions.app.messages.Outlet`: a stream may send a message at once, framed the same
+way, while the buffer is below its high-water mark.
 
 Everything the client sends goes through :class:`.frames.FrameReader` as it arrives: pings are
 answered, a text message goes to a stream that reads them (under the stream's own size limit), a
@@ -199,6 +201,7 @@ class StreamConnection(asyncio.Protocol):
             )
         self._reader = FrameReader(limits, self._loop.time())
         self._stream = stream
+        stream.outlet = self
         stream.start()
         early, self._early = bytes(self._early), bytearray()
         if early:
@@ -208,10 +211,7 @@ class StreamConnection(asyncio.Protocol):
     async def _send_stream(self, stream: Stream) -> None:
         try:
             while (message := await stream.next_message()) is not None:
-                if self._deflate:
-                    self._write(frame(OP_TEXT, deflate(message), compressed=True))
-                else:
-                    self._write(frame(OP_TEXT, message))
+                self.send(message)
                 if self._drained is not None:
                     await self._drained
         except LadderError as exc:
@@ -222,8 +222,25 @@ class StreamConnection(asyncio.Protocol):
     def _stop_stream(self) -> None:
         stream, self._stream = self._stream, None
         if stream is not None:
+            stream.outlet = None
             stream.close()
             stream.stop()
+
+    # -- the stream's outlet (read_functions.app.messages.Outlet) ----------------------------
+    def ready(self) -> bool:
+        transport = self._transport
+        return (
+            self._drained is None
+            and self._closing_at is None
+            and transport is not None
+            and not transport.is_closing()
+        )
+
+    def send(self, message: bytes) -> None:
+        if self._deflate:
+            self._write(frame(OP_TEXT, deflate(message), compressed=True))
+        else:
+            self._write(frame(OP_TEXT, message))
 
     # -- what the client sends ---------------------------------------------------------------
     def _read(self, data: bytes) -> None:

@@ -10,7 +10,9 @@ import aiohttp
 import orjson
 import pytest
 
+from book_store.codec import encode_message
 from read_functions.handlers.reads.stream import BookStream
+from read_functions.server.websocket.connection import StreamConnection
 from tests.read_functions.helpers import ETH, Stack, levels, snapshot, validate
 from tests.read_functions.hostile.raw_ws import upgrade
 from tests.read_functions.wire import connect, read_reply
@@ -42,6 +44,54 @@ async def test_one_message_per_published_snapshot(stack: Stack) -> None:
         for update_id in (2, 3, 4):
             await stack.publish(ETH, 0, snapshot(update_id))
             assert (await next_book(socket))["update_id"] == update_id
+
+
+async def parked_stream(stack: Stack) -> tuple[BookStream, StreamConnection]:
+    """The one stream of ETH once its sender waits with nothing to do, and its connection."""
+    await wait_until(lambda: any(s._parked for s in streams_of(stack)), 5, "the stream's sender waits")
+    (stream,) = streams_of(stack)
+    assert isinstance(stream.outlet, StreamConnection)
+    return stream, stream.outlet
+
+
+def feed_receives(stack: Stack, raw: bytes) -> None:
+    """``raw`` (replica 0's snapshot of ETH) as the read API's change feed hands it to the cache."""
+    stack.deps.books._on_message(ETH.channel.encode(), encode_message(0, raw))
+
+
+async def test_a_change_is_sent_from_the_feed_s_callback_while_the_sender_waits(stack: Stack) -> None:
+    """Not after the rest of the loop's turn: the frame is written before the callback returns."""
+    headers = await stack.subscriber(ETH)
+    await stack.publish(ETH, 0, snapshot(1))
+    async with stack.http.ws_connect(f"{stack.url}{STREAM}&depth=2", headers=headers) as socket:
+        assert (await next_book(socket))["update_id"] == 1
+        stream, connection = await parked_stream(stack)
+        written = connection._written
+        feed_receives(stack, snapshot(2))
+        assert connection._written > written and stream._parked, "sent at once, the sender left waiting"
+        assert (await next_book(socket))["update_id"] == 2
+        await stack.publish(ETH, 0, snapshot(3))
+        assert (await next_book(socket))["update_id"] == 3, "the sender did not send 2 again"
+
+
+async def test_a_due_recheck_is_never_skipped_by_a_change_sent_at_once(stack: Stack) -> None:
+    """A change that comes when the key's recheck is due goes through the sender, which rechecks
+    first: a revoked key gets its close, and not the book."""
+    headers = await stack.subscriber(ETH)
+    await stack.publish(ETH, 0, snapshot(1))
+    async with stack.http.get(f"{stack.url}/v1/keys", headers=headers) as r:
+        key_id = (await r.json())["keys"][0]["id"]
+    async with stack.http.ws_connect(f"{stack.url}{STREAM}", headers=headers) as socket:
+        assert (await next_book(socket))["update_id"] == 1
+        stream, connection = await parked_stream(stack)
+        async with stack.http.delete(f"{stack.url}/v1/admin/keys/{key_id}", headers=stack.admin) as r:
+            assert r.status == 204
+        stream._checked_at -= 60  # the recheck is due, and its timer has not fired yet
+        written = connection._written
+        feed_receives(stack, snapshot(2))
+        assert connection._written == written, "not sent at once"
+        message = await asyncio.wait_for(socket.receive(), 5)
+        assert message.type is aiohttp.WSMsgType.CLOSE and socket.close_code == 4401
 
 
 async def test_a_client_that_goes_away_is_no_longer_watched(stack: Stack) -> None:
