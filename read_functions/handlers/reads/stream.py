@@ -35,7 +35,6 @@ import asyncio
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import ClassVar
 
 from book_store.codec import Snapshot
 from book_store.schema import BookKey
@@ -149,9 +148,6 @@ class ConflatingStream(CheckedStream):
 
     protocol = STREAM_PROTOCOL
     max_text = 0  # the client has nothing to say
-    sends_at_once: ClassVar[bool] = False
-    """Whether it renders a message without waiting for anything (:meth:`_message_now`), and so may
-    send a change at once (see the module's doc)."""
 
     def __init__(
         self, deps: Deps, principal: Principal, key: str | None, source: str, recheck_s: float
@@ -167,24 +163,7 @@ class ConflatingStream(CheckedStream):
         if self._pending:
             self.conflated += 1
         self._seen(entry)
-        if not self._send_now(entry):
-            self._wake()
-
-    def _send_now(self, entry: Entry) -> bool:
-        """Send the change of ``entry`` from here (see the module's doc); False when it must go
-        through the sender instead."""
-        outlet = self.outlet
-        if not self.sends_at_once or outlet is None or not self._parked or self._closed:
-            return False
-        if not outlet.ready() or time.monotonic() - self._checked_at >= self._recheck_s:
-            return False
-        try:
-            message = self._message_now(entry)
-        except LadderError:
-            return False  # the sender renders what is left to serve, and ends the stream on an error
-        if message is not None:
-            outlet.send(message)
-        return True
+        self._wake()
 
     def start(self) -> None:
         self._watch()
@@ -246,21 +225,37 @@ class ConflatingStream(CheckedStream):
     async def _message(self) -> bytes | None:
         """What a read would serve now; None when nothing may be sent or nothing changed."""
 
-    def _message_now(self, entry: Entry) -> bytes | None:
-        """:meth:`_message` at once, ``entry`` having just changed (only when ``sends_at_once``)."""
-        raise NotImplementedError
-
 
 class BookStream(ConflatingStream):
     """The conflating state of one book's stream (a :class:`~read_functions.books.cache.Watcher`)."""
-
-    sends_at_once = True
 
     def __init__(self, deps: Deps, plan: StreamPlan, *, recheck_s: float = 1.0) -> None:
         super().__init__(deps, plan.principal, plan.key, plan.source, recheck_s)
         self._plan = plan
         self._entry: Entry | None = None
         self._sent: BookView | None = None
+
+    def changed(self, entry: Entry) -> None:
+        """Send the change from here while the sender waits with nothing to do (see the module's
+        doc); otherwise through the sender."""
+        outlet = self.outlet
+        if (
+            outlet is None
+            or not self._parked
+            or self._closed
+            or not outlet.ready()
+            or time.monotonic() - self._checked_at >= self._recheck_s
+        ):
+            super().changed(entry)
+            return
+        self._seen(entry)
+        try:
+            message = self._message_now(entry)
+        except LadderError:
+            self._wake()  # the sender renders what is left to serve, and ends the stream on an error
+            return
+        if message is not None:
+            outlet.send(message)
 
     def _seen(self, entry: Entry) -> None:
         self._entry = entry
@@ -275,6 +270,7 @@ class BookStream(ConflatingStream):
         return self._message_now(self._entry or await self._deps.books.entry(self._plan.book))
 
     def _message_now(self, entry: Entry) -> bytes | None:
+        """:meth:`_message` of ``entry``, rendered without waiting for anything."""
         now = now_ms()
         deps, depth = self._deps, self._plan.depth
         head = entry.served(now, deps.settings.max_silence_ms)
