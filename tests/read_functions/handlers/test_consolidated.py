@@ -31,7 +31,6 @@ from read_functions.handlers.reads.consolidated import (
     MAX_VENUES,
     one_per_venue_book,
 )
-from tests.read_functions.handlers.test_bulk_reads import hgetalls
 from tests.read_functions.helpers import ALPACA, MARKETS, Stack, snapshot, validate
 from tests.read_functions.wire import Reply, connect, read_reply
 
@@ -548,18 +547,20 @@ async def test_tops_of_many_pairs_in_one_call(venues: Stack) -> None:
     assert (eth_btc["pair"], eth_btc["error"]["code"]) == ("ETH-BTC", "forbidden")
 
 
-async def test_a_steady_read_makes_no_store_round_trip_and_no_merge(venues: Stack) -> None:
+async def test_a_steady_read_loads_no_book_and_makes_no_merge(venues: Stack) -> None:
     stack = venues
     me = await stack.subscriber(*USDT_BOOKS)
     published = Published(stack)
     for i, book in enumerate(USDT_BOOKS):
         await published.book(book, 60 + i, side([f"{99 - i}"]), side([f"{101 + i}"]))
     await settled(stack, me, {book: 60 + i for i, book in enumerate(USDT_BOOKS)})
-    before, merges = await hgetalls(stack.store), stack.deps.consolidated.merges
+    # The cache's misses are its loads from the store (the store's own HGETALL count would include
+    # the catalog's timed rechecks, which a slow machine reaches within the test).
+    loads, merges = stack.deps.books.misses, stack.deps.consolidated.merges
     for _ in range(5):
         status, _ = await get(stack, "/v1/consolidated/BTC-USDT", me)
         assert status == 200
-    assert await hgetalls(stack.store) == before
+    assert stack.deps.books.misses == loads
     assert stack.deps.consolidated.merges == merges
     await published.book(OKX, 99, side(["98.5"]), side(["101.5"]))
     await settled(stack, me, {OKX: 99})
