@@ -16,7 +16,9 @@ builds its clients the way the product does (``book_store.connect``), never with
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,6 +68,19 @@ class TestStore:
             return
         with redis.Redis.from_url(url) as client:
             client.flushdb()
+
+    @contextlib.contextmanager
+    def own(self, db: int) -> Iterator[str]:
+        """An empty store for a server that outlives single tests: database ``db`` of the node, or
+        on a cluster a cluster of its own (stopped on the way out), since every test that asks for
+        a clean store empties the session's cluster whole, whatever else is using it."""
+        if self.cluster is None:
+            url = self.database(db)
+            self.flush(url)
+            yield url
+            return
+        with ValkeyCluster() as cluster:
+            yield cluster.url
 
     async def client(self, url: str, **options: Any) -> StoreClient:
         """An async client of ``url`` as the product opens one (a cluster's reads its slot map);

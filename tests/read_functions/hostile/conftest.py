@@ -29,8 +29,11 @@ BOOK = f"/v1/books/{ETH.exchange}/{ETH.market}"
 
 @pytest.fixture(scope="package")
 def target(test_store: TestStore) -> Iterator[Target]:
-    url = test_store.database(HOSTILE_DB)
-    test_store.flush(url)
+    with test_store.own(HOSTILE_DB) as url:
+        yield from _serve(url)
+
+
+def _serve(url: str) -> Iterator[Target]:
     asyncio.run(_seed(url))
     env = {
         "LADDER_REDIS_URL": url,
