@@ -336,6 +336,8 @@ def test_a_slow_store_slows_store_calls_and_nothing_breaks(stack: Stack, key: st
     assert outcomes.keys() <= {"200", "503"} and outcomes["503"] <= 0.5 * outcomes.total(), (
         outcomes,
         load.errors[:5],
+        # what the components said meanwhile: the cause of a refusal is there, not in the answers
+        [line for line in stack.logs().splitlines() if " WARNING " in line or " ERROR " in line][-20:],
     )
     wait_until(lambda: all_synced(stack, key), "every book synced again once the store answers at speed")
     reads = dict(load.outcomes("read", since=started))
