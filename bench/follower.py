@@ -1,12 +1,12 @@
 """A read worker's book cache in a process of its own, following books while a benchmark publishes them.
 
 A read worker keeps every book it serves true from the change channel: each change message of a
-cached book is decoded and applied to its entry, and the views readers used are rendered again
-(:class:`~read_functions.books.cache.BookCache`, as ``ladder read`` builds it). This process runs
+cached book is decoded and applied to its entry (:class:`~read_functions.books.cache.BookCache`, as
+``ladder read`` builds it). This process runs
 that cache over the books it is given and nothing else, so that its CPU time per change message is
 what one read worker pays to follow a book, and the bytes it receives are what the store sends each
-worker that caches the book. Every followed book counts as read: after each change the entry keeps a
-view at ``depth`` (as a reader between two changes would), so every change renders it again.
+worker that caches the book. Every followed book counts as read: after each change its view at
+``depth`` is asked for (as a reader between two changes would), so every change renders it.
 
 The benchmark starts it (:func:`start`), which returns once every book is loaded; :meth:`Follower.begin`
 and :meth:`Follower.end` bracket what is measured.
@@ -55,18 +55,22 @@ class Followed:
 
 
 class _CountingCache(BookCache):
-    """The read worker's cache, counting the change messages' bytes as they arrive."""
+    """The read worker's cache, counting the change messages' bytes as they arrive, and reading
+    each changed book at ``depth`` after its change."""
 
     payload_bytes = 0
+    depth = 0
 
     def _on_message(self, channel: bytes, data: bytes | memoryview) -> None:
         self.payload_bytes += len(data)
         super()._on_message(channel, data)
+        entry = self._by_channel.get(channel)
+        if entry is not None:
+            _read_again(entry, self.depth)
 
 
 def _read_again(entry: Entry, depth: int) -> None:
     """What a reader of the book does between two changes: ask for its view at ``depth``."""
-    entry.rerender(now_ms(), MAX_SILENCE_MS)
     served = entry.served(now_ms(), MAX_SILENCE_MS)
     if served is not None:
         entry.view(served, depth, Side.BOTH)
@@ -76,7 +80,8 @@ async def _follow(
     redis_url: str, books: Sequence[BookKey], depth: int, pipe: multiprocessing.connection.Connection
 ) -> None:
     client = redis.Redis.from_url(redis_url)
-    cache = _CountingCache(client, redis_url, on_change=lambda entry: _read_again(entry, depth))
+    cache = _CountingCache(client, redis_url)
+    cache.depth = depth
     await cache.start()
     for entry in await cache.entries(list(books)):
         _read_again(entry, depth)

@@ -158,7 +158,6 @@ class Pipeline:
             self.client,
             self.redis_url,
             idle_s=1e9,  # under valgrind a turn can outlast the idle sweep; every book is read anyway
-            on_change=lambda entry: entry.rerender(now_ms(), MAX_SILENCE_MS),
         )
         assert isinstance(cache.feed, ChangeFeed)
         # The feed's socket is paused between follow stages, pongs with it: no ping may judge it dead.

@@ -19,7 +19,6 @@ from redis.exceptions import RedisError
 from book_store.connect import StoreClient, opened, store_client
 from control_plane.bootstrap import open_control_store, resolve_pepper
 from control_plane.service import ControlService
-from ladder_process.clock import now_ms
 from ladder_process.errors import StoreError
 from ladder_process.telemetry.metrics import Kind, Metric, value
 from read_functions.app.load_shedding import Load
@@ -106,7 +105,6 @@ class Deps:
                 idle_s=settings.book_idle_s,
                 standing={CHANGES: access.apply},
                 on_reset=access.missed_changes,
-                on_change=lambda entry: entry.rerender(now_ms(), settings.max_silence_ms),
             )
             await books.start()
             stack.push_async_callback(books.close)

@@ -90,11 +90,9 @@ class BookCache:
         idle_s: float = 60.0,
         standing: Mapping[str, Callable[[bytes], None]] | None = None,
         on_reset: Callable[[], None] | None = None,
-        on_change: Callable[[Entry], None] | None = None,
     ) -> None:
         """``standing``: other channels the feed follows for good, each with its message handler;
-        ``on_reset`` is called when the feed dropped (after the cache itself was emptied);
-        ``on_change`` with every entry a change message updated, before its watchers."""
+        ``on_reset`` is called when the feed dropped (after the cache itself was emptied)."""
         self._client = client
         self._reader = BookReader(client)
         self._idle_s = idle_s
@@ -111,7 +109,6 @@ class BookCache:
         channels = {**(standing or {}), NODES_ALIVE: self._on_heartbeat}
         self._standing = {c.encode(): handler for c, handler in channels.items()}
         self._after_reset = on_reset
-        self._on_change = on_change
         self.feed: ChangeFeed | ShardedChangeFeed | None = None
         if redis_url is not None and isinstance(client, RedisCluster):
             self.feed = ShardedChangeFeed(
@@ -343,8 +340,6 @@ class BookCache:
                 return
             if not applied:
                 return
-        if self._on_change is not None:
-            self._on_change(entry)
         for watcher in list(entry.watchers):
             watcher.changed(entry)
 

@@ -2,8 +2,10 @@
 
 An entry owns what is rendered of it (:mod:`read_functions.books.render` does the rendering): the
 views of the snapshot last served, by depth and side, and its top of book. A change message
-replaces a replica's snapshot in place (:meth:`Entry.apply`), and :meth:`Entry.rerender` renders the
-views readers used again while the new snapshot's bytes are still in the CPU's caches.
+replaces a replica's snapshot in place (:meth:`Entry.apply`) and renders nothing: a view is rendered
+when a read or a stream first asks for it of the snapshot served. Under a venue's real cadence a
+book changes several times between two reads of it, so a view rendered on every change would mostly
+be thrown away unread.
 """
 
 from __future__ import annotations
@@ -46,8 +48,7 @@ class Entry:
 
     __slots__ = ("__weakref__", "_chosen", "_chosen_silence", "_chosen_until", "_waiting", "book", "channel",
                  "deep_views", "deep_views_of", "deeps", "heartbeats", "live", "loaded", "names_json",
-                 "on_broken", "replicas", "top", "touched", "views", "views_of", "views_read",
-                 "watchers")  # fmt: skip
+                 "on_broken", "replicas", "top", "touched", "views", "views_of", "watchers")  # fmt: skip
 
     def __init__(
         self, book: BookKey, loaded: asyncio.Future[None], heartbeats: Heartbeats | None = None
@@ -64,11 +65,10 @@ class Entry:
         self.loaded = loaded
         self.touched = True
         self.watchers: set[Watcher] = set()
-        # Rendered responses of the replica last served, whether a reader used them since they
-        # were rendered, and the book's names as JSON, rendered once (see :meth:`Entry.view`).
+        # Rendered responses of the replica last served and the book's names as JSON, rendered
+        # once (see :meth:`Entry.view`).
         self.views: dict[tuple[int, Side], BookView] = {}
         self.views_of: Snapshot | None = None
-        self.views_read = False
         self.deep_views: dict[tuple[int, Side], BookView] = {}
         self.deep_views_of: Snapshot | None = None
         self.names_json: bytes | None = None
@@ -152,7 +152,6 @@ class Entry:
         """The cached view of ``snapshot`` for ``depth`` (at most what it holds) and ``side``
         (rendered on first use). A deep snapshot's views are kept apart, so that deep and head reads
         of one book do not throw each other's away."""
-        self.views_read = True
         if self.views_of is not snapshot:
             if snapshot.deep:
                 if self.deep_views_of is not snapshot:
@@ -173,35 +172,6 @@ class Entry:
                 views.clear()
             view = views[key] = self._levels_of(render, self.names, snapshot, depth, side)
         return view
-
-    def rerender(self, now_ms: int, max_silence_ms: int) -> None:
-        """A change message updated this entry: render its new views now, while the snapshot's bytes are
-        still in the CPU's caches, if readers used the old ones; else just let the old ones go.
-
-        With books changing faster than they are read, most reads would otherwise find a new snapshot
-        and render it from memory that has gone cold; a book nobody reads stops being rendered after
-        one change. A read still checks that a view belongs to the replica it serves.
-        """
-        if not self.views:
-            self.views_of = None
-            self.views_read = False
-            return
-        snapshot = self.served(now_ms, max_silence_ms)
-        if snapshot is self.views_of:
-            return  # another replica changed: the views of the one served still hold
-        keys = list(self.views) if self.views_read else []
-        self.views.clear()
-        self.views_of = None
-        self.views_read = False
-        if snapshot is None or not keys:
-            return
-        self.views_of = snapshot
-        names = self.names
-        for depth, side in keys:
-            try:
-                self.views[depth, side] = self._levels_of(render, names, snapshot, depth, side)
-            except StoreError:
-                return  # dropped (see _levels_of): the next read loads the book again
 
     def _levels_of(self, renders: Callable[..., _R], names: bytes, snapshot: Snapshot, *args: object) -> _R:
         """``renders(names, snapshot, *args)``; when ``snapshot``'s levels cannot be worked out (its

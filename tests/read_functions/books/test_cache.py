@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
+from functools import partial
 from typing import cast
 
 import orjson
@@ -192,27 +193,23 @@ async def test_a_message_published_earlier_does_not_replace_a_later_one(stack: S
         await asyncio.sleep(0.005)
 
 
-async def test_views_readers_used_are_rendered_when_the_change_arrives(stack: Stack) -> None:
+async def test_a_change_renders_nothing_and_the_next_read_renders_what_it_serves(stack: Stack) -> None:
     headers = await stack.subscriber(ETH)
     await stack.publish(ETH, 0, snapshot(1))
     assert await read_update_id(stack, headers) == 1  # renders the default view of snapshot 1
     entry = stack.deps.books._entries[ETH]
+    first = entry.views_of
 
     def has(update_id: int) -> bool:
         return entry.replicas[0].meta.update_id == update_id
 
-    await stack.publish(ETH, 0, snapshot(2))
-    await wait_until(lambda: has(2), 2.0, "snapshot 2")
-    assert entry.views_of is entry.replicas[0]  # rendered on arrival, before any read
-    assert [b'"update_id":2,' in view.head for view in entry.views.values()] == [True]
-    assert await read_update_id(stack, headers) == 2
-    await stack.publish(ETH, 0, snapshot(3))  # the view of 2 was read: 3 is rendered too
-    await wait_until(lambda: has(3), 2.0, "snapshot 3")
-    assert entry.views_of is entry.replicas[0] and len(entry.views) == 1
-    await stack.publish(ETH, 0, snapshot(4))  # nobody read 3: 4 is not rendered, 3's view is let go
-    await wait_until(lambda: has(4), 2.0, "snapshot 4")
-    assert entry.views_of is None and not entry.views
-    assert await read_update_id(stack, headers) == 4
+    for update_id in (2, 3):  # changes nobody reads in between: none of them is rendered
+        await stack.publish(ETH, 0, snapshot(update_id))
+        await wait_until(partial(has, update_id), 2.0, f"snapshot {update_id}")
+        assert entry.views_of is first and len(entry.views) == 1
+    assert await read_update_id(stack, headers) == 3
+    assert entry.views_of is entry.replicas[0]
+    assert [b'"update_id":3,' in view.head for view in entry.views.values()] == [True]
 
 
 async def test_a_change_of_a_replica_not_served_keeps_the_views_of_the_one_served(stack: Stack) -> None:
@@ -356,8 +353,11 @@ async def test_a_delta_that_does_not_fit_its_head_is_never_served_and_the_book_l
     books = stack.deps.books
     unfit = delta(5, 6, [(REPLACE, 7, b'["1","1"]')])  # a level past the five the head holds
     await publish_change(redis_client, ETH.channel, encode_message(0, unfit))
-    # The book was read, so its views are rendered as the change arrives: its levels, worked out
-    # then, do not fit, and the entry is dropped at once (a book not read would be at its next read).
-    await wait_until(lambda: books.doubts == 1, 2.0, "the misfit seen")
-    assert ETH not in books._entries
+    # Nothing is rendered as the change arrives: the next read works the levels out, finds that
+    # they do not fit, drops the entry and is refused (retry); the read after it loads the book.
+    entry = books._entries[ETH]
+    await wait_until(lambda: entry.replicas[0].meta.update_id == 6, 2.0, "the delta followed")
+    async with stack.http.get(f"{stack.url}/v1/books/binance.com/ETHBTC", headers=headers) as r:
+        assert (r.status, r.headers["Retry-After"]) == (503, "1"), await r.text()
+    assert books.doubts == 1 and ETH not in books._entries
     assert (await read_book(stack, headers))["update_id"] == 5  # the stored head, loaded again
