@@ -21,6 +21,7 @@ from ingest_nodes.venues.budget import WeightBudget
 from ingest_nodes.venues.credentials import Credential
 from read_functions.tenancy.rate_limit import RateLimiter
 from read_functions.tenancy.usage import UsageCounter
+from tests.waiting import away_from_minute_edge
 
 
 @pytest.fixture
@@ -50,6 +51,7 @@ async def test_catalogs_of_several_exchanges_are_replaced_in_one_transaction(clu
 
 
 async def test_the_weight_budget_is_shared_and_closed_on_a_ban(cluster: RedisCluster) -> None:
+    await away_from_minute_edge()
     nodes = [
         WeightBudget(cluster, egress_id="nat-1", venue_host="api.binance.com", limit=100) for _ in range(2)
     ]

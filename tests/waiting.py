@@ -16,3 +16,11 @@ async def wait_until(
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
         await asyncio.sleep(poll_s)
+
+
+async def away_from_minute_edge() -> None:
+    """A venue's weight budget counts per calendar minute (and grants nothing in a minute's last
+    quarter second): keep a test's spending inside one minute."""
+    into_minute = time.time() % 60
+    if into_minute > 54:
+        await asyncio.sleep(60.5 - into_minute)

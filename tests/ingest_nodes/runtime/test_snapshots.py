@@ -13,16 +13,9 @@ from ingest_nodes.core.events import DepthSnapshot
 from ingest_nodes.runtime.snapshots import Priority, SnapshotError, SnapshotScheduler
 from ingest_nodes.venues.budget import WeightBudget
 from tests.ingest_nodes.runtime.harness import running, venue_config, wait_synced
-from tests.waiting import wait_until
+from tests.waiting import away_from_minute_edge, wait_until
 
 SPOT_SYMBOLS = ["BTCUSDT", "ETHUSDT", "ETHBTC", "BNBBTC", "BNBUSDT", "SOLUSDT", "XRPUSDT", "ADAUSDT"]
-
-
-async def away_from_minute_edge() -> None:
-    """The budget counts per calendar minute: keep a test's spending inside one."""
-    into_minute = time.time() % 60
-    if into_minute > 54:
-        await asyncio.sleep(60.5 - into_minute)
 
 
 async def test_take_grants_what_fits_and_says_how_long_to_wait(redis_client: redis.Redis) -> None:

@@ -14,6 +14,7 @@ from ingest_nodes.venues.binance.limits import (
     depth_weight,
 )
 from ingest_nodes.venues.budget import WeightBudget
+from tests.waiting import away_from_minute_edge
 
 
 def test_depth_weights_follow_the_published_tiers() -> None:
@@ -39,13 +40,6 @@ def test_backoff_is_capped_jittered_and_yields_to_retry_after() -> None:
     assert all(0.25 <= w <= 4 for w in waits)
     assert max(waits[6:]) <= 4 and min(waits[6:]) >= 2
     assert policy.compute(3, retry_after_s=17) == 17
-
-
-async def away_from_minute_edge() -> None:
-    """The budget is per calendar minute: keep a test's spending inside one."""
-    into_minute = time.time() % 60
-    if into_minute > 55:
-        await asyncio.sleep(60.5 - into_minute)
 
 
 async def test_budget_is_exact_across_nodes(redis_client: redis.Redis) -> None:
