@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from decimal import Decimal
-from typing import Final, NamedTuple
+from typing import Final, final
 
 import orjson
 
@@ -51,12 +51,30 @@ JOURNAL_LIMIT: Final = 512
 """Journal entries a side keeps untaken; past them the journal closes (publish the book whole)."""
 
 
-class SideWindow(NamedTuple):
+@final
+class SideWindow:
     """How much of one side can be served: ``trusted`` levels, and whether the venue may hold more
-    past them (``bounded``: the side has a watermark; a complete side has none)."""
+    past them (``bounded``: the side has a watermark; a complete side has none).
 
-    trusted: int
-    bounded: bool
+    A plain class, not a named tuple: compiled, it is built natively, where a named tuple's
+    ``__new__`` runs in the interpreter (two are built for every window, twice per event)."""
+
+    __slots__ = ("bounded", "trusted")
+
+    def __init__(self, trusted: int, bounded: bool) -> None:
+        self.trusted = trusted
+        self.bounded = bounded
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SideWindow):
+            return NotImplemented
+        return self.trusted == other.trusted and self.bounded == other.bounded
+
+    def __hash__(self) -> int:
+        return hash((self.trusted, self.bounded))
+
+    def __repr__(self) -> str:
+        return f"SideWindow(trusted={self.trusted}, bounded={self.bounded})"
 
 
 class _Side:

@@ -43,7 +43,7 @@ def test_unknown_times_roundtrip_as_none() -> None:
 
 
 def test_the_venue_state_is_known_as_of_the_later_of_the_last_event_and_the_last_confirmation() -> None:
-    confirmed = META._replace(confirmed_time=5000)
+    confirmed = SnapshotMeta(42, 1000, 1001, 1002, 3, BookStatus.SYNCED, confirmed_time=5000)
     snap = Snapshot(encode_snapshot(confirmed, BIDS, ASKS))
     assert snap.meta == confirmed and snap.confirmed_time == 5000 and snap.known_time == 5000
     assert Snapshot(encode_snapshot(META, BIDS, ASKS)).known_time == META.ingest_time
@@ -111,7 +111,7 @@ def test_unknown_flags_are_rejected_at_receipt() -> None:
 
 
 def test_a_snapshot_names_the_node_that_wrote_it_and_version_3_is_still_read() -> None:
-    tagged = META._replace(node=2**62 + 5)
+    tagged = SnapshotMeta(42, 1000, 1001, 1002, 3, BookStatus.SYNCED, node=2**62 + 5)
     snap = Snapshot(encode_snapshot(tagged, BIDS, ASKS))
     assert snap.node == 2**62 + 5 and snap.meta == tagged
     v4 = encode_snapshot(META, BIDS, ASKS, MORE_ASKS)
