@@ -189,11 +189,15 @@ def _decode(encoded: bytes) -> Level:
 class OrderBook:
     """Bids and asks of one replica; see the module docstring."""
 
-    __slots__ = ("_asks", "_bids")
+    __slots__ = ("_asks", "_bids", "_window")
 
     def __init__(self) -> None:
         self._bids = _Side(negate=True)
         self._asks = _Side(negate=False)
+        self._window: tuple[SideWindow, SideWindow] | None = None
+        """``window()`` since the levels last changed: an event's window is read when it is applied
+        and again when it is published. Every method that changes levels or watermarks drops it
+        first (a bad number can stop one half way)."""
 
     def load(
         self, bids: Iterable[Level], asks: Iterable[Level], *, bids_complete: bool, asks_complete: bool
@@ -203,6 +207,7 @@ class OrderBook:
         Levels with a zero quantity are skipped. Raises ``VenuePayloadError`` on a bad number
         (the book is then half loaded and must be cleared).
         """
+        self._window = None
         self._bids.load(bids, complete=bids_complete)
         self._asks.load(asks, complete=asks_complete)
 
@@ -211,16 +216,19 @@ class OrderBook:
 
         Raises ``VenuePayloadError`` on a bad number (levels before it are already applied).
         """
+        self._window = None
         self._bids.apply(bids)
         self._asks.apply(asks)
 
     def truncate(self, depth: int) -> None:
         """Keep the best ``depth`` levels a side, all trusted: the venue keeps that many current."""
+        self._window = None
         self._bids.truncate(depth)
         self._asks.truncate(depth)
 
     def clear(self) -> None:
         """Empty both sides and drop the watermarks."""
+        self._window = None
         self._bids = _Side(negate=True)
         self._asks = _Side(negate=False)
 
@@ -280,7 +288,10 @@ class OrderBook:
 
     def window(self) -> tuple[SideWindow, SideWindow]:
         """The bid and ask windows: trusted levels, and whether the venue may hold more past them."""
-        return self._bids.window(), self._asks.window()
+        window = self._window
+        if window is None:
+            window = self._window = (self._bids.window(), self._asks.window())
+        return window
 
     def best_bid(self) -> Decimal | None:
         """The highest bid price, or None when there are no bids."""

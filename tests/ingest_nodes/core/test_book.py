@@ -147,6 +147,21 @@ def test_the_window_shrinks_as_the_touch_is_consumed_and_says_which_side_may_hol
     assert book.window()[1] == SideWindow(1, True)
 
 
+def test_the_window_is_read_again_after_every_change_even_one_a_bad_number_stopped() -> None:
+    book = OrderBook()
+    assert book.window() == (SideWindow(0, False), SideWindow(0, False))
+    book.load([("100", "1"), ("99", "1"), ("98", "1")], [("101", "1"), ("102", "1")],
+              bids_complete=False, asks_complete=True)  # fmt: skip
+    assert book.window() == (SideWindow(3, True), SideWindow(2, False))
+    with pytest.raises(VenuePayloadError):
+        book.apply([("99.5", "1")], [("abc", "1")])  # the bid is applied before the ask fails
+    assert book.window() == (SideWindow(4, True), SideWindow(2, False))
+    book.truncate(2)
+    assert book.window() == (SideWindow(2, True), SideWindow(2, True))
+    book.clear()
+    assert book.window() == (SideWindow(0, False), SideWindow(0, False))
+
+
 def test_a_full_but_empty_side_trusts_nothing() -> None:
     book = OrderBook()
     book.load([], [], bids_complete=False, asks_complete=False)
