@@ -57,7 +57,7 @@ class SideWindow:
     past them (``bounded``: the side has a watermark; a complete side has none).
 
     A plain class, not a named tuple: compiled, it is built natively, where a named tuple's
-    ``__new__`` runs in the interpreter (two are built for every window, twice per event)."""
+    ``__new__`` runs in the interpreter (two are built for every event that changes a book)."""
 
     __slots__ = ("bounded", "trusted")
 
