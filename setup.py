@@ -5,9 +5,10 @@ same modules run as pure Python, only slower):
 
 - ``ingest_nodes/core/_levels.c``: the ingest nodes' book store, hand-written C;
 - ``COMPILED``: modules of the per-event hot path compiled by mypyc from their own strictly typed
-  source (the node's book, engine, lane and publisher; the delta and snapshot codec that nodes
-  encode and read workers apply). An event there crosses dozens of small calls, and interpreting
-  them was most of its cost (docs/scale.md gives the measurement).
+  source (the node's book, engine, lane and publisher; Binance's sync machines and the actions they
+  answer with; the delta and snapshot codec that nodes encode and read workers apply). An event
+  there crosses dozens of small calls, and interpreting them was most of its cost (docs/scale.md
+  gives the measurement).
 
 An editable install builds them next to their sources, where they shadow the ``.py`` files:
 ``make install`` (and so ``make test``) builds them again whenever one of those sources changes,
@@ -23,6 +24,10 @@ COMPILED = [
     "book_store/delta.py",
     "ingest_nodes/core/book.py",
     "ingest_nodes/core/engine.py",
+    "ingest_nodes/core/sync/actions.py",
+    "ingest_nodes/core/sync/binance/_diff_snapshot.py",
+    "ingest_nodes/core/sync/binance/futures.py",
+    "ingest_nodes/core/sync/binance/spot.py",
     "ingest_nodes/runtime/lane.py",
     "ingest_nodes/runtime/publisher.py",
 ]

@@ -15,7 +15,7 @@ Venue differences are four predicates, kept as data in ``DiffSnapshotRules`` (``
     is_duplicate(ev, id)   once applying: ev was already applied (replay); drop it quietly
     continues(ev, id)      once applying: ev follows the book's id with nothing lost
 
-Transitions (``_ON_UPDATE`` and ``_ON_SNAPSHOT`` below are this table as data):
+Transitions (``receive_update`` and ``receive_snapshot`` pick the row by state):
 
     state          update                                   snapshot          disconnect/invalidate
     IDLE           buffer it; FetchSnapshot -> BUFFERING    ignored           nothing to drop
@@ -44,10 +44,9 @@ after ``FetchSnapshot`` the caller must keep trying until it delivers one (or ``
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from types import MappingProxyType
-from typing import ClassVar, Final
+from typing import ClassVar
 
 from ingest_nodes.core.events import DepthSnapshot, DepthUpdate
 from ingest_nodes.core.sync.actions import Action, ApplyUpdate, FetchSnapshot, LoadSnapshot, ResyncRequired
@@ -103,11 +102,20 @@ class DiffSnapshotMachine:
 
     def receive_update(self, update: DepthUpdate) -> list[Action]:
         """Feed one diff event of this book's symbol, in arrival order."""
-        return _ON_UPDATE[self.state](self, update)
+        state = self.state
+        if state is SyncState.SYNCED:  # nearly every event: tested first
+            return self._follow(update)
+        if state is SyncState.BUFFERING:
+            return self._keep(update)
+        if state is SyncState.SNAPSHOT_HELD:
+            return self._try_held(update)
+        return self._start(update)
 
     def receive_snapshot(self, snapshot: DepthSnapshot) -> list[Action]:
-        """Feed the snapshot fetched after a ``FetchSnapshot``."""
-        return _ON_SNAPSHOT[self.state](self, snapshot)
+        """Feed the snapshot fetched after a ``FetchSnapshot``; ignored unless one is awaited."""
+        if self.state is SyncState.BUFFERING:
+            return self._bridge(snapshot)
+        return []
 
     def receive_disconnect(self) -> list[Action]:
         """The stream connection was lost: events may be missing, start over."""
@@ -149,9 +157,6 @@ class DiffSnapshotMachine:
         self.state = SyncState.BUFFERING
         return [ResyncRequired("gap"), FetchSnapshot()]
 
-    def _ignore(self, snapshot: DepthSnapshot) -> list[Action]:
-        return []
-
     def _bridge(self, snapshot: DepthSnapshot) -> list[Action]:
         rules = self.rules
         last_id = snapshot.last_update_id
@@ -191,26 +196,3 @@ class DiffSnapshotMachine:
         self._update_id = None
         self.state = SyncState.IDLE
         return [ResyncRequired(reason)]
-
-
-_ON_UPDATE: Final[Mapping[SyncState, Callable[[DiffSnapshotMachine, DepthUpdate], list[Action]]]] = (
-    MappingProxyType(
-        {
-            SyncState.IDLE: DiffSnapshotMachine._start,
-            SyncState.BUFFERING: DiffSnapshotMachine._keep,
-            SyncState.SNAPSHOT_HELD: DiffSnapshotMachine._try_held,
-            SyncState.SYNCED: DiffSnapshotMachine._follow,
-        }
-    )
-)
-
-_ON_SNAPSHOT: Final[Mapping[SyncState, Callable[[DiffSnapshotMachine, DepthSnapshot], list[Action]]]] = (
-    MappingProxyType(
-        {
-            SyncState.IDLE: DiffSnapshotMachine._ignore,
-            SyncState.BUFFERING: DiffSnapshotMachine._bridge,
-            SyncState.SNAPSHOT_HELD: DiffSnapshotMachine._ignore,
-            SyncState.SYNCED: DiffSnapshotMachine._ignore,
-        }
-    )
-)
