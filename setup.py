@@ -5,8 +5,9 @@ same modules run as pure Python, only slower):
 
 - ``ingest_nodes/core/_levels.c``: the ingest nodes' book store, hand-written C;
 - ``COMPILED``: modules of the per-event hot path compiled by mypyc from their own strictly typed
-  source (the node's book, engine, lane and publisher; Binance's sync machines and the actions they
-  answer with; the delta and snapshot codec that nodes encode and read workers apply). An event
+  source (the node's book, engine, lane, replica and publisher, and the replica's rhythm, lag and
+  trusted-window keepers; Binance's stream reader and sync machines and the actions they answer
+  with; the delta and snapshot codec that nodes encode and read workers apply). An event
   there crosses dozens of small calls, and interpreting them was most of its cost (docs/scale.md
   gives the measurement).
 
@@ -24,12 +25,18 @@ COMPILED = [
     "book_store/delta.py",
     "ingest_nodes/core/book.py",
     "ingest_nodes/core/engine.py",
+    "ingest_nodes/core/lag.py",
+    "ingest_nodes/core/stall_watch.py",
     "ingest_nodes/core/sync/actions.py",
     "ingest_nodes/core/sync/binance/_diff_snapshot.py",
     "ingest_nodes/core/sync/binance/futures.py",
     "ingest_nodes/core/sync/binance/spot.py",
+    "ingest_nodes/core/trusted_window.py",
     "ingest_nodes/runtime/lane.py",
     "ingest_nodes/runtime/publisher.py",
+    "ingest_nodes/runtime/replica.py",
+    "ingest_nodes/venues/binance/stream.py",
+    "ingest_nodes/venues/wire.py",
 ]
 """Compiled by mypyc."""
 
