@@ -6,7 +6,7 @@ same modules run as pure Python, only slower):
 - ``ingest_nodes/core/_levels.c``: the ingest nodes' book store, hand-written C;
 - ``COMPILED``: modules of the per-event hot path compiled by mypyc from their own strictly typed
   source (the node's book, engine, lane, replica and publisher, and the replica's rhythm, lag and
-  trusted-window keepers; Binance's stream reader and sync machines and the actions they answer
+  trusted-window keepers; Binance's frame parser, stream reader and sync machines and the actions they answer
   with; the delta and snapshot codec that nodes encode and read workers apply). An event
   there crosses dozens of small calls, and interpreting them was most of its cost (docs/scale.md
   gives the measurement).
@@ -35,6 +35,7 @@ COMPILED = [
     "ingest_nodes/runtime/lane.py",
     "ingest_nodes/runtime/publisher.py",
     "ingest_nodes/runtime/replica.py",
+    "ingest_nodes/venues/binance/parse.py",
     "ingest_nodes/venues/binance/stream.py",
     "ingest_nodes/venues/wire.py",
 ]

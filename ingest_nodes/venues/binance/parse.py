@@ -4,28 +4,26 @@ Frames are decoded with orjson (the ingest hot path) and prices and quantities s
 strings: the order book is the one place that turns them into Decimals. Anything that does not
 have the documented shape raises ``VenuePayloadError``; frames Ladder does not use (other
 event types, partial-depth pushes) come back as None.
+
+A decoded frame stays a ``dict[str, object]`` here, and each member is checked where it is read:
+this module is compiled (``setup.py``), and compiled code enforces a type the moment a value is
+read as one, so typing a frame as its documented shape before the checks would turn hostile input
+into a ``TypeError`` instead of a ``VenuePayloadError``.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Final, cast
+from typing import Final
 
 import orjson
 
 from ingest_nodes.core.errors import VenuePayloadError
 from ingest_nodes.core.events import DepthSnapshot, DepthUpdate
 from ingest_nodes.venues.binance.schemas import (
-    CombinedFrame,
-    CommandError,
-    CommandResult,
     ControlFrame,
-    DepthSnapshotBody,
-    DepthUpdateEvent,
-    ErrorBody,
     ServerShutdown,
-    ServerShutdownEvent,
     SubscribeAck,
     VenueErrorFrame,
     VenueRestError,
@@ -44,6 +42,10 @@ def parse_spot_frame(raw: bytes | str, ingest_time: int) -> DepthUpdate | Contro
         {"stream":"bnbbtc@depth@100ms","data":{"e":"depthUpdate","E":1672515782136,"s":"BNBBTC",
          "U":157,"u":160,"b":[["0.0024","10"]],"a":[["0.0026","100"],["0.0027","0.00000000"]]}}
 
+    ``E`` is the event time (ms), ``s`` the symbol, ``U`` and ``u`` the first and final update id
+    folded into the event, ``b`` and ``a`` the bids and asks that changed, ``[price, quantity]``
+    strings (a quantity of zero removes the level).
+
     Control frames: ``{"result":null,"id":1}`` -> ``SubscribeAck``,
     ``{"error":{"code":2,"msg":"Invalid request: invalid stream"},"id":1}`` -> ``VenueErrorFrame``,
     ``{"e":"serverShutdown","E":1778215200000}`` -> ``ServerShutdown``.
@@ -52,7 +54,8 @@ def parse_spot_frame(raw: bytes | str, ingest_time: int) -> DepthUpdate | Contro
 
 
 def parse_futures_frame(raw: bytes | str, ingest_time: int) -> DepthUpdate | ControlFrame | None:
-    """Read one USD-M/COIN-M futures stream frame; depth events must carry ``pu``.
+    """Read one USD-M/COIN-M futures stream frame; depth events must carry ``pu``, the previous
+    event's ``u`` (``T`` is the transaction time, which Ladder does not use).
 
     Example (raw)::
 
@@ -137,25 +140,24 @@ def parse_rest_error(status: int, body: bytes, headers: Mapping[str, str]) -> Ve
 def _parse_frame(raw: bytes | str, ingest_time: int, *, futures: bool) -> DepthUpdate | ControlFrame | None:
     frame = json_object(loads(raw), "frame")
     if "stream" in frame and "data" in frame:
-        frame = json_object(cast(CombinedFrame, frame)["data"], "combined frame data")
+        frame = json_object(frame["data"], "combined frame data")
     kind = frame.get("e")
     if kind == "depthUpdate":
-        return _depth_update(cast(DepthUpdateEvent, frame), ingest_time, futures=futures)
+        return _depth_update(frame, ingest_time, futures=futures)
     if kind == "serverShutdown":
-        return ServerShutdown(event_time=int_field(cast(ServerShutdownEvent, frame), "E"))
+        return ServerShutdown(event_time=int_field(frame, "E"))
     if kind is not None:
         return None
     if "result" in frame and "id" in frame:
-        return _command_result(cast(CommandResult, frame))
+        return _command_result(frame)
     if "error" in frame:
-        error = cast(CommandError, frame)
-        return _error_frame(json_object(error["error"], "error"), error.get("id"))
+        return _error_frame(json_object(frame["error"], "error"), frame.get("id"))
     if "code" in frame and "msg" in frame:
         return _error_frame(frame, frame.get("id"))
     return None
 
 
-def _depth_update(event: DepthUpdateEvent, ingest_time: int, *, futures: bool) -> DepthUpdate:
+def _depth_update(event: dict[str, object], ingest_time: int, *, futures: bool) -> DepthUpdate:
     symbol = event.get("s")
     if not isinstance(symbol, str):
         raise VenuePayloadError("depthUpdate without a symbol")
@@ -171,7 +173,7 @@ def _depth_update(event: DepthUpdateEvent, ingest_time: int, *, futures: bool) -
     )
 
 
-def _command_result(frame: CommandResult) -> SubscribeAck:
+def _command_result(frame: dict[str, object]) -> SubscribeAck:
     result = frame["result"]
     if result is not None and not isinstance(result, list | bool):
         raise VenuePayloadError("command result of unexpected type")
@@ -194,13 +196,12 @@ def _request_id(value: object) -> int | str | None:
     raise VenuePayloadError("command id of unexpected type")
 
 
-def _snapshot_body(body: bytes) -> DepthSnapshotBody:
+def _snapshot_body(body: bytes) -> dict[str, object]:
     snapshot = json_object(loads(body), "snapshot")
     if "lastUpdateId" not in snapshot:
-        error = cast(ErrorBody, snapshot)
         raise VenuePayloadError(
-            f"snapshot without lastUpdateId (code {error.get('code')}: {error.get('msg')})"
+            f"snapshot without lastUpdateId (code {snapshot.get('code')}: {snapshot.get('msg')})"
         )
     if "bids" not in snapshot or "asks" not in snapshot:
         raise VenuePayloadError("snapshot without bids or asks")
-    return cast(DepthSnapshotBody, snapshot)
+    return snapshot

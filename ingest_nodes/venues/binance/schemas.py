@@ -1,78 +1,13 @@
-"""Binance's wire shapes (in the venue's own field names) and the typed values parsing yields.
+"""The typed values parsing Binance's frames and REST answers yields besides depth events.
 
-The ``TypedDict`` classes document what the parsers read; nothing outside ``parse.py`` sees them.
-The frozen dataclasses are what the connection and REST drivers receive besides depth events:
-stream control frames (``ControlFrame``) and REST failures (``VenueRestError``).
+The frozen dataclasses are what the connection and REST drivers receive: stream control frames
+(``ControlFrame``) and REST failures (``VenueRestError``). The wire shapes they are read from are
+in ``parse.py``'s docstrings, which check every member they read.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NotRequired, TypedDict
-
-# --- wire shapes ------------------------------------------------------------------------------
-
-
-class DepthUpdateEvent(TypedDict):
-    """``<symbol>@depth`` diff event; ``T`` and ``pu`` are sent by futures only."""
-
-    e: str  # "depthUpdate"
-    E: int  # event time, ms
-    T: NotRequired[int]  # futures transaction time, ms
-    s: str  # symbol, upper case
-    U: int  # first update id in the event
-    u: int  # final update id in the event
-    pu: NotRequired[int]  # futures: final update id of the previous event
-    b: list[list[str]]  # bids [[price, qty], ...]
-    a: list[list[str]]  # asks
-
-
-class CombinedFrame(TypedDict):
-    """``/stream?streams=...`` wraps every payload with the stream's name."""
-
-    stream: str
-    data: dict[str, object]
-
-
-class ServerShutdownEvent(TypedDict):
-    """Sent before the venue closes the connection for maintenance."""
-
-    e: str  # "serverShutdown"
-    E: int
-
-
-class CommandResult(TypedDict):
-    """Answer to SUBSCRIBE / UNSUBSCRIBE / LIST_SUBSCRIPTIONS / SET_PROPERTY / GET_PROPERTY."""
-
-    result: list[str] | bool | None
-    id: int | str | None
-
-
-class ErrorBody(TypedDict):
-    """A REST error body, and the ``error`` member of a stream error frame."""
-
-    code: int
-    msg: str
-
-
-class CommandError(TypedDict):
-    """A stream command that failed; ``id`` is null when the request could not be parsed."""
-
-    error: ErrorBody
-    id: int | str | None
-
-
-class DepthSnapshotBody(TypedDict):
-    """``GET /api/v3/depth`` (spot) or ``GET /fapi/v1/depth`` (futures, adds ``E`` and ``T``)."""
-
-    lastUpdateId: int
-    E: NotRequired[int]
-    T: NotRequired[int]
-    bids: list[list[str]]
-    asks: list[list[str]]
-
-
-# --- typed values handed to the drivers -------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)

@@ -176,6 +176,11 @@ def test_futures_snapshot_fixture_carries_its_event_time() -> None:
         (b'{"lastUpdateId":1,"bids":[]}', "bids or asks"),
         (b'{"lastUpdateId":"1","bids":[],"asks":[]}', "lastUpdateId"),
         (b"[]", "not a JSON object"),
+        # members of the wrong type: a payload error, never a TypeError (the parser is compiled)
+        (b'{"lastUpdateId":1,"bids":{},"asks":[]}', "'bids'"),
+        (b'{"lastUpdateId":1,"bids":[],"asks":"x"}', "'asks'"),
+        (b'{"lastUpdateId":1,"bids":[["1",2]],"asks":[]}', "not a string"),
+        (b'{"code":[],"msg":{}}', "lastUpdateId"),
     ],
 )
 def test_bad_snapshots_raise_a_payload_error(body: bytes, match: str) -> None:
