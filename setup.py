@@ -6,12 +6,10 @@ same modules run as pure Python, only slower):
 - ``ingest_nodes/core/_levels.c``: the ingest nodes' book store, hand-written C;
 - ``COMPILED``: modules of the per-event hot path compiled by mypyc from their own strictly typed
   source (the node's book, engine, lane, replica and publisher, and the replica's rhythm, lag and
-  trusted-window keepers; Binance's frame parser, stream reader and sync machines and the actions
-  they answer with; the delta and snapshot codec that nodes encode and read workers apply; the
-  read API's HTTP/1.1 protocol, dispatch, book handlers, tenancy checks, response rendering and
-  request telemetry). An event or a read there crosses dozens of small calls, and interpreting
-  them was most of its cost (docs/scale.md gives the measurement). A class the code takes weak
-  references to (a cache entry, a market listing) stays interpreted: a compiled class has none.
+  trusted-window keepers; Binance's frame parser, stream reader and sync machines and the actions they answer
+  with; the delta and snapshot codec that nodes encode and read workers apply). An event
+  there crosses dozens of small calls, and interpreting them was most of its cost (docs/scale.md
+  gives the measurement).
 
 An editable install builds them next to their sources, where they shadow the ``.py`` files:
 ``make install`` (and so ``make test``) builds them again whenever one of those sources changes,
@@ -40,20 +38,6 @@ COMPILED = [
     "ingest_nodes/venues/binance/parse.py",
     "ingest_nodes/venues/binance/stream.py",
     "ingest_nodes/venues/wire.py",
-    "ladder_process/telemetry/histograms.py",
-    "read_functions/app/api_key.py",
-    "read_functions/app/dispatch.py",
-    "read_functions/app/messages.py",
-    "read_functions/app/params.py",
-    "read_functions/books/render.py",
-    "read_functions/handlers/reads/books.py",
-    "read_functions/handlers/reads/rules.py",
-    "read_functions/server/http1.py",
-    "read_functions/server/http1_machine.py",
-    "read_functions/telemetry.py",
-    "read_functions/tenancy/access.py",
-    "read_functions/tenancy/rate_limit.py",
-    "read_functions/tenancy/refreshing_cache.py",
 ]
 """Compiled by mypyc."""
 

@@ -79,8 +79,6 @@ Event = Answer | Upgrade | Continue
 class Http1Machine:
     """The request side of one connection: bytes in, events out, no I/O."""
 
-    __deletable__ = ("_parser",)  # compiled (setup.py): ``release`` deletes it
-
     def __init__(
         self, *, max_body: int, scheme: str, peer: str, takes_upgrade: Callable[[Request], bool]
     ) -> None:
