@@ -13,7 +13,8 @@ same modules run as pure Python, only slower):
 
 An editable install builds them next to their sources, where they shadow the ``.py`` files:
 ``make install`` (and so ``make test``) builds them again whenever one of those sources changes,
-and ``tests/conftest.py`` refuses to run tests against a compiled module older than its source.
+and ``tests/conftest.py`` refuses to run tests against a compiled module older than its source,
+or one left from a build that listed it and this ``COMPILED`` does not (delete it).
 """
 
 from __future__ import annotations

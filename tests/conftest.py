@@ -9,6 +9,7 @@ which ``make test`` already runs) are deselected: that mode exists to run the st
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import contextlib
 import faulthandler
@@ -38,23 +39,37 @@ STORE_FIXTURES = {"valkey_url", "clean_redis_url", "redis_client", "test_store"}
 CLUSTER_FIXTURES = {"valkey_cluster", "clean_cluster_url"}
 
 
+def listed_for_compiling(root: Path) -> set[str]:
+    """The sources ``setup.py`` compiles (its ``COMPILED``), read without running it."""
+    for node in ast.parse((root / "setup.py").read_text()).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "COMPILED" for t in node.targets):
+            return set(ast.literal_eval(node.value))
+    return set()
+
+
 def stale_compiled_modules(root: Path) -> list[str]:
-    """The modules under ``root`` whose compiled form (setup.py) is older than their source: an
-    editable install builds them in place, where they shadow the ``.py``, so tests would run the
-    code as it was."""
+    """The modules under ``root`` whose compiled form is older than their source, or that
+    ``setup.py`` no longer compiles: an editable install builds them in place, where they shadow the
+    ``.py``, so tests would run the code as it was (and a leftover from another build can clash
+    with the current one's types)."""
     stale = []
+    listed = listed_for_compiling(root)
     packages = [path for path in root.iterdir() if (path / "__init__.py").exists()]
     for compiled in (so for package in packages for so in package.glob("**/*.cpython-*.so")):
         source = compiled.with_name(compiled.name.partition(".")[0] + ".py")
-        if source.exists() and source.stat().st_mtime > compiled.stat().st_mtime:
-            stale.append(str(source.relative_to(root)))
+        name = source.relative_to(root).as_posix()
+        if source.exists() and (source.stat().st_mtime > compiled.stat().st_mtime or name not in listed):
+            stale.append(name)
     return sorted(stale)
 
 
 def pytest_configure(config: pytest.Config) -> None:
     stale = stale_compiled_modules(Path(__file__).resolve().parent.parent)
     if stale:
-        raise pytest.UsageError(f"compiled before their source last changed: {stale} (run `make install`)")
+        raise pytest.UsageError(
+            f"compiled before their source last changed, or no longer listed in setup.py: {stale} "
+            "(delete the stale .so, then run `make install`)"
+        )
     config.addinivalue_line(
         "markers", "single_store(reason): cannot apply to a cluster; skipped with LADDER_TEST_STORE=cluster"
     )
