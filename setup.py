@@ -6,10 +6,10 @@ same modules run as pure Python, only slower):
 - ``ingest_nodes/core/_levels.c``: the ingest nodes' book store, hand-written C;
 - ``COMPILED``: modules of the per-event hot path compiled by mypyc from their own strictly typed
   source (the node's book, engine, lane, replica and publisher, and the replica's rhythm, lag and
-  trusted-window keepers; Binance's frame parser, stream reader and sync machines and the actions they answer
-  with; the delta and snapshot codec that nodes encode and read workers apply). An event
-  there crosses dozens of small calls, and interpreting them was most of its cost (docs/scale.md
-  gives the measurement).
+  trusted-window keepers; Binance's frame parser, stream reader and sync machines and the actions
+  they answer with; the delta and snapshot codec that nodes encode and read workers apply). An
+  event there crosses dozens of small calls, and interpreting them was most of its cost
+  (docs/scale.md gives the measurement).
 
 An editable install builds them next to their sources, where they shadow the ``.py`` files:
 ``make install`` (and so ``make test``) builds them again whenever one of those sources changes,
